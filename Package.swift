@@ -1,0 +1,61 @@
+// swift-tools-version:6.0
+// cvhost: a plugin-based computer-vision frame-processing host for Linux.
+//
+// Floors (each uses only the floor below it):
+//   cvhost (CLI)  ->  CVHostSources, CVHostPlugins  ->  CVHostCore, CVHostPluginABI
+// Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
+import PackageDescription
+
+let package = Package(
+    name: "cvhost",
+    products: [
+        .executable(name: "cvhost", targets: ["cvhost"]),
+        // Each plugin is a shared object named libcvhost-<name>.so, built beside the executable.
+        .library(name: "cvhost-null", type: .dynamic, targets: ["NullPlugin"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        // The one public header plugin authors compile against.
+        .target(name: "CVHostPluginABI", path: "Sources/CVHostPluginABI"),
+
+        // Session, devices, formats, connections, video data output, pixel buffers, events.
+        .target(name: "CVHostCore", path: "Sources/CVHostCore"),
+
+        // FFmpeg's libav* (decoding of video files and still images).
+        .systemLibrary(
+            name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+
+        // Capture devices that are not cameras: test pattern, still images, video files.
+        .target(name: "CVHostSources", dependencies: ["CVHostCore", "CFFmpeg"], path: "Sources/CVHostSources"),
+
+        // Plugin loader, plugin instances, metrics, result validation and the JSON Lines writer.
+        .target(
+            name: "CVHostPlugins",
+            dependencies: [
+                "CVHostCore", "CVHostPluginABI",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Sources/CVHostPlugins"),
+
+        .executableTarget(
+            name: "cvhost",
+            dependencies: [
+                "CVHostCore", "CVHostSources", "CVHostPlugins",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/cvhost"),
+
+        // Plugins: one folder each, named as users load them.
+        .target(name: "NullPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/null", publicHeadersPath: "."),
+
+        .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore"]),
+        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore"]),
+        .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: []),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,37 @@
+/// An error from a capture device or session: a code programs can switch on, and a one-line
+/// message for people that names the thing and what to do.
+public struct CaptureError: Error, CustomStringConvertible, Sendable {
+    /// The kind of failure. New codes may be added; switch with a default.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The input or device does not exist or cannot be opened.
+        public static let inputUnavailable = Code("input_unavailable")
+        /// The input exists but its contents are not something cvhost can decode.
+        public static let unsupportedInput = Code("unsupported_input")
+        /// A configuration change was attempted without lockForConfiguration().
+        public static let notLockedForConfiguration = Code("not_locked_for_configuration")
+        /// lockForConfiguration() while another holder has the lock.
+        public static let configurationLocked = Code("configuration_locked")
+        /// The device does not support the setting or format asked for.
+        public static let unsupported = Code("unsupported")
+        /// The device is in use by another program.
+        public static let deviceBusy = Code("device_busy")
+        /// Reading frames failed while running (the device went away, the file is corrupt...).
+        public static let streamFailed = Code("stream_failed")
+        /// A session operation that is not allowed in the session's present state.
+        public static let invalidState = Code("invalid_state")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,266 @@
+import Foundation
+
+/// Runs the flow of frames from one input to its outputs (AVCaptureSession).
+///
+/// States:
+///
+///     stopped ──startRunning()──► running ──(end of input | limit | stopRunning() | error)──► stopped
+///
+/// `startRunning()` returns once the device streams and the outputs' workers run;
+/// `stopRunning()` returns once every output has delivered its last frame. Inputs and outputs
+/// are added and removed while stopped; `beginConfiguration()` / `commitConfiguration()`
+/// apply a group of changes together.
+///
+/// Frames are read on the session's own capture thread and offered to every output; what
+/// happens when an output is slow is the output's backpressure policy.
+public final class CaptureSession: @unchecked Sendable {
+    // @unchecked Sendable: every mutable field is read and written with `cond` held, except
+    // `eventHandler`, which is set before the session starts.
+
+    /// Called for every session event, on the thread that caused it (the caller of
+    /// startRunning for `started`, the capture thread otherwise). Do not call stopRunning()
+    /// from it; use requestStop(reason:).
+    public var eventHandler: (@Sendable (SessionEvent) -> Void)?
+
+    /// Stop after this many frames (nil: no limit).
+    public var frameLimit: UInt64?
+
+    private let cond = ConditionLock()
+    private var committed = Configuration()
+    private var pending: Configuration?
+    private var configurationDepth = 0
+    private var state = State.stopped
+    private var stopReason: StopReason?
+    private var stream: FrameStream?
+    private var framesCaptured: UInt64 = 0
+
+    private struct Configuration {
+        var inputs: [CaptureDeviceInput] = []
+        var outputs: [VideoDataOutput] = []
+    }
+
+    private enum State { case stopped, starting, running, stopping }
+
+    public init() {}
+
+    // MARK: - Inputs and outputs
+
+    public var inputs: [CaptureDeviceInput] { cond.withLock { (pending ?? committed).inputs } }
+    public var outputs: [VideoDataOutput] { cond.withLock { (pending ?? committed).outputs } }
+
+    /// One input per session, added while the session is stopped.
+    public func canAddInput(_ input: CaptureDeviceInput) -> Bool {
+        cond.withLock { state == .stopped && (pending ?? committed).inputs.isEmpty }
+    }
+
+    public func addInput(_ input: CaptureDeviceInput) throws {
+        try change { config in
+            guard config.inputs.isEmpty else {
+                throw CaptureError(.invalidState, "the session already has an input; remove it first")
+            }
+            config.inputs.append(input)
+        }
+    }
+
+    public func removeInput(_ input: CaptureDeviceInput) throws {
+        try change { config in config.inputs.removeAll { $0 === input } }
+    }
+
+    public func canAddOutput(_ output: VideoDataOutput) -> Bool {
+        cond.withLock { state == .stopped && !(pending ?? committed).outputs.contains { $0 === output } }
+    }
+
+    public func addOutput(_ output: VideoDataOutput) throws {
+        try change { config in
+            guard !config.outputs.contains(where: { $0 === output }) else {
+                throw CaptureError(.invalidState, "output \(output.label) is already in the session")
+            }
+            config.outputs.append(output)
+        }
+    }
+
+    public func removeOutput(_ output: VideoDataOutput) throws {
+        try change { config in config.outputs.removeAll { $0 === output } }
+    }
+
+    /// Starts a group of changes that `commitConfiguration()` applies together. Calls nest.
+    public func beginConfiguration() {
+        cond.withLock {
+            if configurationDepth == 0 { pending = committed }
+            configurationDepth += 1
+        }
+    }
+
+    /// Applies the changes made since the matching `beginConfiguration()`.
+    public func commitConfiguration() {
+        cond.withLock {
+            precondition(configurationDepth > 0, "commitConfiguration() without beginConfiguration()")
+            configurationDepth -= 1
+            if configurationDepth == 0, let p = pending {
+                committed = p
+                pending = nil
+            }
+        }
+    }
+
+    private func change(_ body: (inout Configuration) throws -> Void) throws {
+        try cond.withLock {
+            guard state == .stopped else {
+                throw CaptureError(.invalidState, "inputs and outputs can be changed only while the session is stopped")
+            }
+            if pending != nil {
+                try body(&pending!)
+            } else {
+                try body(&committed)
+            }
+        }
+    }
+
+    // MARK: - Running
+
+    public var isRunning: Bool { cond.withLock { state == .running } }
+
+    /// Frames read from the device so far in this run.
+    public var capturedFrameCount: UInt64 { cond.withLock { framesCaptured } }
+
+    /// Opens the device, applies the outputs' capture hints, starts every output's workers and
+    /// the capture thread, and emits `started`. Returns when all of that is done.
+    /// - Throws: `CaptureError` when there is no input or the device cannot stream.
+    public func startRunning() throws {
+        let config: Configuration = try cond.withLock {
+            guard state == .stopped else { throw CaptureError(.invalidState, "the session is already running") }
+            guard configurationDepth == 0 else {
+                throw CaptureError(.invalidState, "commitConfiguration() before startRunning()")
+            }
+            guard !committed.inputs.isEmpty else { throw CaptureError(.invalidState, "the session has no input") }
+            state = .starting
+            stopReason = nil
+            framesCaptured = 0
+            return committed
+        }
+        let device = config.inputs[0].device
+        let settings = applyHints(of: config.outputs, to: device)
+        let opened: FrameStream
+        do {
+            opened = try device.openStream()
+        } catch {
+            cond.withLock { state = .stopped }
+            throw error
+        }
+        for output in config.outputs { output.start(liveSource: device.isLive) }
+        cond.withLock {
+            stream = opened
+            state = .running
+        }
+        eventHandler?(.started(device: DeviceSummary(device), format: device.activeFormat, settings: settings))
+        let thread = Thread { [self] in captureLoop(stream: opened, outputs: config.outputs) }
+        thread.name = "cvhost.capture"
+        thread.start()
+    }
+
+    /// Asks the session to stop and returns at once; `waitUntilStopped()` waits for it.
+    /// Safe from any thread, signal handlers' dispatch sources and event handlers included.
+    public func requestStop(reason: StopReason = .requested) {
+        let s: FrameStream? = cond.withLock {
+            guard state == .running || state == .starting else { return nil }
+            if stopReason == nil { stopReason = reason }
+            cond.broadcast()
+            return stream
+        }
+        s?.cancel()
+    }
+
+    /// Stops the session and returns when every output has delivered its last frame.
+    public func stopRunning() {
+        requestStop(reason: .requested)
+        waitUntilStopped()
+    }
+
+    /// Blocks until the session is stopped (at the end of input, a limit, a stop request or an error).
+    public func waitUntilStopped() {
+        cond.withLock {
+            while state != .stopped { cond.wait() }
+        }
+    }
+
+    /// Blocks until the session is stopped or `seconds` pass. - Returns: true when stopped.
+    public func waitUntilStopped(timeout seconds: Double) -> Bool {
+        let deadline = HostClock.monotonicNs() + UInt64(max(0, seconds) * 1e9)
+        return cond.withLock {
+            while state != .stopped {
+                if !cond.wait(untilMonotonicNs: deadline) { return state == .stopped }
+            }
+            return true
+        }
+    }
+
+    private func applyHints(of outputs: [VideoDataOutput], to device: CaptureDevice) -> [SettingReport] {
+        let hints = CaptureHints.merged(outputs.map(\.captureHints))
+        do {
+            try device.lockForConfiguration()
+        } catch {
+            return hints.autoFocusRangeRestriction == .none ? [] : [
+                SettingReport(setting: "auto_focus_range", requested: hints.autoFocusRangeRestriction.rawValue,
+                              applied: nil, status: .failed, message: "\(error)"),
+            ]
+        }
+        defer { device.unlockForConfiguration() }
+        do {
+            return try device.applyCaptureHints(hints)
+        } catch {
+            return [SettingReport(setting: "capture_hints", requested: "\(hints)", applied: nil, status: .failed,
+                                  message: "\(error)")]
+        }
+    }
+
+    private func captureLoop(stream: FrameStream, outputs: [VideoDataOutput]) {
+        var sequence: UInt64 = 0
+        var reason = StopReason.endOfInput
+        let limit = frameLimit
+        while true {
+            if let stop = cond.withLock({ stopReason }) {
+                reason = stop
+                break
+            }
+            if let limit, sequence >= limit {
+                reason = .frameLimit
+                break
+            }
+            let frame: CapturedFrame?
+            do {
+                frame = try stream.next()
+            } catch {
+                let failure = error as? CaptureError ?? CaptureError(.streamFailed, "\(error)")
+                eventHandler?(.runtimeError(failure))
+                reason = .error
+                break
+            }
+            guard let frame else {
+                // A cancelled stream ends with nil too: prefer the reason the stop was asked for.
+                reason = cond.withLock { stopReason } ?? .endOfInput
+                break
+            }
+            if frame.framesLostBefore > 0 {
+                eventHandler?(.framesLost(count: frame.framesLostBefore, beforeSequence: sequence))
+            }
+            let sample = SampleBuffer(
+                sequence: sequence, captureTimeNs: frame.captureTimeNs ?? HostClock.wallNs(),
+                monotonicCaptureNs: HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
+                pixelBuffer: frame.pixelBuffer)
+            sequence += 1
+            cond.withLock { framesCaptured = sequence }
+            for output in outputs { output.offer(sample) }
+        }
+        cond.withLock { state = .stopping }
+        stream.close()
+        // Drain: every frame already accepted by an output reaches its delegate.
+        for output in outputs { output.finish() }
+        let captured = sequence
+        eventHandler?(.stopped(reason: reason, framesCaptured: captured))
+        cond.withLock {
+            state = .stopped
+            self.stream = nil
+            cond.broadcast()
+        }
+    }
+}

@@ -1,0 +1,59 @@
+/// A range of frame rates a device supports for one format (AVFrameRateRange).
+public struct FrameRateRange: Sendable, Equatable, CustomStringConvertible {
+    public let minFrameRate: Double
+    public let maxFrameRate: Double
+
+    public init(minFrameRate: Double, maxFrameRate: Double) {
+        self.minFrameRate = minFrameRate
+        self.maxFrameRate = maxFrameRate
+    }
+
+    /// The shortest time between frames, in seconds (1 / maxFrameRate).
+    public var minFrameDuration: Double { maxFrameRate > 0 ? 1 / maxFrameRate : 0 }
+    /// The longest time between frames, in seconds (1 / minFrameRate).
+    public var maxFrameDuration: Double { minFrameRate > 0 ? 1 / minFrameRate : 0 }
+
+    public var description: String {
+        minFrameRate == maxFrameRate ? "\(formatRate(maxFrameRate)) fps" : "\(formatRate(minFrameRate))-\(formatRate(maxFrameRate)) fps"
+    }
+}
+
+func formatRate(_ r: Double) -> String {
+    r == r.rounded() ? String(Int(r)) : String(format2: r)
+}
+
+extension String {
+    /// A number with two decimals, without Foundation.
+    init(format2 v: Double) {
+        let scaled = Int((v * 100).rounded())
+        let frac = abs(scaled % 100)
+        self = "\(scaled / 100).\(frac < 10 ? "0" : "")\(frac)"
+    }
+}
+
+/// One way a device can deliver frames: pixel format, size and the frame rates for them
+/// (AVCaptureDevice.Format).
+public struct DeviceFormat: Sendable, Equatable, CustomStringConvertible {
+    /// The format as the device delivers it, e.g. "YUYV" or "MJPG" (a four-character code).
+    public let deviceFourCC: String
+    /// What cvhost hands to outputs after the device's own decoding (nil when it cannot).
+    public let pixelFormat: PixelFormat?
+    public let width: Int
+    public let height: Int
+    public let frameRateRanges: [FrameRateRange]
+
+    public init(deviceFourCC: String, pixelFormat: PixelFormat?, width: Int, height: Int,
+                frameRateRanges: [FrameRateRange]) {
+        self.deviceFourCC = deviceFourCC
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.frameRateRanges = frameRateRanges
+    }
+
+    public var maxFrameRate: Double { frameRateRanges.map(\.maxFrameRate).max() ?? 0 }
+
+    public var description: String {
+        "\(deviceFourCC) \(width)x\(height) " + frameRateRanges.map(\.description).joined(separator: ", ")
+    }
+}

@@ -1,0 +1,101 @@
+import Synchronization
+
+/// Reference-counted image memory: every consumer that takes the same pixel format reads the
+/// same bytes, never a per-consumer copy (the role of CVPixelBuffer).
+///
+/// A pixel buffer is immutable once made. Conversions to other formats are made on first
+/// request and cached on the buffer, so each format is produced at most once per frame however
+/// many consumers ask for it.
+///
+/// `@unchecked Sendable`: the plane pointers are written once in `init` and only read after;
+/// the memory they point into is kept alive by `owner`; the conversion cache is behind a Mutex.
+public final class PixelBuffer: @unchecked Sendable {
+    /// One plane of pixel data.
+    public struct Plane: @unchecked Sendable {
+        public let base: UnsafeRawPointer
+        public let bytesPerRow: Int
+        public let rows: Int
+        /// Samples per row in this plane (the width of a chroma plane is half the frame's).
+        public let samplesPerRow: Int
+
+        public init(base: UnsafeRawPointer, bytesPerRow: Int, rows: Int, samplesPerRow: Int) {
+            self.base = base
+            self.bytesPerRow = bytesPerRow
+            self.rows = rows
+            self.samplesPerRow = samplesPerRow
+        }
+    }
+
+    public let format: PixelFormat
+    public let width: Int
+    public let height: Int
+    public let planes: [Plane]
+
+    /// Keeps the memory behind `planes` alive: an allocation, a decoder's frame, a parent buffer.
+    private let owner: AnyObject
+    private let conversions = Mutex<[PixelFormat: PixelBuffer]>([:])
+
+    /// Wraps memory that `owner` keeps alive. The planes must match `format`'s layout.
+    public init(format: PixelFormat, width: Int, height: Int, planes: [Plane], owner: AnyObject) {
+        precondition(planes.count == format.planeLayout(width: width, height: height).count, "plane count for \(format)")
+        self.format = format
+        self.width = width
+        self.height = height
+        self.planes = planes
+        self.owner = owner
+    }
+
+    /// Allocates a buffer with tightly packed planes (rows padded to 16 bytes) and lets `fill`
+    /// write its pixels before the buffer is shared.
+    public static func allocate(
+        format: PixelFormat, width: Int, height: Int,
+        fill: (_ planes: [UnsafeMutableRawPointer], _ bytesPerRow: [Int]) throws -> Void
+    ) rethrows -> PixelBuffer {
+        let layout = format.planeLayout(width: width, height: height)
+        let strides = layout.map { ($0.rowBytes + 15) & ~15 }
+        let sizes = zip(strides, layout).map { $0 * $1.rows }
+        let memory = Allocation(byteCount: sizes.reduce(0, +))
+        var offset = 0
+        var pointers: [UnsafeMutableRawPointer] = []
+        for size in sizes {
+            pointers.append(memory.pointer + offset)
+            offset += size
+        }
+        try fill(pointers, strides)
+        let planes = (0..<layout.count).map {
+            Plane(base: UnsafeRawPointer(pointers[$0]), bytesPerRow: strides[$0], rows: layout[$0].rows,
+                  samplesPerRow: layout[$0].samplesPerRow)
+        }
+        return PixelBuffer(format: format, width: width, height: height, planes: planes, owner: memory)
+    }
+
+    /// This image in `target` format: itself, a zero-copy view (gray8 from a luma-first format),
+    /// or a converted copy made once and cached for every later caller.
+    public func converted(to target: PixelFormat) -> PixelBuffer {
+        if target == format { return self }
+        if target == .gray8 && format.firstPlaneIsLuma {
+            // The Y plane as it is: no copy. The view keeps this buffer alive.
+            return PixelBuffer(format: .gray8, width: width, height: height, planes: [planes[0]], owner: self)
+        }
+        return conversions.withLock { cache in
+            if let done = cache[target] { return done }
+            let made = PixelConverter.convert(self, to: target)
+            cache[target] = made
+            return made
+        }
+    }
+
+    /// The number of conversions made so far (for tests and metrics).
+    public var cachedConversionCount: Int { conversions.withLock { $0.count } }
+}
+
+/// Heap memory released when the last buffer using it goes away.
+final class Allocation {
+    let pointer: UnsafeMutableRawPointer
+
+    init(byteCount: Int) {
+        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(byteCount, 1), alignment: 64)
+    }
+
+    deinit { pointer.deallocate() }
+}

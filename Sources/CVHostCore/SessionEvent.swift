@@ -1,0 +1,46 @@
+/// Why a session stopped.
+public enum StopReason: String, Sendable {
+    /// The file or image list was read to its end.
+    case endOfInput = "end_of_input"
+    /// The frame limit was reached.
+    case frameLimit = "frame_limit"
+    /// The duration limit was reached.
+    case duration
+    /// SIGINT or SIGTERM.
+    case signal
+    /// Nobody reads the results any more (stdout closed).
+    case outputClosed = "output_closed"
+    /// stopRunning() was called.
+    case requested
+    /// The source failed; a runtimeError event came before.
+    case error
+}
+
+/// What a session tells its observer (AVCaptureSession's notifications).
+public enum SessionEvent: Sendable {
+    /// The session runs: the device, its format, and what became of each requested setting.
+    case started(device: DeviceSummary, format: DeviceFormat?, settings: [SettingReport])
+    /// The session stopped; every output has delivered its last frame.
+    case stopped(reason: StopReason, framesCaptured: UInt64)
+    /// The source failed while running; a `stopped` event follows.
+    case runtimeError(CaptureError)
+    /// The source reported frames lost before reaching the session (e.g. driver sequence gaps).
+    case framesLost(count: UInt64, beforeSequence: UInt64)
+}
+
+/// The facts about a device that events carry.
+public struct DeviceSummary: Sendable {
+    public let uniqueID: String
+    public let localizedName: String
+    public let modelID: String
+    public let kind: CaptureDeviceKind
+    public let isLive: Bool
+
+    public init(_ device: CaptureDevice) {
+        uniqueID = device.uniqueID
+        localizedName = device.localizedName
+        modelID = device.modelID
+        kind = device.kind
+        isLive = device.isLive
+    }
+}

@@ -1,0 +1,141 @@
+import Synchronization
+
+/// Receives frames from a video data output. All calls for one output come from that output's
+/// worker thread(s): with one worker, strictly one at a time and in frame order.
+public protocol VideoDataOutputDelegate: AnyObject, Sendable {
+    /// A frame, already in the pixel format chosen for this output. Both are borrowed for the
+    /// duration of the call in the sense that the consumer must not write to the pixels.
+    func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
+                         context: DeliveryContext)
+    /// A frame that will not be delivered. Called on the capture thread; keep it short.
+    func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason)
+    /// The last frame was delivered to this worker; called on the worker's thread before it ends.
+    func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int)
+}
+
+/// Counters of one output, read at any time.
+public struct DeliveryStatistics: Sendable {
+    /// Frames that reached the output's connection while it was enabled.
+    public var offered: UInt64 = 0
+    /// Frames handed to the delegate.
+    public var delivered: UInt64 = 0
+    public var dropped: [DropReason: UInt64] = [:]
+    /// Frames waiting now, and the most that ever waited.
+    public var queueDepth = 0
+    public var maxQueueDepth = 0
+    /// The policy in force since the output last started (nil before it ever ran).
+    public var policy: BackpressurePolicy?
+
+    public var droppedTotal: UInt64 { dropped.values.reduce(0, +) }
+}
+
+/// An output that hands frames to a delegate on its own serial queue
+/// (AVCaptureVideoDataOutput). Configure it before adding it to a session.
+public final class VideoDataOutput: @unchecked Sendable {
+    // @unchecked Sendable: configuration fields are set before the output runs (the session
+    // refuses changes while it is running); run-time state is behind `counters` and `queue`.
+
+    /// A name for logs and thread names.
+    public let label: String
+    /// Pixel formats the delegate accepts, most preferred first; empty takes the source's own.
+    /// A source format in the list is passed as it is; gray8 is read from the luma plane of any
+    /// luma-first format; otherwise the frame is converted to the first format, once per frame
+    /// however many outputs ask for it.
+    public var acceptedPixelFormats: [PixelFormat] = []
+    /// nil: the source decides (drop-late for live sources, block for files and images).
+    public var backpressure: BackpressurePolicy?
+    /// How many frames may wait for the delegate.
+    public var maxQueuedFrames = 2
+    /// How many worker threads call the delegate (1: serial; more only for consumers that
+    /// keep no state between frames).
+    public var workerCount = 1
+    /// What the consumer would like the device to do (merged over all outputs at start).
+    public var captureHints = CaptureHints()
+    /// The output's connection to the session's video.
+    public let connection = CaptureConnection()
+
+    public private(set) weak var delegate: VideoDataOutputDelegate?
+    private let counters = Mutex(DeliveryStatistics())
+    private let queue = Mutex<DeliveryQueue?>(nil)
+
+    public init(label: String) {
+        self.label = label
+    }
+
+    /// Sets the receiver of frames (AVCaptureVideoDataOutput.setSampleBufferDelegate).
+    public func setSampleBufferDelegate(_ delegate: VideoDataOutputDelegate) {
+        self.delegate = delegate
+    }
+
+    /// The policy in force when running on a source that is (or is not) live.
+    public func effectiveBackpressure(liveSource: Bool) -> BackpressurePolicy {
+        backpressure ?? (liveSource ? .dropLate : .block)
+    }
+
+    /// The format this output's delegate receives for frames in `source` format.
+    public func deliveredFormat(for source: PixelFormat) -> PixelFormat {
+        if acceptedPixelFormats.isEmpty || acceptedPixelFormats.contains(source) { return source }
+        if acceptedPixelFormats.contains(.gray8) && source.firstPlaneIsLuma { return .gray8 }
+        return acceptedPixelFormats[0]
+    }
+
+    public var statistics: DeliveryStatistics {
+        var s = counters.withLock { $0 }
+        queue.withLock { q in
+            s.queueDepth = q?.depth ?? 0
+            s.maxQueueDepth = max(s.maxQueueDepth, q?.maxDepth ?? 0)
+        }
+        return s
+    }
+
+    // MARK: - Driven by the session
+
+    func start(liveSource: Bool) {
+        let policy = effectiveBackpressure(liveSource: liveSource)
+        counters.withLock { $0.policy = policy }
+        let q = DeliveryQueue(
+            label: "cvhost.output.\(label)", capacity: maxQueuedFrames, policy: policy, workerCount: workerCount,
+            handler: { [weak self] sample, context in self?.deliver(sample, context: context) },
+            onDrop: { [weak self] sample, reason in self?.drop(sample, reason: reason) },
+            onFinish: { [weak self] worker in
+                guard let self else { return }
+                self.delegate?.videoDataOutputDidFinish(self, worker: worker)
+            })
+        queue.withLock { $0 = q }
+        q.start()
+    }
+
+    /// Offers a frame from the capture thread.
+    func offer(_ sample: SampleBuffer) {
+        guard connection.isEnabled else { return }
+        counters.withLock { $0.offered += 1 }
+        guard connection.admit(presentationTimeNs: sample.presentationTimeNs) else {
+            drop(sample, reason: .frameRateCap)
+            return
+        }
+        guard let q = queue.withLock({ $0 }) else { return }
+        q.enqueue(sample)
+    }
+
+    /// Drains and stops the workers; returns when the delegate has seen its last frame.
+    func finish() {
+        guard let q = queue.withLock({ $0 }) else { return }
+        q.finish()
+        counters.withLock { $0.maxQueueDepth = max($0.maxQueueDepth, q.maxDepth) }
+        queue.withLock { $0 = nil }
+    }
+
+    private func deliver(_ sample: SampleBuffer, context: DeliveryContext) {
+        counters.withLock { $0.delivered += 1 }
+        guard let delegate else { return }
+        let target = deliveredFormat(for: sample.pixelBuffer.format)
+        // Converted on this worker's thread, so a conversion never slows the capture thread.
+        let pixels = sample.pixelBuffer.converted(to: target)
+        delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels, context: context)
+    }
+
+    private func drop(_ sample: SampleBuffer, reason: DropReason) {
+        counters.withLock { $0.dropped[reason, default: 0] += 1 }
+        delegate?.videoDataOutput(self, didDrop: sample, reason: reason)
+    }
+}

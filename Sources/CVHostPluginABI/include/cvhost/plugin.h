@@ -1,0 +1,259 @@
+/*
+ * cvhost/plugin.h — the cvhost plugin ABI.
+ *
+ * This is the only header a plugin author needs. A plugin is a shared object
+ * (libcvhost-<name>.so) that exports one symbol, CVHOST_PLUGIN_ENTRY_SYMBOL,
+ * returning a pointer to a static descriptor. The host reads the descriptor,
+ * checks it, and then drives the plugin through the callbacks in it.
+ *
+ * Plain C data only: no C++ types, no host pointers that a plugin keeps beyond
+ * the documented lifetimes. This keeps the door open to run a plugin in another
+ * process later with no change to its code.
+ *
+ * ---------------------------------------------------------------------------
+ * Versioning
+ *   CVHOST_PLUGIN_ABI_VERSION is checked exactly: a plugin built against another
+ *   ABI number is refused at load time. Within one ABI number, structs grow only
+ *   at their end; each starts with a `struct_size` field so that either side can
+ *   tell which fields the other knows. Read a field only if struct_size covers it
+ *   (use CVHOST_HAS_FIELD).
+ *
+ * Lifecycle (per plugin instance)
+ *     create ──► process(frame) … process(frame) ──► [flush] ──► destroy
+ *   - create: called once per instance, before any frame. May be called from any
+ *     host thread. A plugin that runs with parallel instances (see
+ *     CVHOST_PLUGIN_FLAG_STATELESS) gets one create per instance.
+ *   - process: called from the instance's own delivery thread, one frame at a
+ *     time, in increasing frame sequence order (with gaps where frames were
+ *     dropped). Never called concurrently for one instance.
+ *   - flush (optional): called once on the delivery thread after the last frame,
+ *     when the source ends or the session stops. Emit what is pending (for
+ *     example "lost" events of a tracker). Not called if the instance failed.
+ *   - destroy: called once, after the last process/flush returned. Free
+ *     everything. After destroy returns the host never calls the instance
+ *     again, and the plugin must not call any host service with that
+ *     instance's host pointer.
+ *   The shared object stays loaded for the life of the process.
+ *
+ * Ownership
+ *   - The descriptor, its strings and arrays are owned by the plugin and must stay
+ *     valid and unchanged for the life of the process (make them static const).
+ *   - A cvhost_frame and the pixel memory it points to are BORROWED for the
+ *     duration of one process() call only. Copy what you need to keep.
+ *   - Option values passed to create() are borrowed for the duration of create().
+ *   - The cvhost_host pointer passed to create() is valid until destroy() returns.
+ *   - Strings passed to host services are copied by the host before they return.
+ *
+ * Return values
+ *   0 on success, a negative errno value on failure (for example -EINVAL).
+ *   A process() failure is counted in the plugin's metrics and logged; the
+ *   session goes on with the next frame.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef CVHOST_PLUGIN_H
+#define CVHOST_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The ABI number. The host loads a plugin only if its descriptor carries exactly this. */
+#define CVHOST_PLUGIN_ABI_VERSION 1
+
+/** The name of the one symbol a plugin exports. */
+#define CVHOST_PLUGIN_ENTRY_SYMBOL "cvhost_plugin_entry"
+
+/** Marks the entry point exported even when built with -fvisibility=hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CVHOST_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define CVHOST_PLUGIN_EXPORT
+#endif
+
+/** True if a struct whose first field is `struct_size` is large enough to hold `field`. */
+#define CVHOST_HAS_FIELD(ptr, type, field) \
+    ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+/** Builds a little-endian four-character code, the same codes V4L2 uses. */
+#define CVHOST_FOURCC(a, b, c, d) \
+    ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
+
+/**
+ * Pixel formats, as V4L2 four-character codes.
+ * Planes and their order:
+ *   GRAY8  1 plane: Y (8-bit luma).
+ *   I420   3 planes: Y, U (Cb), V (Cr); chroma halved in both directions.
+ *   NV12   2 planes: Y, interleaved UV; chroma halved in both directions.
+ *   YUYV   1 plane: Y0 U Y1 V, 2 bytes per pixel.
+ *   RGB24  1 plane: R G B, 3 bytes per pixel.
+ *   BGR24  1 plane: B G R, 3 bytes per pixel (OpenCV's order).
+ * Every format whose first plane is 8-bit luma (GRAY8, I420, NV12) can be read
+ * as GRAY8 without conversion; the host does exactly that.
+ */
+typedef enum cvhost_pixel_format {
+    CVHOST_PIXEL_FORMAT_GRAY8 = CVHOST_FOURCC('G', 'R', 'E', 'Y'),
+    CVHOST_PIXEL_FORMAT_I420 = CVHOST_FOURCC('Y', 'U', '1', '2'),
+    CVHOST_PIXEL_FORMAT_NV12 = CVHOST_FOURCC('N', 'V', '1', '2'),
+    CVHOST_PIXEL_FORMAT_YUYV = CVHOST_FOURCC('Y', 'U', 'Y', 'V'),
+    CVHOST_PIXEL_FORMAT_RGB24 = CVHOST_FOURCC('R', 'G', 'B', '3'),
+    CVHOST_PIXEL_FORMAT_BGR24 = CVHOST_FOURCC('B', 'G', 'R', '3'),
+} cvhost_pixel_format;
+
+/** Autofocus range restriction a plugin asks the camera for (AVCaptureAutoFocusRangeRestriction). */
+typedef enum cvhost_focus_range {
+    CVHOST_FOCUS_RANGE_NONE = 0, /**< no preference */
+    CVHOST_FOCUS_RANGE_NEAR = 1, /**< close subjects: barcodes, documents */
+    CVHOST_FOCUS_RANGE_FAR = 2,  /**< distant subjects */
+} cvhost_focus_range;
+
+/** Type of a plugin option; the host checks values against it before create(). */
+typedef enum cvhost_option_type {
+    CVHOST_OPTION_BOOL = 1,   /**< "true" / "false" (the host also accepts 1/0, yes/no, on/off and passes "true"/"false") */
+    CVHOST_OPTION_INT = 2,    /**< decimal integer within [min, max] */
+    CVHOST_OPTION_DOUBLE = 3, /**< decimal number within [min, max] */
+    CVHOST_OPTION_STRING = 4, /**< any text without a comma (commas separate options on the command line) */
+    CVHOST_OPTION_ENUM = 5,   /**< one of `choices`, a '|'-separated list ("near|far|none") */
+} cvhost_option_type;
+
+/** One option a plugin accepts. Declared by the plugin in a static array. */
+typedef struct cvhost_option_spec {
+    const char *name;          /**< [a-z0-9_]+ ; not one of the host's own (instances, queue_depth, backpressure, max_fps) */
+    uint32_t type;             /**< a cvhost_option_type */
+    const char *default_value; /**< as text, valid for `type`; passed to create() when the user gives none */
+    const char *help;          /**< one line, shown by `cvhost plugins` */
+    double min;                /**< INT/DOUBLE: smallest value allowed (inclusive) */
+    double max;                /**< INT/DOUBLE: largest value allowed (inclusive); min == max == 0 means no bounds */
+    const char *choices;       /**< ENUM: '|'-separated; for other types NULL */
+} cvhost_option_spec;
+
+/** What a plugin would like from the camera. Applied when the device supports it; reported either way. */
+typedef struct cvhost_capture_hints {
+    uint32_t struct_size;  /**< sizeof(cvhost_capture_hints) */
+    uint32_t focus_range;  /**< a cvhost_focus_range */
+    uint32_t min_width;    /**< smallest useful frame width, 0 = any */
+    uint32_t min_height;   /**< smallest useful frame height, 0 = any */
+} cvhost_capture_hints;
+
+/** Descriptor flags. */
+enum {
+    /**
+     * The plugin keeps no state between frames: the host may run it as several
+     * instances on several threads, each taking the next frame, and re-orders
+     * results by frame sequence so output is the same as with one instance.
+     */
+    CVHOST_PLUGIN_FLAG_STATELESS = 1u << 0,
+};
+
+/** One plane of a frame. */
+typedef struct cvhost_plane {
+    const uint8_t *data; /**< first byte of the first row */
+    uint32_t stride;     /**< bytes from one row to the next (>= row bytes) */
+    uint32_t width;      /**< samples per row in this plane (e.g. width/2 for I420 chroma) */
+    uint32_t height;     /**< rows in this plane */
+} cvhost_plane;
+
+/** A frame, borrowed by the plugin for the duration of process(). */
+typedef struct cvhost_frame {
+    uint32_t struct_size;           /**< sizeof(cvhost_frame) as the host built it */
+    uint32_t pixel_format;          /**< a cvhost_pixel_format, one the plugin asked for */
+    uint32_t width;                 /**< pixels */
+    uint32_t height;                /**< pixels */
+    uint64_t sequence;              /**< frame number from the start of the session, 0-based; gaps mean drops */
+    int64_t capture_time_ns;        /**< when the frame was captured, ns since the Unix epoch (CLOCK_REALTIME) */
+    int64_t presentation_time_ns;   /**< media time from the start of the source, ns (for files: the stream's time) */
+    uint32_t plane_count;           /**< 1..4 */
+    uint32_t reserved;              /**< zero */
+    cvhost_plane planes[4];
+} cvhost_frame;
+
+/** Log levels for cvhost_host.log. */
+typedef enum cvhost_log_level {
+    CVHOST_LOG_DEBUG = 0,
+    CVHOST_LOG_INFO = 1,
+    CVHOST_LOG_WARNING = 2,
+    CVHOST_LOG_ERROR = 3,
+} cvhost_log_level;
+
+/**
+ * Services the host offers a plugin instance. Passed to create(); valid until
+ * destroy() returns. Call them only from within create/process/flush of the
+ * instance they were given to (that is, from the thread the host called you on).
+ */
+typedef struct cvhost_host {
+    uint32_t struct_size; /**< sizeof(cvhost_host) as the host built it */
+    void *context;        /**< opaque; pass it back as the first argument */
+
+    /**
+     * Emits one result. `type` names the kind of result ([a-z0-9_.]+, e.g.
+     * "barcode", "lost"); `json_object` is one JSON object (UTF-8) holding the
+     * result's fields. The host validates and re-serializes it, wraps it in the
+     * envelope (plugin, frame sequence, timestamps), and writes it to stdout as
+     * one line. The result belongs to the frame being processed (in flush: the
+     * last frame processed).
+     * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result
+     * is then not written; the error is counted and logged).
+     */
+    int (*emit)(void *context, const char *type, const char *json_object);
+
+    /** Writes one line to the host's log (stderr), tagged with the plugin's name. */
+    void (*log)(void *context, int level, const char *message);
+} cvhost_host;
+
+/** One option value passed to create(): every declared option, the user's value or the default. */
+typedef struct cvhost_option_value {
+    const char *name;
+    const char *value; /**< checked against the option's type; booleans are "true" or "false" */
+} cvhost_option_value;
+
+/**
+ * The plugin's descriptor. Returned by the entry symbol; static and constant.
+ */
+typedef struct cvhost_plugin_descriptor {
+    uint32_t abi_version;  /**< CVHOST_PLUGIN_ABI_VERSION */
+    uint32_t struct_size;  /**< sizeof(cvhost_plugin_descriptor) */
+
+    const char *name;        /**< [a-z][a-z0-9_-]{0,31}: what users type after --plugin; equals the folder and the file name libcvhost-<name>.so */
+    const char *version;     /**< the plugin's own version, e.g. "1.0.0" */
+    const char *description; /**< one line */
+
+    const uint32_t *pixel_formats; /**< cvhost_pixel_format values, most preferred first */
+    uint32_t pixel_format_count;   /**< >= 1 */
+    uint32_t flags;                /**< CVHOST_PLUGIN_FLAG_* */
+
+    cvhost_capture_hints hints;
+
+    const cvhost_option_spec *options; /**< may be NULL when option_count is 0 */
+    uint32_t option_count;
+    uint32_t option_spec_size;         /**< sizeof(cvhost_option_spec) as the plugin saw it */
+
+    /**
+     * Required. Creates an instance. `options` holds every declared option, in
+     * declaration order. On failure, return a negative errno and, if you can,
+     * write a one-line reason into `error` (at most `error_size` bytes, NUL-terminated).
+     */
+    int (*create)(const cvhost_host *host, const cvhost_option_value *options, uint32_t option_count,
+                  void **out_instance, char *error, size_t error_size);
+
+    /** Required. Processes one frame (borrowed until return). */
+    int (*process)(void *instance, const cvhost_frame *frame);
+
+    /** Optional (may be NULL). End of stream: emit pending results. */
+    int (*flush)(void *instance);
+
+    /** Required. Frees the instance. */
+    void (*destroy)(void *instance);
+} cvhost_plugin_descriptor;
+
+/** The type of the entry symbol. Define it as:
+ *     CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &my_descriptor; }
+ */
+typedef const cvhost_plugin_descriptor *(*cvhost_plugin_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CVHOST_PLUGIN_H */

@@ -1,0 +1,60 @@
+import Glibc
+import Synchronization
+
+/// Writes JSON Lines to a file descriptor (stdout): one whole line per write(2), so lines from
+/// different threads never interleave and nothing waits in a buffer (a consumer reading a
+/// pipe sees each line at once; a killed process loses no written line).
+///
+/// When the reader goes away (EPIPE), the writer turns quiet: later lines are discarded and
+/// `onClosed` runs once, so the run can end cleanly. SIGPIPE must be ignored by the process.
+public final class JSONLineWriter: Sendable {
+    private let fd: Int32
+    private let state = Mutex(State())
+    private let onClosed: @Sendable () -> Void
+
+    private struct State {
+        var closed = false
+        var linesWritten: UInt64 = 0
+    }
+
+    public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
+        self.fd = fileDescriptor
+        self.onClosed = onClosed
+    }
+
+    /// Writes `object` and a newline. Thread-safe.
+    public func write(_ object: JSONObject) {
+        var line = object.finished()
+        line.append(UInt8(ascii: "\n"))
+        writeLine(line)
+    }
+
+    /// Writes bytes that already form one line ending in "\n".
+    public func writeLine(_ line: [UInt8]) {
+        let justClosed: Bool = state.withLock { s in
+            guard !s.closed else { return false }
+            let ok = line.withUnsafeBytes { raw -> Bool in
+                var offset = 0
+                while offset < raw.count {
+                    let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 {
+                        if errno == EINTR || errno == EAGAIN { continue }
+                        return false
+                    }
+                    offset += n
+                }
+                return true
+            }
+            if ok {
+                s.linesWritten += 1
+                return false
+            }
+            s.closed = true
+            return true
+        }
+        if justClosed { onClosed() }
+    }
+
+    public var isClosed: Bool { state.withLock { $0.closed } }
+    public var linesWritten: UInt64 { state.withLock { $0.linesWritten } }
+}

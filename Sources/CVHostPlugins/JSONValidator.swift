@@ -1,0 +1,230 @@
+/// Checks that text from a plugin is exactly one JSON object (RFC 8259, UTF-8) and returns it
+/// minified: no insignificant white space, so no newline can reach stdout inside it.
+///
+/// This is what makes "a plugin can never corrupt stdout" true: whatever bytes a plugin hands
+/// to `emit`, only a checked, single-line object is written. Strings are kept as the plugin
+/// wrote them (valid escapes included); raw control characters, invalid UTF-8, lone
+/// surrogates in escapes, trailing data, and nesting deeper than `maxDepth` are refused.
+public enum JSONValidator {
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let offset: Int
+        public let reason: String
+        public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    }
+
+    public static let maxDepth = 64
+    public static let maxBytes = 1 << 20
+
+    /// - Returns: the object, minified, as UTF-8 bytes.
+    /// - Throws: `Failure` naming the byte offset and the reason.
+    public static func minifiedObject(_ input: UnsafeBufferPointer<UInt8>) throws -> [UInt8] {
+        guard input.count <= maxBytes else { throw Failure(offset: maxBytes, reason: "larger than 1 MiB") }
+        var parser = Parser(input: input)
+        parser.skipSpace()
+        guard parser.peek == UInt8(ascii: "{") else { throw parser.fail("a result must be a JSON object") }
+        try parser.value(depth: 0)
+        parser.skipSpace()
+        guard parser.pos == input.count else { throw parser.fail("data after the object") }
+        return parser.out
+    }
+
+    public static func minifiedObject(_ text: String) throws -> [UInt8] {
+        var copy = text
+        return try copy.withUTF8 { try minifiedObject($0) }
+    }
+
+    private struct Parser {
+        let input: UnsafeBufferPointer<UInt8>
+        var pos = 0
+        var out: [UInt8] = []
+
+        init(input: UnsafeBufferPointer<UInt8>) {
+            self.input = input
+            out.reserveCapacity(input.count)
+        }
+
+        var peek: UInt8? { pos < input.count ? input[pos] : nil }
+
+        func fail(_ reason: String) -> Failure { Failure(offset: pos, reason: reason) }
+
+        mutating func skipSpace() {
+            while let c = peek, c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { pos += 1 }
+        }
+
+        mutating func expect(_ c: UInt8) throws {
+            guard peek == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+            out.append(c)
+            pos += 1
+        }
+
+        mutating func value(depth: Int) throws {
+            guard depth < JSONValidator.maxDepth else { throw fail("nested deeper than \(JSONValidator.maxDepth)") }
+            skipSpace()
+            guard let c = peek else { throw fail("unexpected end") }
+            switch c {
+            case UInt8(ascii: "{"):
+                try expect(c)
+                skipSpace()
+                if peek == UInt8(ascii: "}") { return try expect(UInt8(ascii: "}")) }
+                while true {
+                    skipSpace()
+                    guard peek == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                    try string()
+                    skipSpace()
+                    try expect(UInt8(ascii: ":"))
+                    try value(depth: depth + 1)
+                    skipSpace()
+                    if peek == UInt8(ascii: ",") { try expect(UInt8(ascii: ",")); continue }
+                    return try expect(UInt8(ascii: "}"))
+                }
+            case UInt8(ascii: "["):
+                try expect(c)
+                skipSpace()
+                if peek == UInt8(ascii: "]") { return try expect(UInt8(ascii: "]")) }
+                while true {
+                    try value(depth: depth + 1)
+                    skipSpace()
+                    if peek == UInt8(ascii: ",") { try expect(UInt8(ascii: ",")); continue }
+                    return try expect(UInt8(ascii: "]"))
+                }
+            case UInt8(ascii: "\""):
+                try string()
+            case UInt8(ascii: "t"): try literal("true")
+            case UInt8(ascii: "f"): try literal("false")
+            case UInt8(ascii: "n"): try literal("null")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                try number()
+            default:
+                throw fail("unexpected character")
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws {
+            let bytes = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+            for b in bytes {
+                guard peek == b else { throw fail("invalid literal") }
+                out.append(b)
+                pos += 1
+            }
+        }
+
+        mutating func digits() throws {
+            guard let c = peek, c >= 0x30, c <= 0x39 else { throw fail("expected a digit") }
+            while let c = peek, c >= 0x30, c <= 0x39 {
+                out.append(c)
+                pos += 1
+            }
+        }
+
+        mutating func number() throws {
+            if peek == UInt8(ascii: "-") { try expect(UInt8(ascii: "-")) }
+            if peek == UInt8(ascii: "0") {
+                try expect(UInt8(ascii: "0"))
+                if let c = peek, c >= 0x30, c <= 0x39 { throw fail("leading zero") }
+            } else {
+                try digits()
+            }
+            if peek == UInt8(ascii: ".") {
+                try expect(UInt8(ascii: "."))
+                try digits()
+            }
+            if let c = peek, c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+                out.append(c)
+                pos += 1
+                if let s = peek, s == UInt8(ascii: "+") || s == UInt8(ascii: "-") {
+                    out.append(s)
+                    pos += 1
+                }
+                try digits()
+            }
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            var v: UInt32 = 0
+            for _ in 0..<4 {
+                guard let c = peek else { throw fail("short \\u escape") }
+                let d: UInt32
+                switch c {
+                case 0x30...0x39: d = UInt32(c - 0x30)
+                case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+                case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+                default: throw fail("bad \\u escape")
+                }
+                v = v << 4 | d
+                out.append(c)
+                pos += 1
+            }
+            return v
+        }
+
+        mutating func string() throws {
+            try expect(UInt8(ascii: "\""))
+            while true {
+                guard let c = peek else { throw fail("unterminated string") }
+                switch c {
+                case UInt8(ascii: "\""):
+                    return try expect(c)
+                case UInt8(ascii: "\\"):
+                    out.append(c)
+                    pos += 1
+                    guard let e = peek else { throw fail("unterminated escape") }
+                    switch e {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        out.append(e)
+                        pos += 1
+                    case UInt8(ascii: "u"):
+                        out.append(e)
+                        pos += 1
+                        let unit = try hex4()
+                        if (0xD800...0xDBFF).contains(unit) {
+                            // A high surrogate must be followed by an escaped low one.
+                            guard peek == UInt8(ascii: "\\") else { throw fail("lone surrogate") }
+                            out.append(UInt8(ascii: "\\"))
+                            pos += 1
+                            guard peek == UInt8(ascii: "u") else { throw fail("lone surrogate") }
+                            out.append(UInt8(ascii: "u"))
+                            pos += 1
+                            guard (0xDC00...0xDFFF).contains(try hex4()) else { throw fail("lone surrogate") }
+                        } else if (0xDC00...0xDFFF).contains(unit) {
+                            throw fail("lone surrogate")
+                        }
+                    default:
+                        throw fail("invalid escape")
+                    }
+                case 0x00..<0x20:
+                    throw fail("control character in a string (escape it)")
+                case 0x20..<0x80:
+                    out.append(c)
+                    pos += 1
+                default:
+                    try utf8Sequence()
+                }
+            }
+        }
+
+        /// Copies one multi-byte UTF-8 sequence, refusing overlong forms, surrogates and > U+10FFFF.
+        mutating func utf8Sequence() throws {
+            let c = input[pos]
+            let (count, minScalar): (Int, UInt32) =
+                switch c {
+                case 0xC2...0xDF: (2, 0x80)
+                case 0xE0...0xEF: (3, 0x800)
+                case 0xF0...0xF4: (4, 0x10000)
+                default: throw fail("invalid UTF-8")
+                }
+            guard pos + count <= input.count else { throw fail("truncated UTF-8") }
+            var scalar = UInt32(c) & (0xFF >> (count + 1))
+            for i in 1..<count {
+                let b = input[pos + i]
+                guard b & 0xC0 == 0x80 else { throw fail("invalid UTF-8") }
+                scalar = scalar << 6 | UInt32(b & 0x3F)
+            }
+            guard scalar >= minScalar, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else {
+                throw fail("invalid UTF-8")
+            }
+            out.append(contentsOf: input[pos..<(pos + count)])
+            pos += count
+        }
+    }
+}

@@ -1,0 +1,40 @@
+/// Why a plugin could not be loaded or started. Each kind has its own exit code, documented in
+/// `cvhost --help` and the README, so that scripts can tell them apart.
+public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case notFound = "plugin_not_found"
+        case notSharedObject = "not_a_shared_object"
+        case noEntrySymbol = "no_entry_symbol"
+        case abiMismatch = "abi_mismatch"
+        case invalidDescriptor = "invalid_descriptor"
+        case invalidName = "invalid_name"
+        case createFailed = "create_failed"
+        case unknownOption = "unknown_option"
+        case badOptionValue = "bad_option_value"
+
+        /// The process exit code for this refusal.
+        public var exitCode: Int32 {
+            switch self {
+            case .notFound: 10
+            case .notSharedObject: 11
+            case .noEntrySymbol: 12
+            case .abiMismatch: 13
+            case .invalidDescriptor: 14
+            case .invalidName: 15
+            case .createFailed: 16
+            case .unknownOption: 17
+            case .badOptionValue: 18
+            }
+        }
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

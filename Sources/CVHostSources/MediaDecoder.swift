@@ -1,0 +1,221 @@
+import CFFmpeg
+import CVHostCore
+
+/// Decodes the video stream of one file with FFmpeg's libavformat and libavcodec: video files
+/// (MP4, MKV, AVI, ... with H.264, MJPEG, ...) and still images (PNG, JPEG, WebP, PPM, ...),
+/// which FFmpeg reads as one-frame streams.
+///
+/// Why FFmpeg rather than OpenCV's videoio: it is a C API (no C++ interop in the host), it
+/// hands out reference-counted frames that can be passed on without a copy, and it gives the
+/// stream's own timestamps.
+///
+/// Not thread-safe: one decoder is used by one thread (the session's capture thread).
+final class MediaDecoder {
+    let path: String
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private var scaler: OpaquePointer?
+    private let streamIndex: Int32
+    private let timeBase: AVRational
+    private let startTime: Int64
+    private var draining = false
+    private var framesDecoded: Int64 = 0
+    /// Packets the decoder refused as corrupt; decoding goes on with the next one.
+    private(set) var corruptPackets = 0
+
+    let width: Int
+    let height: Int
+    /// Frames per second from the container, 0 when unknown.
+    let frameRate: Double
+    /// The codec's name, e.g. "h264".
+    let codecName: String
+    /// Frames in the stream, 0 when the container does not say.
+    let frameCountHint: Int64
+
+    /// Opens `path` and its best video stream.
+    /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
+    ///   has no decodable video.
+    init(path: String) throws {
+        self.path = path
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        var ret = avformat_open_input(&ctx, path, nil, nil)
+        guard ret >= 0, let ctx else {
+            throw CaptureError(.inputUnavailable, "cannot open \(path): \(ffmpegError(ret))")
+        }
+        format = ctx
+        ret = avformat_find_stream_info(ctx, nil)
+        guard ret >= 0 else {
+            avformat_close_input(&format)
+            throw CaptureError(.unsupportedInput, "cannot read \(path): \(ffmpegError(ret))")
+        }
+        var decoder: UnsafePointer<AVCodec>?
+        let index = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        guard index >= 0, let decoder, let stream = ctx.pointee.streams[Int(index)] else {
+            avformat_close_input(&format)
+            throw CaptureError(.unsupportedInput, "\(path) has no video stream that FFmpeg can decode")
+        }
+        streamIndex = index
+        timeBase = stream.pointee.time_base
+        startTime = stream.pointee.start_time == Int64.min ? 0 : stream.pointee.start_time
+        let rate = stream.pointee.avg_frame_rate
+        frameRate = rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : 0
+        frameCountHint = stream.pointee.nb_frames
+        codecName = String(cString: decoder.pointee.name)
+
+        guard let cc = avcodec_alloc_context3(decoder) else {
+            avformat_close_input(&format)
+            throw CaptureError(.unsupportedInput, "cannot allocate a decoder for \(path)")
+        }
+        codec = cc
+        avcodec_parameters_to_context(cc, stream.pointee.codecpar)
+        cc.pointee.thread_count = 0  // let FFmpeg pick (frame threads for H.264)
+        ret = avcodec_open2(cc, decoder, nil)
+        guard ret >= 0 else {
+            avcodec_free_context(&codec)
+            avformat_close_input(&format)
+            throw CaptureError(.unsupportedInput, "cannot decode \(path) (\(codecName)): \(ffmpegError(ret))")
+        }
+        width = Int(cc.pointee.width)
+        height = Int(cc.pointee.height)
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+    }
+
+    deinit {
+        sws_freeContext(scaler)
+        av_frame_free(&frame)
+        av_packet_free(&packet)
+        avcodec_free_context(&codec)
+        avformat_close_input(&format)
+    }
+
+    /// The next decoded frame and its presentation time in ns from the stream's start; nil at
+    /// the end of the stream.
+    /// - Throws: `.streamFailed` when reading the file fails.
+    func nextFrame() throws -> (PixelBuffer, Int64)? {
+        guard let codec, let frame, let packet, let format else { return nil }
+        while true {
+            let got = avcodec_receive_frame(codec, frame)
+            if got == 0 {
+                defer { av_frame_unref(frame) }
+                let pts = presentationTimeNs(frame)
+                framesDecoded += 1
+                return (try pixelBuffer(from: frame), pts)
+            }
+            if got == CFFmpeg_AVERROR_EOF { return nil }
+            if got != CFFmpeg_AVERROR_EAGAIN {
+                throw CaptureError(.streamFailed, "decoding \(path) failed: \(ffmpegError(got))")
+            }
+            if draining { return nil }
+            let read = av_read_frame(format, packet)
+            if read == CFFmpeg_AVERROR_EOF {
+                draining = true
+                avcodec_send_packet(codec, nil)
+                continue
+            }
+            if read < 0 { throw CaptureError(.streamFailed, "reading \(path) failed: \(ffmpegError(read))") }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == streamIndex else { continue }
+            let sent = avcodec_send_packet(codec, packet)
+            if sent < 0 && sent != CFFmpeg_AVERROR_EAGAIN {
+                // A damaged packet: FFmpeg conceals what it can; keep going with the next one.
+                corruptPackets += 1
+            }
+        }
+    }
+
+    private func presentationTimeNs(_ frame: UnsafeMutablePointer<AVFrame>) -> Int64 {
+        let ts = frame.pointee.best_effort_timestamp
+        if ts == Int64.min || timeBase.den == 0 {
+            return frameRate > 0 ? Int64(Double(framesDecoded) / frameRate * 1e9) : framesDecoded * 1_000_000_000
+        }
+        return av_rescale_q(ts - startTime, timeBase, AVRational(num: 1, den: 1_000_000_000))
+    }
+
+    /// Wraps the decoded frame without a copy when its format is one cvhost knows, else
+    /// converts it once with libswscale (to I420 for YUV, RGB24 for RGB and palettes, gray8 for grey).
+    private func pixelBuffer(from frame: UnsafeMutablePointer<AVFrame>) throws -> PixelBuffer {
+        let w = Int(frame.pointee.width), h = Int(frame.pointee.height)
+        let avFormat = AVPixelFormat(rawValue: frame.pointee.format)
+        if let native = MediaDecoder.directFormat(avFormat), frame.pointee.linesize.0 > 0 {
+            let owner = AVFrameReference(av_frame_clone(frame))
+            guard let ref = owner.frame else { throw CaptureError(.streamFailed, "out of memory decoding \(path)") }
+            let layout = native.planeLayout(width: w, height: h)
+            let data = [ref.pointee.data.0, ref.pointee.data.1, ref.pointee.data.2, ref.pointee.data.3]
+            let lines = [ref.pointee.linesize.0, ref.pointee.linesize.1, ref.pointee.linesize.2, ref.pointee.linesize.3]
+            let planes = (0..<layout.count).map { i in
+                PixelBuffer.Plane(base: UnsafeRawPointer(data[i]!), bytesPerRow: Int(lines[i]), rows: layout[i].rows,
+                                  samplesPerRow: layout[i].samplesPerRow)
+            }
+            return PixelBuffer(format: native, width: w, height: h, planes: planes, owner: owner)
+        }
+        let target = MediaDecoder.conversionTarget(avFormat)
+        let dstAV: AVPixelFormat = switch target {
+        case .gray8: AV_PIX_FMT_GRAY8
+        case .rgb24: AV_PIX_FMT_RGB24
+        default: AV_PIX_FMT_YUV420P
+        }
+        scaler = sws_getCachedContext(scaler, Int32(w), Int32(h), avFormat, Int32(w), Int32(h), dstAV,
+                                      Int32(SWS_BILINEAR), nil, nil, nil)
+        guard let scaler else {
+            throw CaptureError(.unsupportedInput, "cannot convert \(path)'s pixel format \(pixelFormatName(avFormat))")
+        }
+        return PixelBuffer.allocate(format: target, width: w, height: h) { planes, strides in
+            var dst: [UnsafeMutablePointer<UInt8>?] = planes.map { $0.assumingMemoryBound(to: UInt8.self) }
+            var dstStride = strides.map { Int32($0) }
+            while dst.count < 4 {
+                dst.append(nil)
+                dstStride.append(0)
+            }
+            withUnsafePointer(to: frame.pointee.data) { srcData in
+                withUnsafePointer(to: frame.pointee.linesize) { srcLines in
+                    srcData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { s in
+                        srcLines.withMemoryRebound(to: Int32.self, capacity: 8) { l in
+                            _ = sws_scale(scaler, s, l, 0, Int32(h), &dst, &dstStride)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    static func directFormat(_ f: AVPixelFormat) -> PixelFormat? {
+        switch f {
+        case AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUVJ420P: .i420
+        case AV_PIX_FMT_GRAY8: .gray8
+        case AV_PIX_FMT_NV12: .nv12
+        case AV_PIX_FMT_YUYV422: .yuyv
+        case AV_PIX_FMT_RGB24: .rgb24
+        case AV_PIX_FMT_BGR24: .bgr24
+        default: nil
+        }
+    }
+
+    static func conversionTarget(_ f: AVPixelFormat) -> PixelFormat {
+        guard let desc = av_pix_fmt_desc_get(f) else { return .i420 }
+        let flags = desc.pointee.flags
+        if flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 || flags & UInt64(AV_PIX_FMT_FLAG_PAL) != 0 { return .rgb24 }
+        if desc.pointee.nb_components <= 2 { return .gray8 }  // grey, grey + alpha
+        return .i420
+    }
+}
+
+/// Keeps one reference to a decoded frame's buffers; freed when the last pixel buffer using it goes.
+final class AVFrameReference {
+    var frame: UnsafeMutablePointer<AVFrame>?
+    init(_ frame: UnsafeMutablePointer<AVFrame>?) { self.frame = frame }
+    deinit { av_frame_free(&frame) }
+}
+
+func ffmpegError(_ code: Int32) -> String {
+    var buffer = [CChar](repeating: 0, count: 128)
+    av_strerror(code, &buffer, buffer.count)
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func pixelFormatName(_ f: AVPixelFormat) -> String {
+    guard let name = av_get_pix_fmt_name(f) else { return "unknown" }
+    return String(cString: name)
+}

@@ -1,0 +1,82 @@
+import CVHostCore
+import Synchronization
+
+/// A list of still images (PNG, JPEG, WebP, PPM/PGM, BMP, TIFF: whatever FFmpeg decodes) as a
+/// capture device that delivers one frame per image, in the order given. Images may differ in
+/// size. Each image counts as one second of media time.
+///
+/// An image that cannot be decoded is skipped and reported through `onSkip`; the others are
+/// still processed.
+public final class StillImageDevice: CaptureDevice {
+    public let paths: [String]
+    public let configurationLock = ConfigurationLock()
+    /// Called on the capture thread for every image that is skipped, with a one-line reason.
+    public let onSkip: @Sendable (_ path: String, _ reason: String) -> Void
+
+    public let uniqueID: String
+    public var localizedName: String { paths.count == 1 ? paths[0] : "\(paths.count) images" }
+    public var modelID: String { "ffmpeg-images" }
+    public var kind: CaptureDeviceKind { .stillImages }
+    public var isConnected: Bool { true }
+    public var isLive: Bool { false }
+    /// Images have their own sizes; there is no single format to choose.
+    public var formats: [DeviceFormat] { [] }
+    public var activeFormat: DeviceFormat? { nil }
+
+    public init(paths: [String], description: String? = nil,
+                onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }) throws {
+        guard !paths.isEmpty else { throw CaptureError(.inputUnavailable, "no images to read") }
+        self.paths = paths
+        self.uniqueID = "images:\(description ?? paths[0])"
+        self.onSkip = onSkip
+    }
+
+    public func setActiveFormat(_ format: DeviceFormat) throws {
+        try configurationLock.require(for: "the active format", deviceName: localizedName)
+        throw CaptureError(.unsupported, "still images have no format to choose")
+    }
+
+    public func applyCaptureHints(_ hints: CaptureHints) throws -> [SettingReport] {
+        try configurationLock.require(for: "capture hints", deviceName: localizedName)
+        return reportHintsUnsupported(hints, reason: "still images have no focus control")
+    }
+
+    public func openStream() throws -> FrameStream {
+        StillImageStream(paths: paths, onSkip: onSkip)
+    }
+}
+
+final class StillImageStream: FrameStream, @unchecked Sendable {
+    // @unchecked Sendable: `index` is used by the capture thread only; `cancelled` is atomic.
+    private let paths: [String]
+    private let onSkip: @Sendable (String, String) -> Void
+    private var index = 0
+    private let cancelled = Atomic(false)
+
+    init(paths: [String], onSkip: @escaping @Sendable (String, String) -> Void) {
+        self.paths = paths
+        self.onSkip = onSkip
+    }
+
+    func next() throws -> CapturedFrame? {
+        while index < paths.count, !cancelled.load(ordering: .relaxed) {
+            let path = paths[index]
+            let pts = Int64(index) * 1_000_000_000
+            index += 1
+            do {
+                let decoder = try MediaDecoder(path: path)
+                if let (pixels, _) = try decoder.nextFrame() {
+                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
+                }
+                onSkip(path, "no image in the file")
+            } catch {
+                onSkip(path, "\(error)")
+            }
+        }
+        return nil
+    }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    func close() {}
+}

@@ -1,0 +1,67 @@
+import CVHostCore
+import Synchronization
+
+/// A video file as a capture device. Not live: by default consumers block the decoder, so
+/// every frame is processed and results are the same on every run.
+public final class VideoFileDevice: CaptureDevice {
+    public let path: String
+    public let configurationLock = ConfigurationLock()
+    private let format: DeviceFormat
+    /// Frames in the file when the container says so, else 0.
+    public let frameCountHint: Int64
+
+    public var uniqueID: String { "file:\(path)" }
+    public var localizedName: String { path }
+    public let modelID: String
+    public var kind: CaptureDeviceKind { .videoFile }
+    public var isConnected: Bool { true }
+    public var isLive: Bool { false }
+    public var formats: [DeviceFormat] { [format] }
+    public var activeFormat: DeviceFormat? { format }
+
+    /// Opens the file once to read its format.
+    /// - Throws: `.inputUnavailable` or `.unsupportedInput` with a message naming the file.
+    public init(path: String) throws {
+        self.path = path
+        let probe = try MediaDecoder(path: path)
+        modelID = "ffmpeg-\(probe.codecName)"
+        frameCountHint = probe.frameCountHint
+        let rate = probe.frameRate
+        format = DeviceFormat(deviceFourCC: probe.codecName.uppercased(), pixelFormat: nil, width: probe.width,
+                              height: probe.height, frameRateRanges: rate > 0 ? [FrameRateRange(minFrameRate: rate, maxFrameRate: rate)] : [])
+    }
+
+    public func setActiveFormat(_ format: DeviceFormat) throws {
+        try configurationLock.require(for: "the active format", deviceName: localizedName)
+        guard format == self.format else { throw CaptureError(.unsupported, "\(path) offers only \(self.format)") }
+    }
+
+    public func applyCaptureHints(_ hints: CaptureHints) throws -> [SettingReport] {
+        try configurationLock.require(for: "capture hints", deviceName: localizedName)
+        return reportHintsUnsupported(hints, reason: "a video file has no focus control")
+    }
+
+    public func openStream() throws -> FrameStream {
+        VideoFileStream(decoder: try MediaDecoder(path: path))
+    }
+}
+
+/// Frames of a video file, in decode order.
+final class VideoFileStream: FrameStream, @unchecked Sendable {
+    // @unchecked Sendable: the decoder is used by the capture thread only; `cancelled` is atomic.
+    private var decoder: MediaDecoder?
+    private let cancelled = Atomic(false)
+
+    init(decoder: MediaDecoder) { self.decoder = decoder }
+
+    func next() throws -> CapturedFrame? {
+        guard !cancelled.load(ordering: .relaxed), let decoder, let (pixels, pts) = try decoder.nextFrame() else {
+            return nil
+        }
+        return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
+    }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    func close() { decoder = nil }
+}

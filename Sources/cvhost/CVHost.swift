@@ -1,0 +1,23 @@
+import ArgumentParser
+
+@main
+struct CVHost: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cvhost",
+        abstract: "Run computer-vision plugins on camera, video, image or test-pattern frames; read results as JSON Lines.",
+        discussion: """
+            cvhost runs a capture session and hands every frame to the plugins you name, each on its own
+            serial delivery queue with back-pressure and metrics. Results, metrics and session events are
+            written to stdout as JSON Lines (one object per line, schema in schema/cvhost-events.schema.json);
+            logs go to stderr.
+
+            EXAMPLES
+              cvhost run --plugin barcode --input clip.mp4
+              cvhost run --plugin null:delay_ms=50 --plugin null --input testsrc:640x480@60 --duration 5
+              cvhost plugins
+
+            \(ExitCodes.helpText)
+            """,
+        version: "0.1.0",
+        subcommands: [RunCommand.self, PluginsCommand.self])
+}

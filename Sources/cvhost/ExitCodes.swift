@@ -1,0 +1,37 @@
+import ArgumentParser
+import CVHostPlugins
+
+/// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.
+enum ExitCodes {
+    static let success: Int32 = 0
+    static let internalError: Int32 = 1
+    /// The input failed while running (a read or decode error, a camera unplugged).
+    static let runtimeError: Int32 = 2
+    /// The input or device could not be opened.
+    static let inputUnavailable: Int32 = 3
+    /// The command line is wrong (ArgumentParser's EX_USAGE).
+    static let usage: Int32 = 64
+    /// A second SIGINT/SIGTERM while stopping: exit at once.
+    static let forcedStop: Int32 = 130
+
+    static let helpText = """
+        EXIT CODES
+          0   success: the input ended, a limit was reached, SIGINT/SIGTERM, or stdout closed
+          1   internal error
+          2   the input failed while running (session.error was written, then final metrics)
+          3   the input or device cannot be opened
+          10  plugin not found             14  plugin descriptor invalid (e.g. a required callback missing)
+          11  plugin is not a shared object 15  invalid plugin name
+          12  plugin has no entry symbol    16  plugin create() failed (its own message is shown)
+          13  plugin ABI version mismatch   17  unknown plugin option
+                                           18  bad plugin option value
+          64  bad command line
+          130 a second SIGINT/SIGTERM forced an immediate exit
+        """
+}
+
+/// Prints `cvhost: error: MESSAGE` on stderr and exits with `code`.
+func fail(_ message: String, code: Int32) -> ExitCode {
+    Log.error(message)
+    return ExitCode(code)
+}

@@ -1,0 +1,236 @@
+import ArgumentParser
+import CVHostCore
+import CVHostPlugins
+import CVHostSources
+import Dispatch
+import Foundation
+import Synchronization
+
+extension BackpressurePolicy: ExpressibleByArgument {}
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run plugins on an input and write their results to stdout as JSON Lines.",
+        discussion: """
+            INPUTS (--input)
+              clip.mp4, clip.mkv, ...   a video file (decoded with FFmpeg); not live: nothing is dropped
+              photo.jpg                 one image (PNG, JPEG, WebP, PPM/PGM, BMP, TIFF)
+              shots/                    every image in a folder, in name order
+              'shots/*.png'             images matching a glob (quote it)
+              testsrc[:WxH][@FPS]       a synthetic live camera (default 640x480@30); add :unpaced for as fast as possible
+
+            PLUGINS (--plugin NAME[:key=value,...], repeatable)
+              NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in
+              <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them.
+              Every plugin also takes these host options:
+                instances=N        run N instances on N threads; results stay in frame order
+                queue_depth=N      frames that may wait for this plugin (default --queue-depth)
+                backpressure=P     drop-late or block for this plugin (default --backpressure)
+                max_fps=F          deliver at most F frames per second of media time
+              Write a comma inside a value as \\,
+
+            BACK-PRESSURE
+              drop-late (live sources' default): at most --queue-depth frames wait per plugin; when a newer
+              frame arrives the oldest waiting one is dropped and counted. A slow plugin never slows the
+              source or another plugin. block (files' and images' default): the source waits; nothing is lost.
+
+            OUTPUT
+              stdout: JSON Lines: session.started, result, metrics, session.error, session.stopped, ...
+              Final metrics of every plugin and then session.stopped are always the last lines.
+            """)
+
+    @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
+                                                            valueName: "spec"))
+    var plugins: [String] = []
+
+    @Option(help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, or testsrc[:WxH][@FPS].",
+                               valueName: "source"))
+    var input: String?
+
+    @Option(help: ArgumentHelp("A V4L2 camera, e.g. /dev/video0.", valueName: "path"))
+    var device: String?
+
+    @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
+    var maxFrames: UInt64?
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("What to do when a plugin is busy: drop-late or block (default: drop-late for live sources, block for files and images).",
+                               valueName: "policy"))
+    var backpressure: BackpressurePolicy?
+
+    @Option(name: .customLong("queue-depth"), help: "Frames that may wait for each plugin.")
+    var queueDepth: Int = 2
+
+    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp("Seconds between metrics events (0: only the final ones).",
+                                                                      valueName: "seconds"))
+    var metricsInterval: Double = 5
+
+    @Flag(name: .shortAndLong, help: "Log more on stderr (debug messages).")
+    var verbose = false
+
+    @Flag(name: .shortAndLong, help: "Log only warnings and errors on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
+        if input != nil && device != nil { throw ValidationError("give either --input or --device, not both") }
+        if input == nil && device == nil {
+            throw ValidationError("give --input (a file, folder, quoted glob or testsrc) or --device")
+        }
+        if queueDepth < 1 || queueDepth > 1000 { throw ValidationError("--queue-depth must be from 1 to 1000") }
+        if metricsInterval < 0 || !metricsInterval.isFinite { throw ValidationError("--metrics-interval must be 0 or more seconds") }
+        if let duration, duration <= 0 || !duration.isFinite { throw ValidationError("--duration must be more than 0 seconds") }
+        if let maxFrames, maxFrames == 0 { throw ValidationError("--max-frames must be at least 1") }
+    }
+
+    func run() throws {
+        Log.level = verbose ? .debug : (quiet ? .warning : .info)
+        // A closed stdout must end the run quietly, not kill it with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let session = CaptureSession()
+        let writer = JSONLineWriter(onClosed: { session.requestStop(reason: .outputClosed) })
+
+        // Plugins first: a bad --plugin is reported before any input is opened.
+        let loader = PluginLoader()
+        var runners: [PluginRunner] = []
+        do {
+            for (index, spec) in plugins.enumerated() {
+                let request = try PluginRequest(parsing: spec)
+                let plugin = try loader.load(request.nameOrPath, isPath: request.isPath)
+                runners.append(try PluginRunner(plugin: plugin, index: index, options: request.options, queueDepth: queueDepth,
+                                                backpressure: backpressure, writer: writer))
+            }
+        } catch let error as PluginLoadError {
+            runners.forEach { $0.shutdown() }
+            throw fail(error.message, code: error.kind.exitCode)
+        }
+        defer { runners.forEach { $0.shutdown() } }
+
+        let captureDevice: CaptureDevice
+        do {
+            if let device {
+                throw CaptureError(.inputUnavailable, "camera \(device): V4L2 camera support is not in this build yet; use --input")
+            }
+            captureDevice = try InputResolver.device(for: input!, onSkip: { path, reason in
+                Log.warning("skipped \(path): \(reason)")
+                writer.write(SessionEventLines.inputSkipped(path: path, reason: reason))
+            })
+        } catch let error as CaptureError {
+            throw fail(error.message, code: ExitCodes.inputUnavailable)
+        }
+
+        let report = RunReport(runners: runners, writer: writer)
+        session.frameLimit = maxFrames
+        session.eventHandler = { event in report.handle(event) }
+        do {
+            try session.addInput(CaptureDeviceInput(device: captureDevice))
+            session.beginConfiguration()
+            for r in runners { try session.addOutput(r.output) }
+            session.commitConfiguration()
+        } catch {
+            throw fail("\(error)", code: ExitCodes.internalError)
+        }
+
+        let signals = SignalHandler { session.requestStop(reason: .signal) }
+        defer { signals.cancel() }
+        do {
+            try session.startRunning()
+        } catch let error as CaptureError {
+            throw fail(error.message, code: ExitCodes.inputUnavailable)
+        }
+        Log.debug("running \(captureDevice.localizedName) with \(runners.map(\.output.label).joined(separator: ", "))")
+
+        // The main thread paces periodic metrics and the duration limit until the session stops.
+        let startNs = HostClock.monotonicNs()
+        let deadline = duration.map { startNs + UInt64($0 * 1e9) }
+        let interval = metricsInterval > 0 ? UInt64(metricsInterval * 1e9) : nil
+        var nextMetrics = interval.map { startNs + $0 }
+        while true {
+            let wakeAt = [deadline, nextMetrics].compactMap { $0 }.min()
+            let waitSeconds = wakeAt.map { Double($0 > HostClock.monotonicNs() ? $0 - HostClock.monotonicNs() : 0) / 1e9 } ?? 3600
+            if session.waitUntilStopped(timeout: waitSeconds) { break }
+            let now = HostClock.monotonicNs()
+            if let d = deadline, now >= d { session.requestStop(reason: .duration) }
+            if let n = nextMetrics, now >= n {
+                report.writePeriodicMetrics()
+                nextMetrics = n + interval!
+            }
+        }
+        if report.failed { throw ExitCode(ExitCodes.runtimeError) }
+    }
+}
+
+/// Writes session events, keeping the promise that final metrics and then `session.stopped`
+/// are the last lines, with no periodic metrics after them.
+final class RunReport: Sendable {
+    let runners: [PluginRunner]
+    let writer: JSONLineWriter
+    private let state = Mutex<(finalWritten: Bool, failed: Bool)>((false, false))
+
+    init(runners: [PluginRunner], writer: JSONLineWriter) {
+        self.runners = runners
+        self.writer = writer
+    }
+
+    var failed: Bool { state.withLock { $0.failed } }
+
+    func handle(_ event: SessionEvent) {
+        switch event {
+        case .stopped:
+            state.withLock { s in
+                s.finalWritten = true
+                for r in runners { writer.write(r.metricsEvent(final: true)) }
+                writer.write(SessionEventLines.line(for: event, runners: runners))
+            }
+        case .runtimeError(let error):
+            state.withLock { $0.failed = true }
+            Log.error(error.message)
+            writer.write(SessionEventLines.line(for: event, runners: runners))
+        default:
+            writer.write(SessionEventLines.line(for: event, runners: runners))
+        }
+    }
+
+    func writePeriodicMetrics() {
+        state.withLock { s in
+            guard !s.finalWritten else { return }
+            for r in runners { writer.write(r.metricsEvent(final: false)) }
+        }
+    }
+}
+
+/// SIGINT and SIGTERM: the first asks the session to stop cleanly (final metrics are written);
+/// a second one exits at once with 130.
+final class SignalHandler: @unchecked Sendable {
+    // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
+    private let sources: [DispatchSourceSignal]
+    private let count = Atomic(0)
+
+    init(onFirst: @escaping @Sendable () -> Void) {
+        let queue = DispatchQueue(label: "cvhost.signals")
+        var made: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
+        }
+        sources = made
+        for source in sources {
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                if self.count.add(1, ordering: .relaxed).newValue == 1 {
+                    Log.info("stopping (signal again to exit at once)")
+                    onFirst()
+                } else {
+                    Log.warning("exiting without final metrics")
+                    exit(ExitCodes.forcedStop)
+                }
+            }
+            source.resume()
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}

@@ -1,0 +1,79 @@
+import CVHostCore
+import CVHostPlugins
+
+/// The JSON lines of session-level events (see schema/cvhost-events.schema.json).
+enum SessionEventLines {
+    static func line(for event: SessionEvent, runners: [PluginRunner]) -> JSONObject {
+        let now = HostClock.wallNs()
+        switch event {
+        case .started(let device, let format, let settings):
+            var e = JSONObject.envelope(event: "session.started", tsNs: now)
+            var d = JSONObject()
+            d.set("unique_id", device.uniqueID)
+            d.set("name", device.localizedName)
+            d.set("model_id", device.modelID)
+            d.set("kind", device.kind.rawValue)
+            d.set("live", device.isLive)
+            e.set("device", object: d)
+            if let format {
+                var f = JSONObject()
+                f.set("fourcc", format.deviceFourCC)
+                f.set("width", format.width)
+                f.set("height", format.height)
+                f.set("max_fps", format.maxFrameRate, decimals: 3)
+                e.set("format", object: f)
+            } else {
+                e.set("format", nil as String?)
+            }
+            e.set("settings", array: settings.map { s in
+                var o = JSONObject()
+                o.set("setting", s.setting)
+                o.set("requested", s.requested)
+                o.set("applied", s.applied)
+                o.set("status", s.status.rawValue)
+                o.set("message", s.message)
+                return o
+            })
+            e.set("plugins", array: runners.map(pluginSummary))
+            return e
+        case .stopped(let reason, let frames):
+            var e = JSONObject.envelope(event: "session.stopped", tsNs: now)
+            e.set("reason", reason.rawValue)
+            e.set("frames", frames)
+            return e
+        case .runtimeError(let error):
+            var e = JSONObject.envelope(event: "session.error", tsNs: now)
+            e.set("code", error.code.name)
+            e.set("message", error.message)
+            return e
+        case .framesLost(let count, let before):
+            var e = JSONObject.envelope(event: "session.frames_lost", seq: before, tsNs: now)
+            e.set("count", count)
+            return e
+        }
+    }
+
+    static func pluginSummary(_ r: PluginRunner) -> JSONObject {
+        var o = JSONObject()
+        o.set("plugin", r.plugin.name)
+        o.set("plugin_index", r.index)
+        o.set("version", r.plugin.version)
+        o.set("path", r.plugin.path)
+        o.set("instances", r.instanceCount)
+        o.set("queue_depth", r.output.maxQueuedFrames)
+        o.set("backpressure", r.output.statistics.policy?.rawValue)
+        o.set("max_fps", r.output.connection.videoMinFrameDuration > 0 ? 1 / r.output.connection.videoMinFrameDuration : nil,
+              decimals: 3)
+        var options = JSONObject()
+        for (k, v) in r.resolvedOptions { options.set(k, v) }
+        o.set("options", object: options)
+        return o
+    }
+
+    static func inputSkipped(path: String, reason: String) -> JSONObject {
+        var e = JSONObject.envelope(event: "input.skipped", tsNs: HostClock.wallNs())
+        e.set("path", path)
+        e.set("reason", reason)
+        return e
+    }
+}

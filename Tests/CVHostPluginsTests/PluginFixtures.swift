@@ -1,0 +1,32 @@
+import Foundation
+
+/// Builds test plugins from C with the system compiler against the public header alone, as a
+/// plugin author would.
+enum PluginFixtures {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let includeDir = packageRoot + "/Sources/CVHostPluginABI/include"
+    static let brokenSource = packageRoot + "/Tests/Fixtures/broken-plugin.c"
+
+    /// A fresh folder for built plugins.
+    static func makeFolder() -> String {
+        let dir = NSTemporaryDirectory() + "cvhost-plugins-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Compiles `source` into `folder/libcvhost-<name>.so` with the given -D defines.
+    @discardableResult
+    static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
+                      fileName: String? = nil) throws -> String {
+        let out = folder + "/" + (fileName ?? "libcvhost-\(name).so")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["cc", "-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir,
+                       "-DPLUGIN_NAME=\"\(name)\""] + defines.map { "-D\($0)" } + [source, "-o", out]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
+        return out
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// Test media made with real encoders (FFmpeg's libx264, mjpeg, png, webp...) on first use.
+enum MediaFixtures {
+    static let folder: String = {
+        let dir = NSTemporaryDirectory() + "cvhost-media-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }()
+
+    /// Tests run in parallel: one fixture is made once, never by two ffmpeg runs at a time.
+    private static let lock = NSLock()
+
+    /// Runs ffmpeg to make `name` in the fixture folder unless it exists; returns its path.
+    static func make(_ name: String, _ args: [String]) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        let out = folder + "/" + name
+        if FileManager.default.fileExists(atPath: out) { return out }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y"] + args + [out]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
+        return out
+    }
+
+    static let pattern = ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30"]
+
+    static func h264() throws -> String { try make("clip.mp4", pattern + ["-frames:v", "45", "-c:v", "libx264", "-pix_fmt", "yuv420p"]) }
+    static func mjpegAVI() throws -> String { try make("clip.avi", pattern + ["-frames:v", "20", "-c:v", "mjpeg", "-pix_fmt", "yuvj422p"]) }
+    static func h264MKV() throws -> String { try make("clip.mkv", pattern + ["-frames:v", "10", "-c:v", "libx264", "-pix_fmt", "yuv444p"]) }
+
+    static func image(_ ext: String, size: String = "160x120") throws -> String {
+        try make("still-\(size).\(ext)", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=1", "-frames:v", "1"])
+    }
+}

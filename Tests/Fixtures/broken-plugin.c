@@ -1,0 +1,81 @@
+// One source, many deliberately broken plugins: each -DBREAK_... builds a plugin with one
+// defect, so that every refusal of the loader is tested against a real shared object.
+#include <cvhost/plugin.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PLUGIN_NAME
+#define PLUGIN_NAME "broken"
+#endif
+
+typedef struct state { const cvhost_host *host; } state;
+
+static int create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out, char *error,
+                  size_t error_size) {
+#ifdef BREAK_CREATE
+    snprintf(error, error_size, "model file /nonexistent/model.bin is missing");
+    return -ENOENT;
+#endif
+    state *s = calloc(1, sizeof *s);
+    s->host = host;
+    *out = s;
+    return 0;
+}
+
+static int process(void *instance, const cvhost_frame *frame) {
+    state *s = instance;
+#ifdef EMIT_GARBAGE
+    // Everything a careless or hostile plugin might hand the host; only the last is valid.
+    s->host->emit(s->host->context, "bad", "{\"a\":\"line\nbreak\"}");
+    s->host->emit(s->host->context, "bad", "{\"a\":1}\n{\"b\":2}");
+    s->host->emit(s->host->context, "bad", "[1,2,3]");
+    s->host->emit(s->host->context, "bad", "{\"a\":\"\xff\xfe\"}");
+    s->host->emit(s->host->context, "bad", "{\"a\":");
+    s->host->emit(s->host->context, "Bad Type\n", "{}");
+    s->host->emit(s->host->context, "bad", NULL);
+    s->host->emit(s->host->context, "good", "{ \"text\" : \"tab\\tand \\\"quote\\\" \\u00e9\",\n \"n\": -1.5e3 }");
+#endif
+    (void)s;
+    return 0;
+}
+
+static void destroy(void *instance) { free(instance); }
+
+static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
+static const cvhost_option_spec options[] = {
+    {"level", CVHOST_OPTION_INT, "3", "a level", 1, 5, NULL},
+    {"mode", CVHOST_OPTION_ENUM, "fast", "a mode", 0, 0, "fast|slow"},
+};
+
+static const cvhost_plugin_descriptor descriptor = {
+#ifdef BREAK_ABI
+    .abi_version = CVHOST_PLUGIN_ABI_VERSION + 1,
+#else
+    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
+#endif
+    .struct_size = sizeof(cvhost_plugin_descriptor),
+    .name = PLUGIN_NAME,
+    .version = "0.0.1",
+    .description = "deliberately broken",
+    .pixel_formats = formats,
+    .pixel_format_count = 1,
+    .hints = {.struct_size = sizeof(cvhost_capture_hints)},
+    .options = options,
+    .option_count = 2,
+    .option_spec_size = sizeof(cvhost_option_spec),
+    .create = create,
+#ifdef BREAK_PROCESS
+    .process = NULL,
+#else
+    .process = process,
+#endif
+    .destroy = destroy,
+};
+
+#ifndef BREAK_NO_ENTRY
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &descriptor; }
+#else
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *some_other_symbol(void) { return &descriptor; }
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what cvhost needs to build, test and benchmark on Debian 12 / Ubuntu 22.04+, and
+# nothing that is already there. Needs root or sudo for apt. Swift itself (6.x) must be on PATH:
+# see https://www.swift.org/install/linux/ (not in Debian's repositories).
+set -euo pipefail
+
+packages=(
+  pkg-config
+  # FFmpeg's libraries: decoding of video files and still images.
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+  # Real encoders for test fixtures and demo media; the schema validator's library.
+  ffmpeg qrencode python3-jsonschema
+)
+# Plugins' libraries (listed by the plugin issues as they land).
+packages+=(libzbar-dev zbar-tools)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The python3 on PATH may not be Debian's (pyenv, venv): make sure it can import jsonschema.
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  echo "install-deps: installing jsonschema for $(command -v python3)" >&2
+  python3 -m pip install --quiet jsonschema >&2
+fi
+
+if ! command -v swift >/dev/null; then
+  echo "install-deps: swift is not on PATH: install Swift 6 from https://www.swift.org/install/linux/" >&2
+  exit 1
+fi

@@ -52,10 +52,13 @@ let package = Package(
         // Plugins: one folder each, named as users load them.
         .target(name: "NullPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/null", publicHeadersPath: "."),
 
+        // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
+        .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore"]),
-        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore"]),
-        .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: []),
+        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
+        // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
+        .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import CVHostCore
 import Foundation
+import CVHostTestSupport
 import Testing
 @testable import CVHostSources
 

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Test media made with real encoders (FFmpeg's libx264, mjpeg, png, webp...) on first use.
-enum MediaFixtures {
-    static let folder: String = {
+public enum MediaFixtures {
+    public static let folder: String = {
         let dir = NSTemporaryDirectory() + "cvhost-media-\(getpid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
@@ -12,7 +12,7 @@ enum MediaFixtures {
     private static let lock = NSLock()
 
     /// Runs ffmpeg to make `name` in the fixture folder unless it exists; returns its path.
-    static func make(_ name: String, _ args: [String]) throws -> String {
+    public static func make(_ name: String, _ args: [String]) throws -> String {
         lock.lock()
         defer { lock.unlock() }
         let out = folder + "/" + name
@@ -26,13 +26,13 @@ enum MediaFixtures {
         return out
     }
 
-    static let pattern = ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30"]
+    public static let pattern = ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30"]
 
-    static func h264() throws -> String { try make("clip.mp4", pattern + ["-frames:v", "45", "-c:v", "libx264", "-pix_fmt", "yuv420p"]) }
-    static func mjpegAVI() throws -> String { try make("clip.avi", pattern + ["-frames:v", "20", "-c:v", "mjpeg", "-pix_fmt", "yuvj422p"]) }
-    static func h264MKV() throws -> String { try make("clip.mkv", pattern + ["-frames:v", "10", "-c:v", "libx264", "-pix_fmt", "yuv444p"]) }
+    public static func h264() throws -> String { try make("clip.mp4", pattern + ["-frames:v", "45", "-c:v", "libx264", "-pix_fmt", "yuv420p"]) }
+    public static func mjpegAVI() throws -> String { try make("clip.avi", pattern + ["-frames:v", "20", "-c:v", "mjpeg", "-pix_fmt", "yuvj422p"]) }
+    public static func h264MKV() throws -> String { try make("clip.mkv", pattern + ["-frames:v", "10", "-c:v", "libx264", "-pix_fmt", "yuv444p"]) }
 
-    static func image(_ ext: String, size: String = "160x120") throws -> String {
+    public static func image(_ ext: String, size: String = "160x120") throws -> String {
         try make("still-\(size).\(ext)", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=1", "-frames:v", "1"])
     }
 }

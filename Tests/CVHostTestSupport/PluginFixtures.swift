@@ -2,14 +2,14 @@ import Foundation
 
 /// Builds test plugins from C with the system compiler against the public header alone, as a
 /// plugin author would.
-enum PluginFixtures {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+public enum PluginFixtures {
+    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
-    static let includeDir = packageRoot + "/Sources/CVHostPluginABI/include"
-    static let brokenSource = packageRoot + "/Tests/Fixtures/broken-plugin.c"
+    public static let includeDir = packageRoot + "/Sources/CVHostPluginABI/include"
+    public static let brokenSource = packageRoot + "/Tests/Fixtures/broken-plugin.c"
 
     /// A fresh folder for built plugins.
-    static func makeFolder() -> String {
+    public static func makeFolder() -> String {
         let dir = NSTemporaryDirectory() + "cvhost-plugins-\(UUID().uuidString)"
         try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
@@ -17,7 +17,7 @@ enum PluginFixtures {
 
     /// Compiles `source` into `folder/libcvhost-<name>.so` with the given -D defines.
     @discardableResult
-    static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
+    public static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
                       fileName: String? = nil) throws -> String {
         let out = folder + "/" + (fileName ?? "libcvhost-\(name).so")
         let p = Process()

@@ -1,0 +1,118 @@
+import Foundation
+
+/// Runs the built `cvhost` binary (from `swift build`) and collects what it wrote.
+public struct CommandResult: Sendable {
+    public let exitCode: Int32
+    public let stdout: String
+    public let stderr: String
+    /// True when the time limit ran out and the process was killed.
+    public let timedOut: Bool
+
+    /// stdout split into lines (without the newlines).
+    public var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+
+    /// Every stdout line parsed as a JSON object.
+    public var events: [[String: Any]] {
+        lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    public func events(_ name: String, plugin index: Int? = nil) -> [[String: Any]] {
+        events.filter { $0["event"] as? String == name && (index == nil || $0["plugin_index"] as? Int == index) }
+    }
+}
+
+public enum CVHostBinary {
+    public static let path = PluginFixtures.packageRoot + "/.build/debug/cvhost"
+
+    /// Runs cvhost with `arguments`, killing it after `timeout` seconds. `onStart` runs once the
+    /// process is started (e.g. to send it a signal).
+    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:],
+                           onStart: ((Process) -> Void)? = nil) throws -> CommandResult {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path + " (run swift build first)"])
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = arguments
+        p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        let collected = Collector()
+        out.fileHandleForReading.readabilityHandler = { h in collected.appendOut(h.availableData) }
+        err.fileHandleForReading.readabilityHandler = { h in collected.appendErr(h.availableData) }
+        try p.run()
+        onStart?(p)
+        let deadline = Date().addingTimeInterval(timeout)
+        var timedOut = false
+        while p.isRunning {
+            if Date() > deadline {
+                timedOut = true
+                p.terminate()
+                usleep(200_000)
+                if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+                break
+            }
+            usleep(10_000)
+        }
+        p.waitUntilExit()
+        out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
+        if let rest = try? out.fileHandleForReading.readToEnd() { collected.appendOut(rest) }
+        if let rest = try? err.fileHandleForReading.readToEnd() { collected.appendErr(rest) }
+        return CommandResult(exitCode: p.terminationStatus, stdout: collected.outText, stderr: collected.errText, timedOut: timedOut)
+    }
+
+    /// Runs `cvhost ARGS | head -c 1`, as a user whose reader quits early would, and returns
+    /// cvhost's own exit code and stderr.
+    public static func runIntoClosingReader(_ arguments: [String], timeout: Double = 30) throws -> (exitCode: Int32, stderr: String, timedOut: Bool) {
+        let quoted = ([path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let errFile = NSTemporaryDirectory() + "cvhost-stderr-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: errFile) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-c", "\(quoted) 2>'\(errFile)' | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}"]
+        try p.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        var timedOut = false
+        while p.isRunning {
+            if Date() > deadline {
+                timedOut = true
+                kill(p.processIdentifier, SIGKILL)
+                break
+            }
+            usleep(10_000)
+        }
+        p.waitUntilExit()
+        let err = (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? ""
+        return (p.terminationStatus, err, timedOut)
+    }
+
+    /// Validates stdout text against the JSON Schema with scripts/validate-jsonl.py.
+    /// - Returns: nil when every line is valid, else the validator's report.
+    public static func schemaProblems(_ stdout: String) throws -> String? {
+        let file = NSTemporaryDirectory() + "cvhost-validate-\(UUID().uuidString).jsonl"
+        try stdout.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", PluginFixtures.packageRoot + "/scripts/validate-jsonl.py", file]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let report = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return p.terminationStatus == 0 ? nil : report
+    }
+}
+
+private final class Collector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var out = Data(), err = Data()
+    func appendOut(_ d: Data) { lock.withLock { out.append(d) } }
+    func appendErr(_ d: Data) { lock.withLock { err.append(d) } }
+    var outText: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+    var errText: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+}

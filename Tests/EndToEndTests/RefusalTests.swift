@@ -1,0 +1,78 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// Every refusal of the command line: one clear line on stderr, its documented exit code,
+/// nothing on stdout.
+@Suite("cvhost refusals and exit codes")
+struct RefusalTests {
+    static let folder = PluginFixtures.makeFolder()
+
+    static func expectRefusal(_ args: [String], code: Int32, mentions: String,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let r = try CVHostBinary.run(args, timeout: 30)
+        #expect(r.exitCode == code, "exit \(r.exitCode), stderr: \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stdout.isEmpty, "stdout: \(r.stdout)", sourceLocation: sourceLocation)
+        #expect(r.stderr.contains(mentions), "stderr: \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(!r.stderr.contains("Fatal error"), sourceLocation: sourceLocation)
+    }
+
+    @Test("plugin refusals (10-18)")
+    func pluginRefusals() throws {
+        let src = ["--input", "testsrc", "--max-frames", "1"]
+        try RefusalTests.expectRefusal(["run", "--plugin", "nosuchplugin"] + src, code: 10, mentions: "libcvhost-nosuchplugin.so")
+        let text = RefusalTests.folder + "/libcvhost-text.so"
+        try "not ELF".write(toFile: text, atomically: true, encoding: .utf8)
+        try RefusalTests.expectRefusal(["run", "--plugin", text] + src, code: 11, mentions: "cannot load plugin")
+        let noEntry = try PluginFixtures.build(name: "noentry", defines: ["BREAK_NO_ENTRY"], in: RefusalTests.folder)
+        try RefusalTests.expectRefusal(["run", "--plugin", noEntry] + src, code: 12, mentions: "cvhost_plugin_entry")
+        let abi = try PluginFixtures.build(name: "abi", defines: ["BREAK_ABI"], in: RefusalTests.folder)
+        try RefusalTests.expectRefusal(["run", "--plugin", abi] + src, code: 13, mentions: "ABI")
+        let noProcess = try PluginFixtures.build(name: "noprocess", defines: ["BREAK_PROCESS"], in: RefusalTests.folder)
+        try RefusalTests.expectRefusal(["run", "--plugin", noProcess] + src, code: 14, mentions: "process")
+        try RefusalTests.expectRefusal(["run", "--plugin", "Bad!Name"] + src, code: 15, mentions: "not a plugin name")
+        let noCreate = try PluginFixtures.build(name: "nocreate", defines: ["BREAK_CREATE"], in: RefusalTests.folder)
+        try RefusalTests.expectRefusal(["run", "--plugin", noCreate] + src, code: 16, mentions: "model file /nonexistent/model.bin is missing")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null:colour=red"] + src, code: 17, mentions: "has no option 'colour'")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null:delay_ms=soon"] + src, code: 18, mentions: "delay_ms=soon")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null:results"] + src, code: 18, mentions: "results=VALUE")
+    }
+
+    @Test("plugins are found through CVHOST_PLUGIN_PATH")
+    func pluginPath() throws {
+        try PluginFixtures.build(name: "viapath", in: RefusalTests.folder)
+        let r = try CVHostBinary.run(["run", "--plugin", "viapath", "--input", "testsrc", "--max-frames", "2", "-q"],
+                                     environment: ["CVHOST_PLUGIN_PATH": "/nonexistent:" + RefusalTests.folder])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let listed = try CVHostBinary.run(["plugins", "--json"], environment: ["CVHOST_PLUGIN_PATH": RefusalTests.folder])
+        #expect(listed.events("plugin").compactMap { $0["plugin"] as? String }.contains("viapath"))
+        #expect(listed.events("plugin").compactMap { $0["plugin"] as? String }.contains("null"))
+        #expect(try CVHostBinary.schemaProblems(listed.stdout) == nil)
+        // Broken files in the search path are reported on stderr, not fatal.
+        #expect(listed.stderr.contains("libcvhost-abi.so") || listed.stderr.contains("libcvhost-text.so") || listed.stderr.isEmpty)
+    }
+
+    @Test("input refusals (3) and command-line refusals (64)")
+    func inputAndUsage() throws {
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "/nonexistent/clip.mp4"], code: 3, mentions: "not found")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc:10x10"], code: 3, mentions: "testsrc size")
+        let text = RefusalTests.folder + "/clip.mp4"
+        try "not a video".write(toFile: text, atomically: true, encoding: .utf8)
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", text], code: 3, mentions: "clip.mp4")
+        try RefusalTests.expectRefusal(["run", "--input", "testsrc"], code: 64, mentions: "--plugin")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null"], code: 64, mentions: "--input")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--backpressure", "sometimes"],
+                                       code: 64, mentions: "backpressure")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--queue-depth", "0"], code: 64,
+                                       mentions: "queue-depth")
+    }
+
+    @Test("--help documents the exit codes")
+    func help() throws {
+        let r = try CVHostBinary.run(["--help"])
+        #expect(r.exitCode == 0)
+        #expect(r.stdout.contains("EXIT CODES") && r.stdout.contains("13  plugin ABI version mismatch"))
+        let run = try CVHostBinary.run(["run", "--help"])
+        #expect(run.stdout.contains("drop-late") && run.stdout.contains("instances=N"))
+    }
+}

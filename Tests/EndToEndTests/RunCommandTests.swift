@@ -1,0 +1,141 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// The cvhost binary as users run it: output contract, back-pressure, exit codes, signals.
+@Suite("cvhost run, end to end", .serialized)
+struct RunCommandTests {
+    static func metrics(_ r: CommandResult, plugin index: Int) -> [String: Any]? {
+        r.events("metrics", plugin: index).last { $0["final"] as? Bool == true }
+    }
+
+    static func frames(_ m: [String: Any]?) -> [String: Any] { m?["frames"] as? [String: Any] ?? [:] }
+
+    static func expectValid(_ r: CommandResult, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(!r.timedOut, "cvhost did not finish", sourceLocation: sourceLocation)
+        let problems = try CVHostBinary.schemaProblems(r.stdout)
+        #expect(problems == nil, "stdout does not match the schema: \(problems ?? "")", sourceLocation: sourceLocation)
+    }
+
+    @Test("a slow plugin drops late frames and does not slow a fast one beside it")
+    func slowAndFast() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=50", "--plugin", "null",
+                                      "--input", "testsrc:640x480@60", "--duration", "3", "--metrics-interval", "1"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let slow = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))
+        let fast = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 1))
+        let offered = try #require(fast["offered"] as? Int)
+        #expect(offered > 100)
+        // The fast plugin keeps up with the source.
+        #expect(Double(fast["processed"] as? Int ?? 0) >= 0.99 * Double(offered))
+        // The slow one can do at most 20 a second, and every frame it missed is a counted drop.
+        let slowProcessed = try #require(slow["processed"] as? Int)
+        #expect(slowProcessed <= 3 * 20 + 2 && slowProcessed >= 20)
+        let dropped = slow["dropped"] as? [String: Int] ?? [:]
+        #expect((dropped["late"] ?? 0) > 0)
+        #expect(slowProcessed + (slow["dropped_total"] as? Int ?? -1) == slow["offered"] as? Int)
+        // Periodic metrics came before the final ones, and session.stopped is the last line.
+        #expect(r.events("metrics", plugin: 0).count >= 3)
+        #expect(r.events.last?["event"] as? String == "session.stopped")
+        #expect(r.events.last?["reason"] as? String == "duration")
+    }
+
+    @Test("a video file is read whole in block mode: every frame processed, results in frame order")
+    func videoFileBlocks() throws {
+        let clip = try MediaFixtures.h264()
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,delay_ms=2", "--input", clip])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let results = r.events("result")
+        #expect(results.compactMap { $0["seq"] as? Int } == Array(0..<45))
+        let f = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))
+        #expect(f["processed"] as? Int == 45 && f["dropped_total"] as? Int == 0)
+        #expect(r.events.first?["event"] as? String == "session.started")
+        #expect(r.events.last?["reason"] as? String == "end_of_input")
+    }
+
+    @Test("parallel instances give the same output, in the same order, as one")
+    func parallelInstancesKeepOrder() throws {
+        let clip = try MediaFixtures.h264()
+        func resultData(_ args: String) throws -> [String] {
+            let r = try CVHostBinary.run(["run", "--plugin", "null:\(args)", "--input", clip])
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            return r.lines.filter { $0.contains("\"event\":\"result\"") }.map { line in
+                // Everything but the capture timestamp, which is wall-clock time.
+                line.replacingOccurrences(of: #""ts":[0-9.]+"#, with: "", options: .regularExpression)
+            }
+        }
+        let one = try resultData("results=2")
+        let four = try resultData("results=2,instances=4,delay_ms=3")
+        #expect(one.count == 90)
+        #expect(four == one)
+    }
+
+    @Test("every stdout line stays valid whatever a plugin emits; refused results are counted")
+    func hostileResults() throws {
+        let folder = PluginFixtures.makeFolder()
+        let plugin = try PluginFixtures.build(name: "garbage", defines: ["EMIT_GARBAGE"], in: folder)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:unpaced", "--max-frames", "10", "-q"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let good = r.events("result")
+        #expect(good.count == 10)
+        #expect((good.first?["data"] as? [String: Any])?["text"] as? String == "tab\tand \"quote\" é")
+        #expect(RunCommandTests.metrics(r, plugin: 0)?["invalid_results"] as? Int == 70)
+    }
+
+    @Test("process() failures are counted and the run goes on")
+    func processFailures() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:fail_every=3", "--input", "testsrc:unpaced", "--max-frames", "30", "-q"])
+        #expect(r.exitCode == 0)
+        let f = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))
+        #expect(f["failed"] as? Int == 10 && f["processed"] as? Int == 20)
+        #expect(r.events.last?["reason"] as? String == "frame_limit")
+    }
+
+    @Test("SIGINT stops cleanly: final metrics, then session.stopped, exit 0")
+    func sigint() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30) { p in
+            usleep(1_500_000)
+            kill(p.processIdentifier, SIGINT)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let names = r.events.suffix(2).compactMap { $0["event"] as? String }
+        #expect(names == ["metrics", "session.stopped"])
+        #expect(r.events.last?["reason"] as? String == "signal")
+    }
+
+    @Test("a closed stdout ends the run quietly")
+    func closedStdout() throws {
+        let r = try CVHostBinary.runIntoClosingReader(["run", "--plugin", "null:results=5", "--input", "testsrc:320x240@200"])
+        #expect(!r.timedOut, "cvhost kept running after its reader left")
+        #expect(r.exitCode == 0)
+        #expect(!r.stderr.contains("error"), "\(r.stderr)")
+    }
+
+    @Test("the example plugin in plain C loads by path")
+    func examplePlugin() throws {
+        let folder = PluginFixtures.makeFolder()
+        let plugin = try PluginFixtures.build(name: "brightness", source: PluginFixtures.packageRoot + "/examples/c-plugin/brightness.c",
+                                              in: folder)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin + ":threshold=200", "--input", "testsrc:unpaced", "--max-frames", "5"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let data = r.events("result").compactMap { $0["data"] as? [String: Any] }
+        #expect(data.count == 5)
+        #expect(data.allSatisfy { ($0["mean"] as? Double ?? 0) > 50 && $0["dark"] as? Bool == true })
+    }
+
+    @Test("still images by glob, through the same plugin")
+    func images() throws {
+        let png = try MediaFixtures.image("png")
+        _ = try MediaFixtures.image("jpg")
+        let dir = (png as NSString).deletingLastPathComponent
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", dir + "/still-160x120.*"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        #expect(r.events("result").count == 2)
+        #expect((r.events("session.started").first?["device"] as? [String: Any])?["kind"] as? String == "images")
+    }
+}

@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "cvhost", targets: ["cvhost"]),
         // Each plugin is a shared object named libcvhost-<name>.so, built beside the executable.
         .library(name: "cvhost-null", type: .dynamic, targets: ["NullPlugin"]),
+        .library(name: "cvhost-barcode", type: .dynamic, targets: ["BarcodePlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,7 +51,11 @@ let package = Package(
             path: "Sources/cvhost"),
 
         // Plugins: one folder each, named as users load them.
+        // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)
         .target(name: "NullPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/null", publicHeadersPath: "."),
+        .target(
+            name: "BarcodePlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/barcode", publicHeadersPath: ".",
+            cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("zbar")]),
 
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
         .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),

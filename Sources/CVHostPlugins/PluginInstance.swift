@@ -71,13 +71,14 @@ final class HostServices: @unchecked Sendable {
     private var lines: [[UInt8]] = []
     private(set) var invalidResults: UInt64 = 0
 
-    init(pluginName: String, pluginIndex: Int, logSource: String) {
+    init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int) {
         self.pluginName = pluginName
         self.pluginIndex = pluginIndex
         self.logSource = logSource
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
-            struct_size: UInt32(MemoryLayout<cvhost_host>.size), context: nil, emit: hostEmit, log: hostLog))
+            struct_size: UInt32(MemoryLayout<cvhost_host>.size), context: nil, emit: hostEmit, log: hostLog,
+            instance_index: UInt32(instance), instance_count: UInt32(instanceCount)))
         host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
     }
 

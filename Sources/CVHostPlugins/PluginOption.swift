@@ -74,12 +74,18 @@ public struct PluginRequest: Sendable, Equatable {
     /// True when `nameOrPath` names a file rather than a plugin to search for.
     public var isPath: Bool { nameOrPath.contains("/") || nameOrPath.hasSuffix(".so") }
 
-    /// Parses `NAME[:key=value,...]`.
+    /// Parses `NAME[:key=value,...]` or `PATH.so[:key=value,...]`.
+    ///
+    /// A name has no ':' or '/', so options start at its first ':'. A path's options start at
+    /// the first ':' right after ".so" (so paths and option values may both hold ':' and '/').
     /// - Throws: `.badOptionValue` for an option without `=`.
     public init(parsing text: String) throws {
-        // A path may hold ':' only before its last '/'; options start at the first ':' after it.
-        let searchFrom = text.lastIndex(of: "/").map { text.index(after: $0) } ?? text.startIndex
-        guard let colon = text[searchFrom...].firstIndex(of: ":") else {
+        var colon = text.firstIndex(of: ":")
+        let head = colon.map { text[..<$0] } ?? text[...]
+        if head.contains("/") || head.hasSuffix(".so") {
+            colon = text.range(of: ".so:").map { text.index(before: $0.upperBound) }
+        }
+        guard let colon else {
             nameOrPath = text
             options = []
             return

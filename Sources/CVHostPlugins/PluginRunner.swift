@@ -76,7 +76,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         do {
             for worker in 0..<count {
                 let services = HostServices(pluginName: plugin.name, pluginIndex: index,
-                                            logSource: count == 1 ? label : "\(label) instance \(worker)")
+                                            logSource: count == 1 ? label : "\(label) instance \(worker)",
+                                            instance: worker, instanceCount: count)
                 made.append(try PluginInstance(plugin: plugin, options: resolvedOptions, services: services))
             }
         } catch {

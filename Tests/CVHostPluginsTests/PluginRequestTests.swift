@@ -13,6 +13,10 @@ struct PluginRequestTests {
         #expect(withOptions.options.map(\.value) == ["50", "2"])
         let path = try PluginRequest(parsing: "/opt/a:b/libcvhost-x.so:k=v")
         #expect(path.nameOrPath == "/opt/a:b/libcvhost-x.so" && path.isPath && path.options.map(\.value) == ["v"])
+        let slashes = try PluginRequest(parsing: "face:cascade=/usr/share/x.xml,roi=0:0:1:1")
+        #expect(slashes.nameOrPath == "face" && slashes.options.map(\.value) == ["/usr/share/x.xml", "0:0:1:1"])
+        let pathWithSlashValue = try PluginRequest(parsing: "./libcvhost-y.so:model=/m/a.bin")
+        #expect(pathWithSlashValue.nameOrPath == "./libcvhost-y.so" && pathWithSlashValue.options.map(\.value) == ["/m/a.bin"])
         let escaped = try PluginRequest(parsing: #"x:text=a\,b,eq=c=d"#)
         #expect(escaped.options.map(\.value) == ["a,b", "c=d"])
     }

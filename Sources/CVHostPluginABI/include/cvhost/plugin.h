@@ -200,6 +200,14 @@ typedef struct cvhost_host {
 
     /** Writes one line to the host's log (stderr), tagged with the plugin's name. */
     void (*log)(void *context, int level, const char *message);
+
+    /**
+     * Which of the plugin's parallel instances this is (0-based), and how many there are
+     * (`--plugin NAME:instances=N`). A plugin that keeps state between frames can refuse
+     * instance_count > 1 in create().
+     */
+    uint32_t instance_index;
+    uint32_t instance_count;
 } cvhost_host;
 
 /** One option value passed to create(): every declared option, the user's value or the default. */

@@ -289,8 +289,12 @@ static const cvhost_option_spec barcode_options[] = {
     {"symbologies", CVHOST_OPTION_STRING, "default",
      "codes to look for, joined with '+' (e.g. qrcode+ean13); 'default' = all but those that misread noise, 'all' = every one zbar knows",
      0, 0, NULL},
-    {"inverted", CVHOST_OPTION_BOOL, "true", "when a frame yields nothing, retry it inverted (light codes on dark)", 0, 0, NULL},
-    {"mirrored", CVHOST_OPTION_BOOL, "false", "when a frame yields nothing, retry it mirrored left to right", 0, 0, NULL},
+    /* Retries are off by default: each one rescans every frame that yields nothing, and on a live
+     * camera that is most frames (zbar's and ZXing's tools leave them off too). */
+    {"inverted", CVHOST_OPTION_BOOL, "false",
+     "when a frame yields nothing, retry it inverted (light codes on dark, e.g. dark-mode screens)", 0, 0, NULL},
+    {"mirrored", CVHOST_OPTION_BOOL, "false", "when a frame yields nothing, retry it mirrored left to right (codes seen in a mirror)",
+     0, 0, NULL},
     {"roi", CVHOST_OPTION_STRING, "0:0:1:1", "region of interest X:Y:W:H, normalized to the frame (like rectOfInterest)", 0, 0,
      NULL},
     {"density", CVHOST_OPTION_INT, "1", "scan every Nth row and column (higher is faster, finds fewer small codes)", 1, 16, NULL},

@@ -10,9 +10,12 @@ public struct SampleBuffer: Sendable {
     /// Media time from the start of the source, in nanoseconds (a file's own timestamps).
     public let presentationTimeNs: Int64
     public let pixelBuffer: PixelBuffer
+    /// Where the frame came from when the input is a list of files (the image's path).
+    public let sourceName: String?
 
     public init(sequence: UInt64, captureTimeNs: Int64, monotonicCaptureNs: UInt64, presentationTimeNs: Int64,
-                pixelBuffer: PixelBuffer) {
+                pixelBuffer: PixelBuffer, sourceName: String? = nil) {
+        self.sourceName = sourceName
         self.sequence = sequence
         self.captureTimeNs = captureTimeNs
         self.monotonicCaptureNs = monotonicCaptureNs
@@ -30,9 +33,12 @@ public struct CapturedFrame: Sendable {
     public let captureTimeNs: Int64?
     /// Frames the device knows it lost just before this one (driver sequence gaps).
     public let framesLostBefore: UInt64
+    /// The file the frame came from, for inputs made of several files.
+    public let sourceName: String?
 
     public init(pixelBuffer: PixelBuffer, presentationTimeNs: Int64, captureTimeNs: Int64? = nil,
-                framesLostBefore: UInt64 = 0) {
+                framesLostBefore: UInt64 = 0, sourceName: String? = nil) {
+        self.sourceName = sourceName
         self.pixelBuffer = pixelBuffer
         self.presentationTimeNs = presentationTimeNs
         self.captureTimeNs = captureTimeNs

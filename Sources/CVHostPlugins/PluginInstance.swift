@@ -112,6 +112,7 @@ final class HostServices: @unchecked Sendable {
         var event = JSONObject.envelope(
             event: "result", plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
             tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
+        if let source = current?.sourceName { event.set("source", source) }
         event.set("type", typeName)
         event.set("data", validatedJSON: data)
         var line = event.finished()

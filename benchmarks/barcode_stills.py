@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""cvhost's barcode plugin beside zbarimg on the corpus's still images, in one run.
+
+Both read every image of CORPUS/barcodes/images; each decode is scored against the ground
+truth (gt.csv): correct when the image has a code of that symbology and payload not yet
+matched, a false read otherwise. Prints images per second, correct decodes and false reads.
+
+    benchmarks/barcode_stills.py [--corpus ../shared/corpus] [--cvhost .build/release/cvhost] [--plugin barcode]
+"""
+import argparse
+import collections
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def norm(symbology):
+    return symbology.replace("-", "").replace("_", "").upper()
+
+
+def score(decodes, truth):
+    """decodes: {image: [(symbology, payload)]}; truth: {image: Counter((symbology, payload))}."""
+    correct = false = 0
+    for image, found in decodes.items():
+        left = collections.Counter(truth.get(image, {}))
+        for code in found:
+            if left[code] > 0:
+                left[code] -= 1
+                correct += 1
+            else:
+                false += 1
+    return correct, false
+
+
+def run_zbarimg(images):
+    start = time.perf_counter()
+    out = subprocess.run(["zbarimg", "--xml", "-q"] + images, capture_output=True, text=True).stdout
+    elapsed = time.perf_counter() - start
+    decodes = collections.defaultdict(list)
+    root = ET.fromstring(out.replace("xmlns='http://zbar.sourceforge.net/2008/barcode'", ""))
+    for source in root.iter("source"):
+        image = os.path.realpath(source.get("href"))
+        for symbol in source.iter("symbol"):
+            decodes[image].append((norm(symbol.get("type")), symbol.find("data").text or ""))
+    return decodes, elapsed
+
+
+def run_cvhost(binary, plugin, images_glob):
+    start = time.perf_counter()
+    proc = subprocess.run([binary, "run", "--plugin", plugin, "--input", images_glob, "-q", "--metrics-interval", "0"],
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"cvhost failed ({proc.returncode}): {proc.stderr.strip()}")
+    decodes = collections.defaultdict(list)
+    for line in proc.stdout.splitlines():
+        e = json.loads(line)
+        if e["event"] == "result":
+            d = e["data"]
+            decodes[os.path.realpath(e["source"])].append((norm(d["symbology"]), d["text"] or ""))
+    return decodes, elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "corpus"))
+    ap.add_argument("--cvhost", default=os.path.join(ROOT, ".build", "release", "cvhost"))
+    ap.add_argument("--plugin", default="barcode")
+    args = ap.parse_args()
+    corpus = os.path.realpath(args.corpus)
+    truth = collections.defaultdict(collections.Counter)
+    for row in csv.DictReader(open(os.path.join(corpus, "barcodes", "gt.csv"))):
+        image = os.path.realpath(os.path.join(corpus, row["image"]))
+        truth[image]  # images without codes still count
+        if row["symbology"] != "NONE":
+            truth[image][(norm(row["symbology"]), row["payload"])] += 1
+    pattern = os.path.join(corpus, "barcodes", "images", "*", "*.jpg")
+    images = sorted(glob.glob(pattern))
+    codes = sum(sum(c.values()) for c in truth.values())
+    print(f"corpus: {len(images)} images, {codes} codes")
+    print(f"{'tool':<34} {'images/s':>9} {'correct':>8} {'false':>6}")
+    z, zt = run_zbarimg(images)
+    c, ct = run_cvhost(args.cvhost, args.plugin, pattern)
+    for name, decodes, elapsed in (("zbarimg", z, zt), (f"cvhost --plugin {args.plugin}", c, ct)):
+        correct, false = score(decodes, truth)
+        print(f"{name:<34} {len(images) / elapsed:>9.1f} {correct:>8} {false:>6}")
+    zc, zf = score(z, truth)
+    cc, cf = score(c, truth)
+    print(f"cvhost - zbarimg: {cc - zc:+d} correct, {cf - zf:+d} false reads")
+    missed = [(i, code) for i, found in z.items() for code in found if code in truth[i] and code not in c.get(i, [])]
+    for image, code in missed[:10]:
+        print(f"  zbarimg read but cvhost did not: {os.path.relpath(image, corpus)} {code[0]} {code[1]}")
+    return 0 if cc >= zc and cf <= zf else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""cvhost's barcode plugin beside GStreamer's zbar element on a corpus video, in one run.
+
+Runs, in turn and REPEAT times each (median wall time reported):
+  gst-launch-1.0 filesrc ! decodebin ! videoconvert ! zbar ! fakesink sync=false
+  cvhost run --plugin barcode:instances=N --input VIDEO
+and prints fps, CPU seconds, and decoded code instances (a decode whose symbology and payload
+match a code fully inside that frame in the ground truth; anything else is a false read).
+
+    benchmarks/barcode_video.py [--video ../shared/corpus/video/bar_1280x720.mp4] [--instances 2] [--repeat 3]
+"""
+import argparse
+import collections
+import csv
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def norm(s):
+    return s.replace("-", "").replace("_", "").upper()
+
+
+def timed(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def gst_decodes(out):
+    """Per-frame (symbology, payload) from `gst-launch-1.0 -m` element messages of zbar."""
+    found = collections.defaultdict(list)
+    for line in out.splitlines():
+        if "barcode" not in line or "symbol=" not in line:
+            continue
+        ts = re.search(r"timestamp=\(guint64\)(\d+)", line)
+        sym = re.search(r'type=\(string\)([^,]+)', line)
+        payload = re.search(r'symbol=\(string\)(?:"((?:[^"\\]|\\.)*)"|([^,]+))', line)
+        if ts and sym and payload:
+            text = payload.group(1) if payload.group(1) is not None else payload.group(2)
+            text = text.replace('\\"', '"').replace("\\\\", "\\").replace("\\ ", " ")
+            frame = round(int(ts.group(1)) / 1e9 * 30)
+            found[frame].append((norm(sym.group(1)), text))
+    return found
+
+
+def cvhost_decodes(out):
+    found = collections.defaultdict(list)
+    for line in out.splitlines():
+        e = json.loads(line)
+        if e["event"] == "result":
+            found[e["seq"]].append((norm(e["data"]["symbology"]), e["data"]["text"] or ""))
+    return found
+
+
+def score(found, truth):
+    correct = false = 0
+    for frame, codes in found.items():
+        left = collections.Counter(truth.get(frame, {}))
+        for code in codes:
+            if left[code] > 0:
+                left[code] -= 1
+                correct += 1
+            else:
+                false += 1
+    return correct, false
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--video", default=os.path.join(ROOT, "..", "shared", "corpus", "video", "bar_1280x720.mp4"))
+    ap.add_argument("--cvhost", default=os.path.join(ROOT, ".build", "release", "cvhost"))
+    ap.add_argument("--instances", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    truth_file = os.path.splitext(args.video)[0] + "_gt.csv"
+    truth = collections.defaultdict(collections.Counter)
+    frames = 0
+    for row in csv.DictReader(open(truth_file)):
+        frames = max(frames, int(row["frame"]) + 1)
+        if row["symbology"] != "NONE" and row["fully_inside"] in ("1", "True", "true"):
+            truth[int(row["frame"])][(norm(row["symbology"]), row["payload"])] += 1
+    instances = sum(sum(c.values()) for c in truth.values())
+    runs = {
+        "gstreamer zbar": (["gst-launch-1.0", "-m", "filesrc", f"location={args.video}", "!", "decodebin", "!", "videoconvert",
+                            "!", "zbar", "!", "fakesink", "sync=false"], gst_decodes),
+        f"cvhost barcode:instances={args.instances}": (
+            [args.cvhost, "run", "--plugin", f"barcode:instances={args.instances}", "--input", args.video, "-q",
+             "--metrics-interval", "0"], cvhost_decodes),
+    }
+    print(f"{os.path.basename(args.video)}: {frames} frames, {instances} code instances fully in frame; "
+          f"median of {args.repeat} runs, alternating")
+    results = {name: [] for name in runs}
+    for _ in range(args.repeat):
+        for name, (cmd, parse) in runs.items():
+            out, wall, cpu = timed(cmd)
+            results[name].append((wall, cpu, score(parse(out), truth)))
+    print(f"{'pipeline':<28} {'fps':>7} {'CPU-ms/frame':>13} {'decoded':>8} {'false':>6}")
+    fps = {}
+    for name, rs in results.items():
+        wall = statistics.median(r[0] for r in rs)
+        cpu = statistics.median(r[1] for r in rs)
+        correct, false = rs[-1][2]
+        fps[name] = frames / wall
+        print(f"{name:<28} {frames / wall:>7.1f} {cpu / frames * 1000:>13.1f} {correct:>8} {false:>6}")
+    names = list(runs)
+    print(f"speed-up of cvhost over GStreamer: {fps[names[1]] / fps[names[0]]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

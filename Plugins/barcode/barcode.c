@@ -32,7 +32,8 @@ typedef enum { REPORT_EVERY, REPORT_NEW, REPORT_TRACK } report_mode;
 
 typedef struct barcode {
     const cvhost_host *host;
-    zbar_image_scanner_t *scanner;
+    char symbologies[256];
+    int density;
     bool retry_inverted, retry_mirrored;
     double roi[4]; /* x, y, w, h, normalized */
     report_mode report;
@@ -66,6 +67,26 @@ static bool parse_roi(const char *text, double roi[4]) {
            roi[1] + roi[3] <= 1.0 + 1e-9;
 }
 
+/* A configured zbar scanner. A fresh one is made for every frame: zbar's scanner keeps decoder
+ * state from one image to the next (a code's quality then depends on the frame scanned before),
+ * and results must not depend on which instance saw which frame. Creating one costs microseconds. */
+static zbar_image_scanner_t *new_scanner(const barcode *self, char *bad, size_t bad_size) {
+    zbar_image_scanner_t *scanner = zbar_image_scanner_create();
+    if (!scanner) {
+        snprintf(bad, bad_size, "(out of memory)");
+        return NULL;
+    }
+    if (!symbologies_configure(scanner, self->symbologies, bad, bad_size)) {
+        zbar_image_scanner_destroy(scanner);
+        return NULL;
+    }
+    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_X_DENSITY, self->density);
+    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_Y_DENSITY, self->density);
+    /* Keep binary payloads as bytes; the text field is filled only when they are valid UTF-8. */
+    zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1);
+    return scanner;
+}
+
 static int barcode_create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out,
                           char *error, size_t error_size) {
     barcode *self = calloc(1, sizeof *self);
@@ -92,24 +113,16 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         return -EINVAL;
     }
 
-    self->scanner = zbar_image_scanner_create();
-    if (!self->scanner) {
-        snprintf(error, error_size, "zbar_image_scanner_create failed");
-        free(self);
-        return -ENOMEM;
-    }
+    snprintf(self->symbologies, sizeof self->symbologies, "%s", find_option(options, count, "symbologies"));
+    self->density = atoi(find_option(options, count, "density"));
     char bad[64];
-    if (!symbologies_configure(self->scanner, find_option(options, count, "symbologies"), bad, sizeof bad)) {
+    zbar_image_scanner_t *probe = new_scanner(self, bad, sizeof bad);
+    if (!probe) {
         snprintf(error, error_size, "unknown symbology '%s' in symbologies=; known: %s", bad, symbologies_known());
-        zbar_image_scanner_destroy(self->scanner);
         free(self);
         return -EINVAL;
     }
-    int density = atoi(find_option(options, count, "density"));
-    zbar_image_scanner_set_config(self->scanner, ZBAR_NONE, ZBAR_CFG_X_DENSITY, density);
-    zbar_image_scanner_set_config(self->scanner, ZBAR_NONE, ZBAR_CFG_Y_DENSITY, density);
-    /* Keep binary payloads as bytes; the text field is filled only when they are valid UTF-8. */
-    zbar_image_scanner_set_config(self->scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1);
+    zbar_image_scanner_destroy(probe);
     tracker_init(&self->tracker);
     *out = self;
     return 0;
@@ -131,13 +144,14 @@ typedef struct region {
     bool inverted, mirrored;
 } region;
 
-static int scan(barcode *self, const uint8_t *pixels, const region *r, const cvhost_frame *frame, detections *found) {
+static int scan(zbar_image_scanner_t *scanner, const uint8_t *pixels, const region *r, const cvhost_frame *frame,
+                detections *found) {
     zbar_image_t *image = zbar_image_create();
     if (!image) return -ENOMEM;
     zbar_image_set_format(image, zbar_fourcc('Y', '8', '0', '0'));
     zbar_image_set_size(image, r->w, r->h);
     zbar_image_set_data(image, pixels, (unsigned long)r->w * r->h, NULL);
-    int n = zbar_scan_image(self->scanner, image);
+    int n = zbar_scan_image(scanner, image);
     if (n < 0) {
         zbar_image_destroy(image);
         return -EIO;
@@ -208,13 +222,20 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
         pixels = copy;
     }
 
+    char bad[64];
+    zbar_image_scanner_t *scanner = new_scanner(self, bad, sizeof bad);
+    if (!scanner) return -ENOMEM;
     detections found;
     detections_init(&found);
     int rc = 0;
-    int n = scan(self, pixels, &r, frame, &found);
+    int n = scan(scanner, pixels, &r, frame, &found);
     if (n == 0 && (self->retry_inverted || self->retry_mirrored)) {
         uint8_t *buf = scratch(self, (size_t)r.w * r.h * 2);
-        if (!buf) return -ENOMEM;
+        if (!buf) {
+            zbar_image_scanner_destroy(scanner);
+            detections_free(&found);
+            return -ENOMEM;
+        }
         /* The source rows may live in the first half of scratch: variants go in the second half. */
         uint8_t *variant = buf + (size_t)r.w * r.h;
         const uint8_t *src = pixels == self->scratch ? buf : pixels;
@@ -222,7 +243,7 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
             for (size_t i = 0; i < (size_t)r.w * r.h; i++) variant[i] = (uint8_t)(255 - src[i]);
             region inv = r;
             inv.inverted = true;
-            n = scan(self, variant, &inv, frame, &found);
+            n = scan(scanner, variant, &inv, frame, &found);
         }
         if (n == 0 && self->retry_mirrored) {
             for (uint32_t row = 0; row < r.h; row++) {
@@ -232,9 +253,10 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
             }
             region mir = r;
             mir.mirrored = true;
-            n = scan(self, variant, &mir, frame, &found);
+            n = scan(scanner, variant, &mir, frame, &found);
         }
     }
+    zbar_image_scanner_destroy(scanner);
     if (n < 0) rc = n;
 
     for (size_t i = 0; i < found.count; i++) {
@@ -276,7 +298,6 @@ static int barcode_flush(void *instance) {
 
 static void barcode_destroy(void *instance) {
     barcode *self = instance;
-    zbar_image_scanner_destroy(self->scanner);
     tracker_free(&self->tracker);
     json_free(&self->json);
     free(self->scratch);

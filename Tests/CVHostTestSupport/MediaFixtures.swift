@@ -36,3 +36,30 @@ public enum MediaFixtures {
         try make("still-\(size).\(ext)", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=1", "-frames:v", "1"])
     }
 }
+
+/// Barcode images made by scripts/make-barcode-images.sh (qrencode, zint, FFmpeg), once per test process.
+public enum BarcodeFixtures {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var made: String?
+
+    /// The folder holding qr-text.png, ean13.png, scene.png, ... (see the script for the list).
+    public static func folder() throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let made { return made }
+        let dir = MediaFixtures.folder + "/barcodes"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: PluginFixtures.packageRoot + "/scripts/make-barcode-images.sh")
+        p.arguments = [dir]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dir]) }
+        made = dir
+        return dir
+    }
+
+    public static func path(_ name: String) throws -> String { try folder() + "/" + name }
+
+    /// The README's demo video (committed; made by examples/demo/make-demo.sh).
+    public static let demoVideo = PluginFixtures.packageRoot + "/examples/demo/codes.mp4"
+}

@@ -10,6 +10,7 @@ let package = Package(
     name: "cvhost",
     products: [
         .executable(name: "cvhost", targets: ["cvhost"]),
+        .executable(name: "cvhost-bench", targets: ["cvhost-bench"]),
         // Each plugin is a shared object named libcvhost-<name>.so, built beside the executable.
         .library(name: "cvhost-null", type: .dynamic, targets: ["NullPlugin"]),
         .library(name: "cvhost-barcode", type: .dynamic, targets: ["BarcodePlugin"]),
@@ -49,6 +50,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),
+
+        // What the host itself costs, measured with the null plugin (not a test: prints figures).
+        .executableTarget(
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostPlugins"], path: "Benchmarks/cvhost-bench"),
 
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)

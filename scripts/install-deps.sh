@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what cvhost needs to build, test and benchmark on Debian 12 / Ubuntu 22.04+, and
-# nothing that is already there. Needs root or sudo for apt. Swift itself (6.x) must be on PATH:
+# Installs what cvhost needs to build and test on Debian 12 / Ubuntu 22.04+ (with --benchmarks:
+# also what the benchmarks compare it with), and nothing that is already there. Needs root or sudo for apt. Swift itself (6.x) must be on PATH:
 # see https://www.swift.org/install/linux/ (not in Debian's repositories).
 set -euo pipefail
 
@@ -11,8 +11,13 @@ packages=(
   # Real encoders for test fixtures and demo media; the schema validator's library.
   ffmpeg qrencode python3-jsonschema
 )
-# Plugins' libraries (listed by the plugin issues as they land).
-packages+=(libzbar-dev zbar-tools)
+# The barcode plugin's library, and encoders for its fixtures and demo (zint: EAN-13, Code 128).
+packages+=(libzbar-dev zint)
+# --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).
+if [ "${1:-}" = "--benchmarks" ]; then
+  packages+=(zbar-tools gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+             gstreamer1.0-libav)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

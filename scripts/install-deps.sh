@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what cvhost needs to build and test on Debian 12 / Ubuntu 22.04+ (with --benchmarks:
-# also what the benchmarks compare it with), and nothing that is already there. Needs root or sudo for apt. Swift itself (6.x) must be on PATH:
-# see https://www.swift.org/install/linux/ (not in Debian's repositories).
+# Installs what cvhost needs to build and test on Debian 12 / Ubuntu 22.04+, and nothing that is
+# already there; with --benchmarks, also what the benchmarks compare it with. Needs root or sudo
+# for apt. Swift 6 must be on PATH: see https://www.swift.org/install/linux/ (not in Debian).
 set -euo pipefail
 
 packages=(

@@ -35,3 +35,11 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { message }
 }
+
+/// Thrown by `FrameStream.next()` when frames stop arriving for a reason that may pass (a camera
+/// taken by another program, a signal lost): the session enters the interrupted state, emits
+/// `interrupted`, and keeps asking for frames; the next frame ends the interruption.
+public struct CaptureInterruption: Error, Sendable {
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+}

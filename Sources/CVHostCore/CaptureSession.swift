@@ -33,6 +33,7 @@ public final class CaptureSession: @unchecked Sendable {
     private var stopReason: StopReason?
     private var stream: FrameStream?
     private var framesCaptured: UInt64 = 0
+    private var interrupted = false
 
     private struct Configuration {
         var inputs: [CaptureDeviceInput] = []
@@ -119,6 +120,9 @@ public final class CaptureSession: @unchecked Sendable {
     // MARK: - Running
 
     public var isRunning: Bool { cond.withLock { state == .running } }
+
+    /// True between an `interrupted` event and the frame that ends it (AVCaptureSession.isInterrupted).
+    public var isInterrupted: Bool { cond.withLock { interrupted } }
 
     /// Frames read from the device so far in this run.
     public var capturedFrameCount: UInt64 { cond.withLock { framesCaptured } }
@@ -229,6 +233,13 @@ public final class CaptureSession: @unchecked Sendable {
             let frame: CapturedFrame?
             do {
                 frame = try stream.next()
+            } catch let interruption as CaptureInterruption {
+                let first = cond.withLock { () -> Bool in
+                    defer { interrupted = true }
+                    return !interrupted
+                }
+                if first { eventHandler?(.interrupted(reason: interruption.reason)) }
+                continue
             } catch {
                 let failure = error as? CaptureError ?? CaptureError(.streamFailed, "\(error)")
                 eventHandler?(.runtimeError(failure))
@@ -240,6 +251,11 @@ public final class CaptureSession: @unchecked Sendable {
                 reason = cond.withLock { stopReason } ?? .endOfInput
                 break
             }
+            let resumed = cond.withLock { () -> Bool in
+                defer { interrupted = false }
+                return interrupted
+            }
+            if resumed { eventHandler?(.interruptionEnded) }
             if frame.framesLostBefore > 0 {
                 eventHandler?(.framesLost(count: frame.framesLostBefore, beforeSequence: sequence))
             }
@@ -251,7 +267,10 @@ public final class CaptureSession: @unchecked Sendable {
             cond.withLock { framesCaptured = sequence }
             for output in outputs { output.offer(sample) }
         }
-        cond.withLock { state = .stopping }
+        cond.withLock {
+            state = .stopping
+            interrupted = false
+        }
         stream.close()
         // Drain: every frame already accepted by an output reaches its delegate.
         for output in outputs { output.finish() }

@@ -26,6 +26,10 @@ public enum SessionEvent: Sendable {
     case runtimeError(CaptureError)
     /// The source reported frames lost before reaching the session (e.g. driver sequence gaps).
     case framesLost(count: UInt64, beforeSequence: UInt64)
+    /// Frames stopped arriving for a reason that may pass; the session keeps running.
+    case interrupted(reason: String)
+    /// Frames arrive again after an interruption.
+    case interruptionEnded
 }
 
 /// The facts about a device that events carry.

@@ -46,6 +46,12 @@ enum SessionEventLines {
             e.set("code", error.code.name)
             e.set("message", error.message)
             return e
+        case .interrupted(let reason):
+            var e = JSONObject.envelope(event: "session.interrupted", tsNs: now)
+            e.set("reason", reason)
+            return e
+        case .interruptionEnded:
+            return JSONObject.envelope(event: "session.interruption_ended", tsNs: now)
         case .framesLost(let count, let before):
             var e = JSONObject.envelope(event: "session.frames_lost", seq: before, tsNs: now)
             e.set("count", count)

@@ -107,6 +107,25 @@ struct CaptureSessionTests {
         #expect(e.code == .streamFailed)
     }
 
+    @Test("an interruption is reported once, ends with the next frame, and loses nothing")
+    func interruption() throws {
+        let output = VideoDataOutput(label: "o")
+        let delegate = RecordingDelegate()
+        output.setSampleBufferDelegate(delegate)
+        let events = try CaptureSessionTests.run(CountingDevice(count: 10, interruptBefore: 4), outputs: [output])
+        let names = events.map { e -> String in
+            switch e {
+            case .started: "started"
+            case .interrupted: "interrupted"
+            case .interruptionEnded: "ended"
+            case .stopped: "stopped"
+            default: "other"
+            }
+        }
+        #expect(names == ["started", "interrupted", "ended", "stopped"])
+        #expect(delegate.sequences == Array(0..<10))
+    }
+
     @Test("configuration: one input, changes only while stopped, begin/commit applies together")
     func configuration() throws {
         let session = CaptureSession()

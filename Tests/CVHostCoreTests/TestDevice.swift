@@ -7,6 +7,8 @@ import Synchronization
 final class CountingDevice: CaptureDevice {
     let count: Int
     let failAfter: Int?
+    /// Before this frame, the stream reports an interruption twice, then goes on.
+    let interruptBefore: Int?
     let isLive: Bool
     let configurationLock = ConfigurationLock()
     var uniqueID: String { "counting" }
@@ -17,10 +19,11 @@ final class CountingDevice: CaptureDevice {
     var formats: [DeviceFormat] { [] }
     var activeFormat: DeviceFormat? { nil }
 
-    init(count: Int, live: Bool = false, failAfter: Int? = nil) {
+    init(count: Int, live: Bool = false, failAfter: Int? = nil, interruptBefore: Int? = nil) {
         self.count = count
         self.isLive = live
         self.failAfter = failAfter
+        self.interruptBefore = interruptBefore
     }
 
     func setActiveFormat(_ format: DeviceFormat) throws {
@@ -32,21 +35,28 @@ final class CountingDevice: CaptureDevice {
         return reportHintsUnsupported(hints, reason: "no focus")
     }
 
-    func openStream() throws -> FrameStream { Stream(count: count, failAfter: failAfter) }
+    func openStream() throws -> FrameStream { Stream(count: count, failAfter: failAfter, interruptBefore: interruptBefore) }
 
     final class Stream: FrameStream, @unchecked Sendable {
         let count: Int
         let failAfter: Int?
+        let interruptBefore: Int?
+        var interruptionsLeft = 2
         var index = 0
         let cancelled = Atomic(false)
 
-        init(count: Int, failAfter: Int?) {
+        init(count: Int, failAfter: Int?, interruptBefore: Int?) {
             self.count = count
             self.failAfter = failAfter
+            self.interruptBefore = interruptBefore
         }
 
         func next() throws -> CapturedFrame? {
             if let failAfter, index == failAfter { throw CaptureError(.streamFailed, "device went away") }
+            if index == interruptBefore, interruptionsLeft > 0 {
+                interruptionsLeft -= 1
+                throw CaptureInterruption(reason: "in use by another program")
+            }
             guard index < count, !cancelled.load(ordering: .relaxed) else { return nil }
             let n = index
             index += 1

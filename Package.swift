@@ -31,6 +31,12 @@ let package = Package(
             name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
 
+        // V4L2 ioctl numbers (function-like macros in C) and libv4l2's variadic calls, for Swift.
+        .target(name: "CV4L2Shim", path: "Sources/CV4L2Shim", linkerSettings: [.linkedLibrary("v4l2")]),
+
+        // Linux cameras: discovery, formats, controls, streaming (through libv4l2).
+        .target(name: "CVHostV4L2", dependencies: ["CVHostCore", "CV4L2Shim"], path: "Sources/CVHostV4L2"),
+
         // Capture devices that are not cameras: test pattern, still images, video files.
         .target(name: "CVHostSources", dependencies: ["CVHostCore", "CFFmpeg"], path: "Sources/CVHostSources"),
 
@@ -46,7 +52,7 @@ let package = Package(
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostPlugins",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),
@@ -67,6 +73,8 @@ let package = Package(
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore"]),
         .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
+        // Format selection and control parsing; streaming itself is tested on vivid (EndToEndTests/CameraTests).
+        .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
         .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],

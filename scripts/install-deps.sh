@@ -11,6 +11,8 @@ packages=(
   # Real encoders for test fixtures and demo media; the schema validator's library.
   ffmpeg qrencode python3-jsonschema
 )
+# Cameras: libv4l2. Their tests boot Debian's kernel (which carries the vivid driver) in a QEMU VM.
+packages+=(libv4l-dev v4l-utils linux-image-amd64 qemu-system-x86 busybox-static cpio kmod xz-utils)
 # The barcode plugin's library, and encoders for its fixtures and demo (zint: EAN-13, Code 128).
 packages+=(libzbar-dev zint)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).

@@ -19,8 +19,10 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
         public static let unsupported = Code("unsupported")
         /// The device is in use by another program.
         public static let deviceBusy = Code("device_busy")
-        /// Reading frames failed while running (the device went away, the file is corrupt...).
+        /// Reading frames failed while running (the file is corrupt, the driver failed...).
         public static let streamFailed = Code("stream_failed")
+        /// The camera was unplugged or its driver removed while running.
+        public static let disconnected = Code("disconnected")
         /// A session operation that is not allowed in the session's present state.
         public static let invalidState = Code("invalid_state")
     }

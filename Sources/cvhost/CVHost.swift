@@ -12,12 +12,15 @@ struct CVHost: ParsableCommand {
             logs go to stderr.
 
             EXAMPLES
+              cvhost run --plugin barcode                     # the first camera
+              cvhost run --plugin barcode --device /dev/video2 --format 1280x720@30 --control brightness=140
               cvhost run --plugin barcode --input clip.mp4
               cvhost run --plugin null:delay_ms=50 --plugin null --input testsrc:640x480@60 --duration 5
+              cvhost devices
               cvhost plugins
 
             \(ExitCodes.helpText)
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, PluginsCommand.self])
+        subcommands: [RunCommand.self, DevicesCommand.self, PluginsCommand.self])
 }

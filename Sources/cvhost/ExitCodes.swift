@@ -19,7 +19,7 @@ enum ExitCodes {
           0   success: the input ended, a limit was reached, SIGINT/SIGTERM, or stdout closed
           1   internal error
           2   the input failed while running (session.error was written, then final metrics)
-          3   the input or device cannot be opened
+          3   the input or camera cannot be opened or set up as asked (format, control value, busy)
           10  plugin not found             14  plugin descriptor invalid (e.g. a required callback missing)
           11  plugin is not a shared object 15  invalid plugin name
           12  plugin has no entry symbol    16  plugin create() failed (its own message is shown)

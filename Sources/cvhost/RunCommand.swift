@@ -2,6 +2,7 @@ import ArgumentParser
 import CVHostCore
 import CVHostPlugins
 import CVHostSources
+import CVHostV4L2
 import Dispatch
 import Foundation
 import Synchronization
@@ -48,8 +49,20 @@ struct RunCommand: ParsableCommand {
                                valueName: "source"))
     var input: String?
 
-    @Option(help: ArgumentHelp("A V4L2 camera, e.g. /dev/video0.", valueName: "path"))
+    @Option(help: ArgumentHelp("A V4L2 camera, e.g. /dev/video0 (default, with no --input: the first camera).", valueName: "path"))
     var device: String?
+
+    @Option(help: ArgumentHelp("Camera format: WxH[@FPS], high, medium, low or input-priority (default: medium, the size nearest 1280x720).",
+                               valueName: "format"))
+    var format: String?
+
+    @Option(name: .customLong("pixel-format"), help: ArgumentHelp("Camera pixel format: a four-character code (YUYV, MJPG) or nv12, i420, gray8...",
+                                                                  valueName: "code"))
+    var pixelFormat: String?
+
+    @Option(name: .customLong("control"), help: ArgumentHelp("Set a camera control: NAME=VALUE (a number, on/off, or a menu item). Repeatable; `cvhost devices` lists them.",
+                                                              valueName: "name=value"))
+    var controls: [String] = []
 
     @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
     var maxFrames: UInt64?
@@ -77,8 +90,17 @@ struct RunCommand: ParsableCommand {
     func validate() throws {
         if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
         if input != nil && device != nil { throw ValidationError("give either --input or --device, not both") }
-        if input == nil && device == nil {
-            throw ValidationError("give --input (a file, folder, quoted glob or testsrc) or --device")
+        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty) {
+            throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
+        }
+        for pair in controls {
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw ValidationError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
+            }
+            let name = String(pair[..<eq])
+            guard V4L2Controls.id(named: name) != nil else {
+                throw ValidationError("unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
+            }
         }
         if queueDepth < 1 || queueDepth > 1000 { throw ValidationError("--queue-depth must be from 1 to 1000") }
         if metricsInterval < 0 || !metricsInterval.isFinite { throw ValidationError("--metrics-interval must be 0 or more seconds") }
@@ -110,19 +132,23 @@ struct RunCommand: ParsableCommand {
         defer { runners.forEach { $0.shutdown() } }
 
         let captureDevice: CaptureDevice
+        var cameraSettings: [SettingReport] = []
         do {
-            if let device {
-                throw CaptureError(.inputUnavailable, "camera \(device): V4L2 camera support is not in this build yet; use --input")
+            if let input {
+                captureDevice = try InputResolver.device(for: input, onSkip: { path, reason in
+                    Log.warning("skipped \(path): \(reason)")
+                    writer.write(SessionEventLines.inputSkipped(path: path, reason: reason))
+                })
+            } else {
+                let camera = try openCamera()
+                cameraSettings = try configure(camera)
+                captureDevice = camera
             }
-            captureDevice = try InputResolver.device(for: input!, onSkip: { path, reason in
-                Log.warning("skipped \(path): \(reason)")
-                writer.write(SessionEventLines.inputSkipped(path: path, reason: reason))
-            })
         } catch let error as CaptureError {
             throw fail(error.message, code: ExitCodes.inputUnavailable)
         }
 
-        let report = RunReport(runners: runners, writer: writer)
+        let report = RunReport(runners: runners, writer: writer, deviceSettings: cameraSettings)
         session.frameLimit = maxFrames
         session.eventHandler = { event in report.handle(event) }
         do {
@@ -163,16 +189,52 @@ struct RunCommand: ParsableCommand {
     }
 }
 
+extension RunCommand {
+    /// The camera of --device, or the first one.
+    func openCamera() throws -> V4L2CaptureDevice {
+        if let device { return try V4L2CaptureDevice(path: device) }
+        guard let first = V4L2Discovery.captureNodes().first else {
+            throw CaptureError(.inputUnavailable, "no camera found (cvhost devices lists them): give --device or --input")
+        }
+        Log.info("using \(first.path) (\(first.card))")
+        return try V4L2CaptureDevice(path: first.path)
+    }
+
+    /// Applies --format, --pixel-format and --control under the configuration lock; returns
+    /// what was requested and applied for each control.
+    func configure(_ camera: V4L2CaptureDevice) throws -> [SettingReport] {
+        try camera.lockForConfiguration()
+        defer { camera.unlockForConfiguration() }
+        let request = try FormatRequest(parsing: format ?? "medium", pixelFormat: pixelFormat)
+        if request.size != .inputPriority {
+            let (chosen, fps) = try request.choose(from: camera.formats)
+            try camera.setActiveFormat(chosen, frameRate: fps)
+            Log.debug("format \(camera.activeFormat.map(\.description) ?? "?") at \(camera.activeFrameRate) fps")
+        }
+        return try controls.map { pair in
+            let eq = pair.firstIndex(of: "=")!
+            let report = try camera.setControl(String(pair[..<eq]), to: String(pair[pair.index(after: eq)...]))
+            if report.status != .applied {
+                Log.warning("control \(report.setting)=\(report.requested): \(report.status.rawValue)\(report.message.map { ": " + $0 } ?? "")")
+            }
+            return report
+        }
+    }
+}
+
 /// Writes session events, keeping the promise that final metrics and then `session.stopped`
 /// are the last lines, with no periodic metrics after them.
 final class RunReport: Sendable {
     let runners: [PluginRunner]
     let writer: JSONLineWriter
+    /// What became of --control settings, reported in session.started with the plugins' hints.
+    let deviceSettings: [SettingReport]
     private let state = Mutex<(finalWritten: Bool, failed: Bool)>((false, false))
 
-    init(runners: [PluginRunner], writer: JSONLineWriter) {
+    init(runners: [PluginRunner], writer: JSONLineWriter, deviceSettings: [SettingReport] = []) {
         self.runners = runners
         self.writer = writer
+        self.deviceSettings = deviceSettings
     }
 
     var failed: Bool { state.withLock { $0.failed } }
@@ -189,6 +251,9 @@ final class RunReport: Sendable {
             state.withLock { $0.failed = true }
             Log.error(error.message)
             writer.write(SessionEventLines.line(for: event, runners: runners))
+        case .started(let device, let format, let settings):
+            writer.write(SessionEventLines.line(for: .started(device: device, format: format, settings: deviceSettings + settings),
+                                                runners: runners))
         default:
             writer.write(SessionEventLines.line(for: event, runners: runners))
         }

@@ -60,11 +60,18 @@ struct RefusalTests {
         try "not a video".write(toFile: text, atomically: true, encoding: .utf8)
         try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", text], code: 3, mentions: "clip.mp4")
         try RefusalTests.expectRefusal(["run", "--input", "testsrc"], code: 64, mentions: "--plugin")
-        try RefusalTests.expectRefusal(["run", "--plugin", "null"], code: 64, mentions: "--input")
+        // No --input and no --device: the first camera, and this machine (outside the vivid VM) has none.
+        if !FileManager.default.fileExists(atPath: "/dev/video0") {
+            try RefusalTests.expectRefusal(["run", "--plugin", "null"], code: 3, mentions: "no camera found")
+        }
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--device", "/dev/nonexistent"], code: 3, mentions: "not found")
         try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--backpressure", "sometimes"],
                                        code: 64, mentions: "backpressure")
         try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--queue-depth", "0"], code: 64,
                                        mentions: "queue-depth")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--control", "loudness=3"], code: 64, mentions: "unknown control 'loudness'")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--format", "640x480"], code: 64,
+                                       mentions: "apply to cameras")
     }
 
     @Test("--help documents the exit codes")

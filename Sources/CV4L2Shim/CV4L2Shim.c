@@ -1,0 +1,73 @@
+#include "CV4L2Shim.h"
+
+#include <errno.h>
+#include <libv4l2.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+const unsigned long CV4L2Shim_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
+const unsigned long CV4L2Shim_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT;
+const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMESIZES = VIDIOC_ENUM_FRAMESIZES;
+const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMEINTERVALS = VIDIOC_ENUM_FRAMEINTERVALS;
+const unsigned long CV4L2Shim_VIDIOC_G_FMT = VIDIOC_G_FMT;
+const unsigned long CV4L2Shim_VIDIOC_S_FMT = VIDIOC_S_FMT;
+const unsigned long CV4L2Shim_VIDIOC_TRY_FMT = VIDIOC_TRY_FMT;
+const unsigned long CV4L2Shim_VIDIOC_G_PARM = VIDIOC_G_PARM;
+const unsigned long CV4L2Shim_VIDIOC_S_PARM = VIDIOC_S_PARM;
+const unsigned long CV4L2Shim_VIDIOC_REQBUFS = VIDIOC_REQBUFS;
+const unsigned long CV4L2Shim_VIDIOC_QUERYBUF = VIDIOC_QUERYBUF;
+const unsigned long CV4L2Shim_VIDIOC_QBUF = VIDIOC_QBUF;
+const unsigned long CV4L2Shim_VIDIOC_DQBUF = VIDIOC_DQBUF;
+const unsigned long CV4L2Shim_VIDIOC_STREAMON = VIDIOC_STREAMON;
+const unsigned long CV4L2Shim_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
+const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL = VIDIOC_QUERYCTRL;
+const unsigned long CV4L2Shim_VIDIOC_QUERY_EXT_CTRL = VIDIOC_QUERY_EXT_CTRL;
+const unsigned long CV4L2Shim_VIDIOC_QUERYMENU = VIDIOC_QUERYMENU;
+const unsigned long CV4L2Shim_VIDIOC_G_CTRL = VIDIOC_G_CTRL;
+const unsigned long CV4L2Shim_VIDIOC_S_CTRL = VIDIOC_S_CTRL;
+const unsigned long CV4L2Shim_VIDIOC_G_INPUT = VIDIOC_G_INPUT;
+const unsigned long CV4L2Shim_VIDIOC_S_INPUT = VIDIOC_S_INPUT;
+const unsigned long CV4L2Shim_VIDIOC_ENUMINPUT = VIDIOC_ENUMINPUT;
+
+const uint32_t CV4L2Shim_PIX_FMT_GREY = V4L2_PIX_FMT_GREY;
+const uint32_t CV4L2Shim_PIX_FMT_YUV420 = V4L2_PIX_FMT_YUV420;
+const uint32_t CV4L2Shim_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
+const uint32_t CV4L2Shim_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
+const uint32_t CV4L2Shim_PIX_FMT_RGB24 = V4L2_PIX_FMT_RGB24;
+const uint32_t CV4L2Shim_PIX_FMT_BGR24 = V4L2_PIX_FMT_BGR24;
+const uint32_t CV4L2Shim_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+
+/* Struct layouts Swift relies on (it imports them, but a mismatch would be silent). */
+_Static_assert(sizeof(struct v4l2_buffer) == 88, "v4l2_buffer layout (LP64)");
+_Static_assert(sizeof(struct v4l2_format) == 208, "v4l2_format layout");
+
+int CV4L2Shim_open(const char *path, int flags) { return v4l2_open(path, flags); }
+
+int CV4L2Shim_close(int fd) { return v4l2_close(fd); }
+
+int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg) {
+    int r;
+    do {
+        r = v4l2_ioctl(fd, request, arg);
+    } while (r == -1 && errno == EINTR);
+    return r;
+}
+
+void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset) {
+    return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+}
+
+int CV4L2Shim_munmap(void *start, size_t length) { return v4l2_munmap(start, length); }
+
+int CV4L2Shim_wait_readable(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
+    int r;
+    do {
+        r = poll(&p, 1, timeout_ms);
+    } while (r == -1 && errno == EINTR);
+    if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) && !(p.revents & POLLIN)) {
+        errno = (p.revents & POLLNVAL) ? EBADF : ENODEV;
+        return -1;
+    }
+    return r;
+}

@@ -1,0 +1,56 @@
+/*
+ * CV4L2Shim: what Swift cannot import from <linux/videodev2.h> and <libv4l2.h> directly.
+ * VIDIOC_* and V4L2_PIX_FMT_* are function-like macros (exported here as constants), and
+ * v4l2_open / v4l2_ioctl are variadic (wrapped here with fixed arguments). Every symbol is
+ * prefixed CV4L2Shim_.
+ */
+#ifndef CV4L2SHIM_H
+#define CV4L2SHIM_H
+
+#include <linux/videodev2.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+extern const unsigned long CV4L2Shim_VIDIOC_QUERYCAP;
+extern const unsigned long CV4L2Shim_VIDIOC_ENUM_FMT;
+extern const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMESIZES;
+extern const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMEINTERVALS;
+extern const unsigned long CV4L2Shim_VIDIOC_G_FMT;
+extern const unsigned long CV4L2Shim_VIDIOC_S_FMT;
+extern const unsigned long CV4L2Shim_VIDIOC_TRY_FMT;
+extern const unsigned long CV4L2Shim_VIDIOC_G_PARM;
+extern const unsigned long CV4L2Shim_VIDIOC_S_PARM;
+extern const unsigned long CV4L2Shim_VIDIOC_REQBUFS;
+extern const unsigned long CV4L2Shim_VIDIOC_QUERYBUF;
+extern const unsigned long CV4L2Shim_VIDIOC_QBUF;
+extern const unsigned long CV4L2Shim_VIDIOC_DQBUF;
+extern const unsigned long CV4L2Shim_VIDIOC_STREAMON;
+extern const unsigned long CV4L2Shim_VIDIOC_STREAMOFF;
+extern const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL;
+extern const unsigned long CV4L2Shim_VIDIOC_QUERY_EXT_CTRL;
+extern const unsigned long CV4L2Shim_VIDIOC_QUERYMENU;
+extern const unsigned long CV4L2Shim_VIDIOC_G_CTRL;
+extern const unsigned long CV4L2Shim_VIDIOC_S_CTRL;
+extern const unsigned long CV4L2Shim_VIDIOC_G_INPUT;
+extern const unsigned long CV4L2Shim_VIDIOC_S_INPUT;
+extern const unsigned long CV4L2Shim_VIDIOC_ENUMINPUT;
+
+extern const uint32_t CV4L2Shim_PIX_FMT_GREY;
+extern const uint32_t CV4L2Shim_PIX_FMT_YUV420;
+extern const uint32_t CV4L2Shim_PIX_FMT_NV12;
+extern const uint32_t CV4L2Shim_PIX_FMT_YUYV;
+extern const uint32_t CV4L2Shim_PIX_FMT_RGB24;
+extern const uint32_t CV4L2Shim_PIX_FMT_BGR24;
+extern const uint32_t CV4L2Shim_PIX_FMT_MJPEG;
+
+/* libv4l2 (format conversion for cameras that give only MJPEG or vendor formats). */
+int CV4L2Shim_open(const char *path, int flags);
+int CV4L2Shim_close(int fd);
+/* Retries on EINTR; returns -1 with errno set on failure. */
+int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg);
+void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset);
+int CV4L2Shim_munmap(void *start, size_t length);
+/* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -1 error (errno). */
+int CV4L2Shim_wait_readable(int fd, int timeout_ms);
+#endif

@@ -1,0 +1,66 @@
+import CV4L2Shim
+import CVHostCore
+import Glibc
+
+/// The one path for V4L2 ioctls: retries EINTR (in the shim) and turns failures into
+/// `CaptureError`s that name the call, the device and the errno.
+enum V4L2IO {
+    /// Calls `ioctl(fd, request, &arg)` through libv4l2.
+    /// - Throws: `CaptureError` (`.deviceBusy` for EBUSY, `.streamFailed` for ENODEV, `.unsupported` for EINVAL/ENOTTY).
+    @discardableResult
+    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T, _ name: String, device: String) throws -> Int32 {
+        let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
+        if r == -1 { throw error(errno, name, device: device) }
+        return r
+    }
+
+    /// Like `ioctl`, but returns the errno instead of throwing (for enumerations that end with EINVAL).
+    static func tryIoctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T) -> Int32 {
+        let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
+        return r == -1 ? errno : 0
+    }
+
+    static func error(_ code: Int32, _ call: String, device: String) -> CaptureError {
+        let text = String(cString: strerror(code))
+        switch code {
+        case EBUSY:
+            return CaptureError(.deviceBusy, "\(device) is busy (\(call): \(text)): another program is using the camera")
+        case ENODEV, ENXIO:
+            return CaptureError(.streamFailed, "\(device) was disconnected (\(call): \(text))")
+        case EINVAL, ENOTTY:
+            return CaptureError(.unsupported, "\(device) does not support \(call) (\(text))")
+        case EACCES, EPERM:
+            return CaptureError(.inputUnavailable, "\(device): permission denied (\(call)); add yourself to the 'video' group")
+        default:
+            return CaptureError(.streamFailed, "\(device): \(call) failed: \(text)")
+        }
+    }
+
+    /// A fixed-size C char array (a tuple) as a String.
+    static func string<T>(_ tuple: T) -> String {
+        withUnsafeBytes(of: tuple) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// A four-character code as text, e.g. "YUYV".
+    static func fourCC(_ v: UInt32) -> String {
+        String(decoding: [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0x7F)], as: UTF8.self)
+            .trimmingCharacters(in: [" "])
+    }
+
+    static func fourCC(_ s: String) -> UInt32? {
+        let b = Array(s.utf8)
+        guard b.count >= 1, b.count <= 4 else { return nil }
+        let p = b + Array(repeating: UInt8(ascii: " "), count: 4 - b.count)
+        return UInt32(p[0]) | UInt32(p[1]) << 8 | UInt32(p[2]) << 16 | UInt32(p[3]) << 24
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: Set<Character>) -> String {
+        var s = Substring(self)
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,245 @@
+import CV4L2Shim
+import CVHostCore
+import Glibc
+import Synchronization
+
+/// Frames of a streaming V4L2 camera: memory-mapped driver buffers.
+///
+/// A frame is handed to plugins without a copy; its driver buffer goes back to the driver
+/// (QBUF) as soon as the last plugin lets go of it. When plugins hold so many buffers that the
+/// driver would be left with fewer than `minimumQueued` to fill, the frame is copied instead and
+/// its buffer returned at once, so the camera never starves; those copies are counted.
+final class V4L2Stream: FrameStream, @unchecked Sendable {
+    // @unchecked Sendable: `next()` runs on the capture thread only; shared state is in `buffers`
+    // (behind its Mutex) and in atomics.
+    static let bufferCount: UInt32 = 6
+    static let minimumQueued = 2
+    /// No frame for this long is reported as an interruption.
+    static let stallSeconds = 2.0
+
+    private let device: V4L2CaptureDevice
+    private let buffers: V4L2BufferSet
+    private let pixelFormat: PixelFormat
+    private let width: Int, height: Int, bytesPerLine: Int
+    private let cancelled = Atomic(false)
+    private var lastSequence: UInt32?
+    private var lastFrameNs = HostClock.monotonicNs()
+    private var stallReported = false
+    private var firstTimestampNs: Int64?
+
+    init(device: V4L2CaptureDevice, pixelFormat: PixelFormat, width: Int, height: Int, bytesPerLine: Int) throws {
+        self.device = device
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.bytesPerLine = bytesPerLine
+        buffers = try V4L2BufferSet(fd: device.fd, count: V4L2Stream.bufferCount, device: device.path)
+        var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        do {
+            try V4L2IO.ioctl(device.fd, CV4L2Shim_VIDIOC_STREAMON, &type, "VIDIOC_STREAMON", device: device.path)
+        } catch {
+            buffers.shutDown(streamOff: false)
+            throw error
+        }
+    }
+
+    func next() throws -> CapturedFrame? {
+        while !cancelled.load(ordering: .relaxed) {
+            let ready = CV4L2Shim_wait_readable(device.fd, 200)
+            if ready < 0 { throw failure(errno, "poll") }
+            if ready == 0 {
+                let idle = Double(HostClock.monotonicNs() - lastFrameNs) / 1e9
+                if idle >= V4L2Stream.stallSeconds && !stallReported {
+                    stallReported = true
+                    throw CaptureInterruption(reason: "no frames from \(device.path) for \(Int(idle)) s")
+                }
+                continue
+            }
+            var buf = v4l2_buffer()
+            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            buf.memory = V4L2_MEMORY_MMAP.rawValue
+            if V4L2IO.tryIoctl(device.fd, CV4L2Shim_VIDIOC_DQBUF, &buf) != 0 {
+                let code = errno
+                if code == EAGAIN { continue }
+                throw failure(code, "VIDIOC_DQBUF")
+            }
+            buffers.dequeued()
+            lastFrameNs = HostClock.monotonicNs()
+            stallReported = false
+            if buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || buf.bytesused == 0 {
+                buffers.requeue(Int(buf.index))  // a damaged frame: the driver said so
+                continue
+            }
+            var lost: UInt64 = 0
+            if let last = lastSequence, buf.sequence > last &+ 1 { lost = UInt64(buf.sequence &- last &- 1) }
+            lastSequence = buf.sequence
+            return CapturedFrame(pixelBuffer: try pixels(of: buf), presentationTimeNs: presentationTime(buf),
+                                 captureTimeNs: wallClock(buf), framesLostBefore: lost)
+        }
+        return nil
+    }
+
+    private func failure(_ code: Int32, _ call: String) -> CaptureError {
+        let e = V4L2IO.error(code, call, device: device.path)
+        if code == ENODEV || code == ENXIO {
+            device.streamEnded(disconnected: true)
+            return CaptureError(.disconnected, "\(device.path) (\(device.localizedName)) was disconnected")
+        }
+        return e
+    }
+
+    /// The driver's timestamp (CLOCK_MONOTONIC for almost every driver) on the wall clock.
+    private func wallClock(_ buf: v4l2_buffer) -> Int64? {
+        guard buf.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) else { return nil }
+        let ts = Int64(buf.timestamp.tv_sec) * 1_000_000_000 + Int64(buf.timestamp.tv_usec) * 1000
+        let age = Int64(HostClock.monotonicNs()) - ts
+        return HostClock.wallNs() - max(0, age)
+    }
+
+    private func presentationTime(_ buf: v4l2_buffer) -> Int64 {
+        let ts = Int64(buf.timestamp.tv_sec) * 1_000_000_000 + Int64(buf.timestamp.tv_usec) * 1000
+        if firstTimestampNs == nil { firstTimestampNs = ts }
+        return ts - firstTimestampNs!
+    }
+
+    private func pixels(of buf: v4l2_buffer) throws -> PixelBuffer {
+        let index = Int(buf.index)
+        let base = buffers.address(of: index)
+        let layout = pixelFormat.planeLayout(width: width, height: height)
+        // Planes follow each other in the buffer; chroma rows of planar formats are half as long.
+        var planes: [PixelBuffer.Plane] = []
+        var offset = 0
+        for (i, p) in layout.enumerated() {
+            let stride = i == 0 || pixelFormat == .nv12 ? bytesPerLine : bytesPerLine / 2
+            planes.append(PixelBuffer.Plane(base: UnsafeRawPointer(base + offset), bytesPerRow: stride, rows: p.rows,
+                                            samplesPerRow: p.samplesPerRow))
+            offset += stride * p.rows
+        }
+        guard offset <= buffers.length(of: index) else {
+            buffers.requeue(index)
+            throw CaptureError(.streamFailed, "\(device.path) delivered a \(buffers.length(of: index))-byte buffer, \(offset) needed")
+        }
+        if buffers.queuedCount >= V4L2Stream.minimumQueued - 1 {
+            let lease = V4L2BufferLease(set: buffers, index: index)
+            return PixelBuffer(format: pixelFormat, width: width, height: height, planes: planes, owner: lease)
+        }
+        // Plugins hold nearly every buffer: copy this frame and give its buffer straight back.
+        buffers.countStarvationCopy()
+        let wrapped = PixelBuffer(format: pixelFormat, width: width, height: height, planes: planes, owner: buffers)
+        let copy = PixelBuffer.allocate(format: pixelFormat, width: width, height: height) { dst, strides in
+            for (i, p) in wrapped.planes.enumerated() {
+                for row in 0..<p.rows {
+                    (dst[i] + row * strides[i]).copyMemory(from: p.base + row * p.bytesPerRow, byteCount: min(strides[i], p.bytesPerRow))
+                }
+            }
+        }
+        buffers.requeue(index)
+        return copy
+    }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    func close() {
+        buffers.shutDown(streamOff: true)
+        let copies = buffers.starvationCopies
+        if copies > 0 {
+            // Not an error: frames were copied so that the driver always had buffers to fill.
+            FileHandleLog.write("\(device.path): \(copies) frames copied because plugins held the driver's buffers\n")
+        }
+        device.streamEnded(disconnected: false)
+    }
+}
+
+/// The driver's mapped buffers. Lives until the stream is closed and no frame uses a buffer.
+final class V4L2BufferSet: @unchecked Sendable {
+    // @unchecked Sendable: mappings are fixed after init; counters are behind `state`.
+    private let fd: Int32
+    private let device: String
+    private let mappings: [(address: UnsafeMutableRawPointer, length: Int)]
+    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
+
+    init(fd: Int32, count: UInt32, device: String) throws {
+        self.fd = fd
+        self.device = device
+        var req = v4l2_requestbuffers()
+        req.count = count
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_REQBUFS, &req, "VIDIOC_REQBUFS", device: device)
+        guard req.count >= 2 else { throw CaptureError(.streamFailed, "\(device) gave \(req.count) buffers; 2 or more are needed") }
+        var maps: [(UnsafeMutableRawPointer, Int)] = []
+        for i in 0..<req.count {
+            var buf = v4l2_buffer()
+            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            buf.memory = V4L2_MEMORY_MMAP.rawValue
+            buf.index = i
+            try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, &buf, "VIDIOC_QUERYBUF", device: device)
+            guard let p = CV4L2Shim_mmap(Int(buf.length), fd, Int64(buf.m.offset)), p != UnsafeMutableRawPointer(bitPattern: -1) else {
+                maps.forEach { _ = CV4L2Shim_munmap($0.0, $0.1) }
+                throw V4L2IO.error(errno, "mmap", device: device)
+            }
+            maps.append((p, Int(buf.length)))
+        }
+        mappings = maps
+        for i in 0..<maps.count { requeue(i) }
+    }
+
+    deinit {
+        for m in mappings { _ = CV4L2Shim_munmap(m.address, m.length) }
+        var req = v4l2_requestbuffers()
+        req.count = 0
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_REQBUFS, &req)
+    }
+
+    func address(of index: Int) -> UnsafeMutableRawPointer { mappings[index].address }
+    func length(of index: Int) -> Int { mappings[index].length }
+    var queuedCount: Int { state.withLock { $0.queued } }
+    var starvationCopies: UInt64 { state.withLock { $0.copies } }
+    func countStarvationCopy() { state.withLock { $0.copies += 1 } }
+    func dequeued() { state.withLock { $0.queued -= 1 } }
+
+    /// Gives buffer `index` back to the driver (from any thread); nothing once the stream stopped.
+    func requeue(_ index: Int) {
+        state.withLock { s in
+            guard !s.stopped else { return }
+            var buf = v4l2_buffer()
+            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            buf.memory = V4L2_MEMORY_MMAP.rawValue
+            buf.index = UInt32(index)
+            if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QBUF, &buf) == 0 { s.queued += 1 }
+        }
+    }
+
+    func shutDown(streamOff: Bool) {
+        state.withLock { s in
+            s.stopped = true
+            if streamOff {
+                var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+                _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_STREAMOFF, &type)
+            }
+        }
+    }
+}
+
+/// One frame's hold on a driver buffer: the buffer goes back to the driver when the last pixel
+/// buffer using it is released. It also keeps the mappings alive.
+final class V4L2BufferLease {
+    let set: V4L2BufferSet
+    let index: Int
+
+    init(set: V4L2BufferSet, index: Int) {
+        self.set = set
+        self.index = index
+    }
+
+    deinit { set.requeue(index) }
+}
+
+enum FileHandleLog {
+    static func write(_ text: String) {
+        var bytes = Array(("cvhost: " + text).utf8)
+        _ = bytes.withUnsafeMutableBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}

@@ -1,0 +1,114 @@
+import ArgumentParser
+import CVHostCore
+import CVHostPlugins
+import CVHostV4L2
+
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the cameras (V4L2 video-capture nodes) with their formats, frame rates and controls.",
+        discussion: """
+            Metadata-only and output nodes are left out. Controls are listed under the stable names that
+            `cvhost run --control NAME=VALUE` takes. With --json, each camera is one JSON line (event "device";
+            see schema/cvhost-events.schema.json).
+            """)
+
+    @Flag(help: "One JSON object per camera on stdout, for programs.")
+    var json = false
+
+    func run() throws {
+        let nodes = V4L2Discovery.captureNodes()
+        var devices: [V4L2CaptureDevice] = []
+        for node in nodes {
+            do {
+                devices.append(try V4L2CaptureDevice(path: node.path))
+            } catch {
+                Log.warning("\(node.path): \(error)")
+            }
+        }
+        if json {
+            let writer = JSONLineWriter()
+            for d in devices { writer.write(DevicesCommand.line(d)) }
+            return
+        }
+        if devices.isEmpty {
+            print("No cameras found (no V4L2 video-capture node under /dev).")
+            return
+        }
+        for d in devices {
+            print("\(d.path): \(d.localizedName) (\(d.node.driver), \(d.node.busInfo))")
+            print("  unique id: \(d.uniqueID)")
+            if let a = d.activeFormat {
+                print("  active:    \(a.deviceFourCC) \(a.width)x\(a.height) @ \(fps(d.activeFrameRate)) fps")
+            }
+            print("  formats:")
+            var lastCode = ""
+            for f in d.formats {
+                if f.deviceFourCC != lastCode {
+                    print("    \(f.deviceFourCC)" + (f.pixelFormat.map { " (read as \($0.name))" } ?? " (not read directly: libv4l2 converts MJPEG and common vendor formats)"))
+                    lastCode = f.deviceFourCC
+                }
+                print("      \(f.width)x\(f.height)  " + f.frameRateRanges.map { $0.description }.joined(separator: ", "))
+            }
+            let controls = d.controls
+            print("  controls:" + (controls.isEmpty ? " none of cvhost's table" : ""))
+            for c in controls {
+                let range = c.kind == .menu ? c.menu.map(\.name).joined(separator: "|") : "\(c.minimum)..\(c.maximum)"
+                let value = d.controlValue(c.name) ?? "?"
+                print("    \(c.name.padding(toLength: 26, withPad: " ", startingAt: 0)) \(c.kind.rawValue) \(range) = \(value)")
+            }
+            print("")
+        }
+    }
+
+    func fps(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
+
+    static func line(_ d: V4L2CaptureDevice) -> JSONObject {
+        var e = JSONObject.envelope(event: "device", tsNs: HostClock.wallNs())
+        e.set("path", d.path)
+        e.set("unique_id", d.uniqueID)
+        e.set("name", d.localizedName)
+        e.set("model_id", d.modelID)
+        e.set("driver", d.node.driver)
+        e.set("bus_info", d.node.busInfo)
+        e.set("connected", d.isConnected)
+        if let a = d.activeFormat {
+            var o = JSONObject()
+            o.set("fourcc", a.deviceFourCC)
+            o.set("width", a.width)
+            o.set("height", a.height)
+            o.set("fps", d.activeFrameRate, decimals: 3)
+            e.set("active_format", object: o)
+        } else {
+            e.set("active_format", nil as String?)
+        }
+        e.set("formats", array: d.formats.map { f in
+            var o = JSONObject()
+            o.set("fourcc", f.deviceFourCC)
+            o.set("pixel_format", f.pixelFormat?.name)
+            o.set("width", f.width)
+            o.set("height", f.height)
+            o.set("frame_rates", array: f.frameRateRanges.map { r in
+                var j = JSONObject()
+                j.set("min", r.minFrameRate, decimals: 3)
+                j.set("max", r.maxFrameRate, decimals: 3)
+                return j
+            })
+            return o
+        })
+        e.set("controls", array: d.controls.map { c in
+            var o = JSONObject()
+            o.set("name", c.name)
+            o.set("type", c.kind.rawValue)
+            o.set("min", c.minimum)
+            o.set("max", c.maximum)
+            o.set("step", c.step)
+            o.set("default", c.defaultValue)
+            o.set("value", d.controlValue(c.name))
+            o.set("read_only", c.isReadOnly)
+            if c.kind == .menu { o.set("menu", strings: c.menu.map(\.name)) }
+            return o
+        })
+        return e
+    }
+}

@@ -1,0 +1,93 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// cvhost against a real V4L2 kernel driver: vivid, in a QEMU VM (scripts/vivid-run.sh).
+/// vivid has brightness, contrast, saturation, hue, gain and flips, and no focus, exposure,
+/// white balance, zoom or torch: the "not supported" paths are tested on those.
+@Suite("cameras (vivid in a VM)", .enabled(if: VividVM.unavailableReason == nil, "\(VividVM.unavailableReason ?? "")"))
+struct CameraTests {
+    @Test("cvhost devices lists vivid's capture node with its formats and frame rates")
+    func devices() throws {
+        let s = try VividVM.step("devices", mode: "webcam")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        let devices = s.events("device")
+        #expect(devices.count == 1, "only the capture node, not vivid's output node")
+        let d = try #require(devices.first)
+        #expect(d["path"] as? String == "/dev/video0" && d["driver"] as? String == "vivid")
+        let formats = try #require(d["formats"] as? [[String: Any]])
+        #expect(formats.contains { $0["fourcc"] as? String == "YUYV" && $0["width"] as? Int == 640 && $0["height"] as? Int == 480 })
+        #expect(formats.contains { ($0["frame_rates"] as? [[String: Double]])?.isEmpty == false })
+        let controls = (d["controls"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(controls.contains("brightness") && !controls.contains("focus_absolute"))
+        let text = try VividVM.step("devices-text", mode: "webcam")
+        #expect(text.stdout.contains("/dev/video0: vivid") && text.stdout.contains("YUYV"))
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["devices"]) == nil)
+    }
+
+    @Test("streaming with a chosen format and controls; requested and applied settings reported")
+    func run() throws {
+        let s = try VividVM.step("run", mode: "webcam")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["run", "default-camera", "nv12", "disconnect"]) == nil)
+        let started = try #require(s.events("session.started").first)
+        let format = try #require(started["format"] as? [String: Any])
+        #expect(format["width"] as? Int == 640 && format["height"] as? Int == 480)
+        #expect((started["device"] as? [String: Any])?["kind"] as? String == "camera")
+        let settings = (started["settings"] as? [[String: Any]] ?? []).reduce(into: [String: [String: Any]]()) {
+            $0[$1["setting"] as? String ?? ""] = $1
+        }
+        #expect(settings["brightness"]?["status"] as? String == "applied" && settings["brightness"]?["applied"] as? String == "140")
+        // A control vivid lacks, and the barcode plugin's near focus: reported, never a crash.
+        #expect(settings["focus_absolute"]?["status"] as? String == "unsupported")
+        #expect(settings["auto_focus_range"]?["requested"] as? String == "near")
+        #expect(settings["auto_focus_range"]?["status"] as? String == "unsupported")
+        #expect(s.stderr.contains("focus_absolute=10: unsupported"))
+        let null = s.events("metrics").last { $0["plugin"] as? String == "null" }
+        #expect((null?["frames"] as? [String: Any])?["processed"] as? Int == 30)
+        #expect(s.events.last?["reason"] as? String == "frame_limit")
+    }
+
+    @Test("without --device the first camera is used; NV12 is delivered as it is")
+    func defaultCameraAndPixelFormat() throws {
+        let d = try VividVM.step("default-camera", mode: "webcam")
+        #expect(d.exitCode == 0 && d.stderr.contains("using /dev/video0"), "\(d.stderr)")
+        let nv12 = try VividVM.step("nv12", mode: "webcam")
+        #expect(nv12.exitCode == 0, "\(nv12.stderr)")
+        #expect((nv12.events("session.started").first?["format"] as? [String: Any])?["fourcc"] as? String == "NV12")
+        #expect(nv12.events("result").count == 10)
+    }
+
+    @Test("refusals: a format the camera lacks, a bad control value, a busy camera")
+    func refusals() throws {
+        let format = try VividVM.step("bad-format", mode: "webcam")
+        #expect(format.exitCode == 3 && format.stderr.contains("offers no 9999x9999"), "\(format.stderr)")
+        #expect(format.stdout.isEmpty)
+        let near = try VividVM.step("near-size", mode: "webcam")
+        #expect(near.exitCode == 0, "a size between the offered ones takes the next larger: \(near.stderr)")
+        let control = try VividVM.step("bad-control", mode: "webcam")
+        #expect(control.exitCode == 3 && control.stderr.contains("brightness=bright is not valid"), "\(control.stderr)")
+        let busy = try VividVM.step("busy", mode: "webcam")
+        #expect(busy.exitCode == 3 && busy.stderr.contains("busy"), "\(busy.stderr)")
+    }
+
+    @Test("a camera removed mid-run: session.error, final metrics, session.stopped, exit 2")
+    func disconnect() throws {
+        let s = try VividVM.step("disconnect", mode: "webcam")
+        #expect(s.exitCode == 2, "\(s.stderr)")
+        #expect(s.events("session.error").first?["code"] as? String == "disconnected")
+        let tail = s.events.suffix(2).compactMap { $0["event"] as? String }
+        #expect(tail == ["metrics", "session.stopped"])
+        #expect(s.events.last?["reason"] as? String == "error")
+        #expect((s.events("metrics").last?["frames"] as? [String: Any])?["processed"] as? Int ?? 0 > 0)
+    }
+
+    @Test("a QR code written to vivid's output is decoded from its capture node")
+    func barcodeThroughTheCamera() throws {
+        let s = try VividVM.step("loop", mode: "loop")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "loop", steps: ["loop"]) == nil)
+        let texts = s.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String }
+        #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" })
+    }
+}

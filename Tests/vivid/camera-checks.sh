@@ -1,0 +1,48 @@
+#!/bin/bash
+# Runs inside the vivid VM (scripts/vivid-run.sh): drives the built cvhost against the kernel's
+# vivid driver and leaves each step's stdout, stderr and exit code in OUTDIR for the Swift tests
+# (Tests/EndToEndTests/CameraTests.swift) to check. Every capture has its own time limit, and
+# the module is reloaded between format combinations (vivid 6.1 oopses after several changes).
+#   camera-checks.sh webcam|loop OUTDIR CVHOST [QR_PNG]
+set -u
+mode=$1 out=$2 cvhost=$3 qr=${4:-}
+mkdir -p "$out"
+step() { # step NAME TIMEOUT COMMAND...: run, keep stdout/stderr/exit code
+  local name=$1 limit=$2
+  shift 2
+  timeout -k 5 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
+  echo $? > "$out/$name.rc"
+}
+
+if [ "$mode" = webcam ]; then
+  step devices 60 "$cvhost" devices --json
+  step devices-text 60 "$cvhost" devices
+  step run 90 "$cvhost" run --device /dev/video0 --format 640x480@30 --plugin barcode --plugin null \
+    --max-frames 30 --control brightness=140 --control focus_absolute=10 --metrics-interval 0
+  step default-camera 90 "$cvhost" run --plugin null --max-frames 5 --metrics-interval 0
+  vivid_reload
+  step nv12 90 "$cvhost" run --device /dev/video0 --format 320x240 --pixel-format NV12 --plugin null:results=1 --max-frames 10
+  vivid_reload
+  step bad-format 60 "$cvhost" run --device /dev/video0 --format 9999x9999 --plugin null --max-frames 1
+  step near-size 60 "$cvhost" run --device /dev/video0 --format 123x45 --plugin null --max-frames 1
+  step bad-control 60 "$cvhost" run --device /dev/video0 --control brightness=bright --plugin null --max-frames 1
+  # Busy: a second reader of a streaming camera.
+  timeout 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --duration 20 > /dev/null 2>&1 &
+  first=$!
+  sleep 4
+  step busy 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --max-frames 1
+  kill -INT $first; wait $first
+  vivid_reload
+  # The camera disappears mid-run: vivid's "disconnect" control acts like an unplugged USB camera.
+  (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1) &
+  step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --metrics-interval 0
+  wait
+elif [ "$mode" = loop ]; then
+  # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
+  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=yuyv422" \
+    -f rawvideo -frames:v 1 /tmp/qr.yuyv
+  vivid_inject /tmp/qr.yuyv YUYV 640 480
+  step loop 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin barcode --max-frames 20 \
+    --metrics-interval 0
+fi
+exit 0

@@ -4,11 +4,11 @@
 
 _Static_assert(CVHOST_PLUGIN_ABI_VERSION == 1, "ABI number changed: update the layout pins below");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_plane) == 24, "cvhost_plane layout");
-_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_frame) == 144, "cvhost_frame layout");
+_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_frame) == 152, "cvhost_frame layout");
 _Static_assert(offsetof(cvhost_frame, sequence) == 16, "cvhost_frame.sequence offset");
 _Static_assert(sizeof(cvhost_capture_hints) == 16, "cvhost_capture_hints layout");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_option_spec) == 56, "cvhost_option_spec layout");
-_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_host) == 40, "cvhost_host layout");
+_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_host) == 48, "cvhost_host layout");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_plugin_descriptor) == 112, "cvhost_plugin_descriptor layout");
 _Static_assert(CVHOST_PIXEL_FORMAT_GRAY8 == 0x59455247u, "GREY fourcc");
 _Static_assert(CVHOST_PIXEL_FORMAT_I420 == 0x32315559u, "YU12 fourcc");

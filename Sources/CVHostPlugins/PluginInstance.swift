@@ -71,14 +71,14 @@ final class HostServices: @unchecked Sendable {
     private var lines: [[UInt8]] = []
     private(set) var invalidResults: UInt64 = 0
 
-    init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int) {
+    init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
         self.pluginName = pluginName
         self.pluginIndex = pluginIndex
         self.logSource = logSource
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
             struct_size: UInt32(MemoryLayout<cvhost_host>.size), context: nil, emit: hostEmit, log: hostLog,
-            instance_index: UInt32(instance), instance_count: UInt32(instanceCount)))
+            instance_index: UInt32(instance), instance_count: UInt32(instanceCount), instance_group: group))
         host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
     }
 

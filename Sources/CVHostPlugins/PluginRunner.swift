@@ -25,6 +25,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     private let finishing = Mutex<(workers: Int, lines: [[UInt8]])>((0, []))
     private let lastReport = Mutex<(ns: UInt64, processed: UInt64)>((0, 0))
     private let failureLogs = Atomic<UInt64>(0)
+    /// Gives each runner its own cvhost_host.instance_group.
+    private static let groups = Atomic<UInt64>(0)
 
     /// Creates the plugin's instances and its output.
     /// - Parameters:
@@ -72,12 +74,13 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             output.connection.videoMinFrameDuration = 1 / fps
         }
 
+        let group = PluginRunner.groups.add(1, ordering: .relaxed).newValue
         var made: [PluginInstance] = []
         do {
             for worker in 0..<count {
                 let services = HostServices(pluginName: plugin.name, pluginIndex: index,
                                             logSource: count == 1 ? label : "\(label) instance \(worker)",
-                                            instance: worker, instanceCount: count)
+                                            instance: worker, instanceCount: count, group: group)
                 made.append(try PluginInstance(plugin: plugin, options: resolvedOptions, services: services))
             }
         } catch {
@@ -100,6 +103,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         let instance = instances[context.worker]
         instance.services.current = sample
         var frame = PluginRunner.cFrame(sample, pixelBuffer)
+        frame.delivery_index = context.ticket
         let start = HostClock.monotonicNs()
         let rc = withExtendedLifetime(pixelBuffer) { instance.process(&frame) }
         let end = HostClock.monotonicNs()

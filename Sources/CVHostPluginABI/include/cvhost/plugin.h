@@ -167,6 +167,13 @@ typedef struct cvhost_frame {
     uint32_t plane_count;           /**< 1..4 */
     uint32_t reserved;              /**< zero */
     cvhost_plane planes[4];
+    /**
+     * 0, 1, 2, ... over the frames delivered to this --plugin (all its instances together), in
+     * frame order and without gaps (dropped frames get none). Parallel instances that share
+     * state (e.g. a tracker behind a lock, keyed by cvhost_host.instance_group) can use it to
+     * apply their frames to that state in order.
+     */
+    uint64_t delivery_index;
 } cvhost_frame;
 
 /** Log levels for cvhost_host.log. */
@@ -208,6 +215,8 @@ typedef struct cvhost_host {
      */
     uint32_t instance_index;
     uint32_t instance_count;
+    /** The same for every instance of one --plugin, different for each --plugin in the process. */
+    uint64_t instance_group;
 } cvhost_host;
 
 /** One option value passed to create(): every declared option, the user's value or the default. */

@@ -15,28 +15,15 @@ import csv
 import json
 import os
 import re
-import resource
 import statistics
-import subprocess
-import sys
-import time
+
+from benchlib import timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def norm(s):
     return s.replace("-", "").replace("_", "").upper()
-
-
-def timed(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def gst_decodes(out):

@@ -15,10 +15,12 @@ packages=(
 packages+=(libv4l-dev v4l-utils linux-image-amd64 qemu-system-x86 busybox-static cpio kmod xz-utils)
 # The barcode plugin's library, and encoders for its fixtures and demo (zint: EAN-13, Code 128).
 packages+=(libzbar-dev zint)
+# The face plugin: OpenCV and its Haar cascades.
+packages+=(libopencv-dev opencv-data)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).
 if [ "${1:-}" = "--benchmarks" ]; then
   packages+=(zbar-tools gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-             gstreamer1.0-libav)
+             gstreamer1.0-libav gstreamer1.0-opencv)
 fi
 
 missing=()

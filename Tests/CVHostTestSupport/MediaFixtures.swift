@@ -63,3 +63,10 @@ public enum BarcodeFixtures {
     /// The README's demo video (committed; made by examples/demo/make-demo.sh).
     public static let demoVideo = PluginFixtures.packageRoot + "/examples/demo/codes.mp4"
 }
+
+/// The shared benchmark corpus beside the project (../shared/corpus), when it is there.
+public enum Corpus {
+    public static let root = PluginFixtures.packageRoot + "/../shared/corpus"
+    public static var isPresent: Bool { FileManager.default.fileExists(atPath: root + "/MANIFEST.json") }
+    public static func path(_ relative: String) -> String { root + "/" + relative }
+}

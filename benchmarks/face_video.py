@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""cvhost's face plugin beside GStreamer's facedetect element on a corpus video, in one run.
+
+Runs, in turn and REPEAT times each (median wall time reported):
+  gst-launch-1.0 filesrc ! decodebin ! videoconvert ! facedetect display=false ! fakesink sync=false
+  cvhost run --plugin face:OPTIONS --input VIDEO
+and prints fps, CPU per frame, faces found (a box with IoU >= 0.3 against a ground-truth face of
+that frame, each face counted once) and false alarms (boxes matching no face, outside the
+ground truth's "ignore" regions).
+
+    benchmarks/face_video.py [--video ../shared/corpus/video/faces_1920x1080.mp4] [--plugin face:instances=2] [--repeat 3]
+"""
+import argparse
+import collections
+import csv
+import json
+import os
+import re
+import statistics
+
+from benchlib import timed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def iou(a, b):
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    w = max(0.0, min(ax + aw, bx + bw) - max(ax, bx))
+    h = max(0.0, min(ay + ah, by + bh) - max(ay, by))
+    inter = w * h
+    union = aw * ah + bw * bh - inter
+    return inter / union if union > 0 else 0.0
+
+
+def score(found, truth, ignore):
+    """found, truth: {frame: [box]}; ignore: {frame: [box]}. Returns (hits, false alarms)."""
+    hits = false = 0
+    for frame, boxes in found.items():
+        left = list(truth.get(frame, []))
+        for box in sorted(boxes, key=lambda b: -b[2] * b[3]):
+            best = max(range(len(left)), key=lambda i: iou(box, left[i]), default=None)
+            if best is not None and iou(box, left[best]) >= 0.3:
+                hits += 1
+                left.pop(best)
+                continue
+            cx, cy = box[0] + box[2] / 2, box[1] + box[3] / 2
+            if not any(x <= cx <= x + w and y <= cy <= y + h for x, y, w, h in ignore.get(frame, [])):
+                false += 1
+    return hits, false
+
+
+def gst_faces(out):
+    found = collections.defaultdict(list)
+    for line in out.splitlines():
+        if '"facedetect' not in line or "faces=" not in line:
+            continue
+        ts = re.search(r"timestamp=\(guint64\)(\d+)", line)
+        frame = round(int(ts.group(1)) / 1e9 * 30)
+        plain = line.replace("\\", "")  # the structure text escapes ',', ' ', '=' and '('
+        for x, y, w, h in re.findall(r"x=\(uint\)(\d+), y=\(uint\)(\d+), width=\(uint\)(\d+), height=\(uint\)(\d+)", plain):
+            found[frame].append((float(x), float(y), float(w), float(h)))
+    return found
+
+
+def cvhost_faces(out):
+    found = collections.defaultdict(list)
+    for line in out.splitlines():
+        e = json.loads(line)
+        if e["event"] == "result" and e["type"] == "face":
+            b = e["data"]["bounds"]
+            found[e["seq"]].append((b["x"], b["y"], b["width"], b["height"]))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--video", default=os.path.join(ROOT, "..", "shared", "corpus", "video", "faces_1920x1080.mp4"))
+    ap.add_argument("--cvhost", default=os.path.join(ROOT, ".build", "release", "cvhost"))
+    ap.add_argument("--plugin", default="face:instances=2")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-gstreamer", action="store_true", help="measure cvhost only (for tuning)")
+    args = ap.parse_args()
+    truth, ignore = collections.defaultdict(list), collections.defaultdict(list)
+    frames = 0
+    for row in csv.DictReader(open(os.path.splitext(args.video)[0] + "_gt.csv")):
+        f = int(row["frame"])
+        frames = max(frames, f + 1)
+        if row["face_box"]:
+            truth[f].append(tuple(json.loads(row["face_box"])))
+        ignore[f] = [tuple(b) for b in json.loads(row["ignore_boxes"] or "[]")]
+    faces = sum(len(v) for v in truth.values())
+    runs = {f"cvhost {args.plugin}": ([args.cvhost, "run", "--plugin", args.plugin, "--input", args.video, "-q",
+                                       "--metrics-interval", "0"], cvhost_faces)}
+    if not args.skip_gstreamer:
+        runs = {"gstreamer facedetect": (["gst-launch-1.0", "-m", "filesrc", f"location={args.video}", "!", "decodebin", "!",
+                                           "videoconvert", "!", "facedetect", "display=false", "!", "fakesink", "sync=false"],
+                                          gst_faces), **runs}
+    print(f"{os.path.basename(args.video)}: {frames} frames, {faces} faces; median of {args.repeat} runs, alternating")
+    results = {name: [] for name in runs}
+    for _ in range(args.repeat):
+        for name, (cmd, parse) in runs.items():
+            out, wall, cpu = timed(cmd)
+            results[name].append((wall, cpu, score(parse(out), truth, ignore)))
+    print(f"{'pipeline':<36} {'fps':>7} {'CPU-ms/frame':>13} {'found':>6} {'false':>6}")
+    fps = {}
+    for name, rs in results.items():
+        wall = statistics.median(r[0] for r in rs)
+        cpu = statistics.median(r[1] for r in rs)
+        hits, false = rs[-1][2]
+        fps[name] = frames / wall
+        print(f"{name:<36} {frames / wall:>7.2f} {cpu / frames * 1000:>13.1f} {hits:>6} {false:>6}")
+    if len(fps) == 2:
+        names = list(fps)
+        print(f"speed-up of cvhost over GStreamer: {fps[names[1]] / fps[names[0]]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

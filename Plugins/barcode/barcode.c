@@ -259,6 +259,14 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
     zbar_image_scanner_destroy(scanner);
     if (n < 0) rc = n;
 
+    if (self->report != REPORT_EVERY && (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT)) {
+        /* A new picture: the codes of the last one are gone. */
+        tracked *gone;
+        while ((gone = tracker_next_lost(&self->tracker, INT64_MAX, 0))) {
+            if (json_lost(&self->json, gone) == 0) self->host->emit(self->host->context, "barcode.lost", self->json.text);
+            tracker_remove(&self->tracker, gone);
+        }
+    }
     for (size_t i = 0; i < found.count; i++) {
         detection *d = &found.items[i];
         const char *type = "barcode";

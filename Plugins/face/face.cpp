@@ -133,7 +133,8 @@ int face_process(void *instance, const cvhost_frame *frame) {
     cv::Rect roi(int(self->roi[0] * frame->width), int(self->roi[1] * frame->height), int(self->roi[2] * frame->width),
                  int(self->roi[3] * frame->height));
     roi &= cv::Rect(0, 0, gray.cols, gray.rows);
-    bool whole = frame->delivery_index % self->full_every == 0;
+    bool independent = frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT;
+    bool whole = independent || frame->delivery_index % self->full_every == 0;
     int rc = 0;
     std::vector<Face> faces;
     auto guarded = [&](auto &&detect) {
@@ -153,6 +154,8 @@ int face_process(void *instance, const cvhost_frame *frame) {
         std::vector<Assigned> ids;
         std::vector<Track> lost;
         self->shared->in_order(frame->delivery_index, [&](FaceTracker &tracker) {
+            // A new picture: the faces of the last one are gone.
+            if (independent) lost = tracker.take_lost(INT64_MAX);
             if (!whole) guarded([&] {
                 std::vector<cv::Rect2d> near;
                 for (const cv::Rect2d &b : tracker.boxes())
@@ -160,8 +163,11 @@ int face_process(void *instance, const cvhost_frame *frame) {
                 faces = self->detector.detect_near(gray, near);
             });
             ids = tracker.update(faces, frame->sequence, frame->presentation_time_ns);
-            lost = tracker.take_lost(frame->presentation_time_ns);
+            std::vector<Track> gone = tracker.take_lost(frame->presentation_time_ns);
+            lost.insert(lost.end(), gone.begin(), gone.end());
         });
+        // After the tracker's turn, so that the next frame's instance can take its turn meanwhile.
+        guarded([&] { self->detector.estimate_rolls(gray, faces); });
         for (size_t i = 0; i < faces.size(); i++) {
             if (self->report == Report::changes && !ids[i].is_new) continue;
             self->host->emit(self->host->context, "face", face_json(faces[i], ids[i], frame).c_str());

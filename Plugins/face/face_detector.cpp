@@ -57,14 +57,17 @@ std::vector<Face> FaceDetector::detect(const cv::Mat &gray, const cv::Rect &roi)
 
 // Reading order (top to bottom, then left to right): OpenCV's threads collect candidates in no
 // fixed order, and new faces get their ids in the order they come; this keeps ids the same run
-// after run and with any number of instances. Then the roll angle of frontal faces.
-void FaceDetector::finish(const cv::Mat &gray, std::vector<Face> &faces) {
+// after run and with any number of instances.
+void FaceDetector::finish(const cv::Mat &, std::vector<Face> &faces) {
     std::sort(faces.begin(), faces.end(), [](const Face &a, const Face &b) {
         return std::tie(a.box.y, a.box.x, a.box.width) < std::tie(b.box.y, b.box.x, b.box.width);
     });
-    if (config_.eyes)
-        for (Face &f : faces)
-            if (f.yaw == 0) estimate_roll(gray, f);
+}
+
+void FaceDetector::estimate_rolls(const cv::Mat &gray, std::vector<Face> &faces) {
+    if (!config_.eyes) return;
+    for (Face &f : faces)
+        if (f.yaw == 0) estimate_roll(gray, f);
 }
 
 std::vector<Face> FaceDetector::detect_near(const cv::Mat &gray, const std::vector<cv::Rect2d> &around) {

@@ -39,6 +39,9 @@ class FaceDetector {
     // Faces near where faces were (`around`, frame pixels): each box is searched in a region
     // twice its size, for one face from 0.6 to 1.6 times its width. Far cheaper than the whole frame.
     std::vector<Face> detect_near(const cv::Mat &gray, const std::vector<cv::Rect2d> &around);
+    // The roll angle of each frontal face, from its eyes (when `roll` is on). Separate from
+    // detection because tracking does not need it: it can run outside the tracker's turn.
+    void estimate_rolls(const cv::Mat &gray, std::vector<Face> &faces);
 
   private:
     DetectorConfig config_;

@@ -12,10 +12,13 @@ public struct SampleBuffer: Sendable {
     public let pixelBuffer: PixelBuffer
     /// Where the frame came from when the input is a list of files (the image's path).
     public let sourceName: String?
+    /// The frame has nothing to do with the one before (a still image of a list).
+    public let isIndependent: Bool
 
     public init(sequence: UInt64, captureTimeNs: Int64, monotonicCaptureNs: UInt64, presentationTimeNs: Int64,
-                pixelBuffer: PixelBuffer, sourceName: String? = nil) {
+                pixelBuffer: PixelBuffer, sourceName: String? = nil, isIndependent: Bool = false) {
         self.sourceName = sourceName
+        self.isIndependent = isIndependent
         self.sequence = sequence
         self.captureTimeNs = captureTimeNs
         self.monotonicCaptureNs = monotonicCaptureNs
@@ -35,10 +38,13 @@ public struct CapturedFrame: Sendable {
     public let framesLostBefore: UInt64
     /// The file the frame came from, for inputs made of several files.
     public let sourceName: String?
+    /// The frame has nothing to do with the one before (a still image of a list).
+    public let isIndependent: Bool
 
     public init(pixelBuffer: PixelBuffer, presentationTimeNs: Int64, captureTimeNs: Int64? = nil,
-                framesLostBefore: UInt64 = 0, sourceName: String? = nil) {
+                framesLostBefore: UInt64 = 0, sourceName: String? = nil, isIndependent: Bool = false) {
         self.sourceName = sourceName
+        self.isIndependent = isIndependent
         self.pixelBuffer = pixelBuffer
         self.presentationTimeNs = presentationTimeNs
         self.captureTimeNs = captureTimeNs

@@ -209,6 +209,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         f.capture_time_ns = sample.captureTimeNs
         f.presentation_time_ns = sample.presentationTimeNs
         f.plane_count = UInt32(pb.planes.count)
+        f.flags = sample.isIndependent ? UInt32(CVHOST_FRAME_FLAG_INDEPENDENT) : 0
         withUnsafeMutableBytes(of: &f.planes) { raw in
             let planes = raw.bindMemory(to: cvhost_plane.self)
             for (i, p) in pb.planes.prefix(4).enumerated() {

@@ -90,6 +90,19 @@ struct FacePluginTests {
         #expect((-18.0 ... -6.0).contains((roll[-12] ?? 0) - upright), "roll \(roll)")
     }
 
+    @Test("still images are searched whole, each with its own face ids")
+    func stills() throws {
+        let dir = PluginFixtures.makeFolder()
+        let photo = Corpus.path("faces/images/1280x720/face_1280x720_astronaut.jpg")
+        for name in ["a.jpg", "b.jpg", "c.jpg"] { try FileManager.default.copyItem(atPath: photo, toPath: dir + "/" + name) }
+        let r = try FacePluginTests.run("face:full_every=10", dir)
+        let faces = r.events("result").filter { $0["type"] as? String == "face" }
+        #expect(faces.compactMap { $0["source"] as? String } == ["a.jpg", "b.jpg", "c.jpg"].map { dir + "/" + $0 })
+        let ids = faces.compactMap { ($0["data"] as? [String: Any])?["face_id"] as? Int }
+        #expect(Set(ids).count == 3, "the same face in three pictures is three faces: \(ids)")
+        #expect(r.events("result").filter { $0["type"] as? String == "face.lost" }.count == 3)
+    }
+
     @Test("refusals: missing cascades, a bad region")
     func refusals() throws {
         let photo = Corpus.path("sources/messi5.jpg")

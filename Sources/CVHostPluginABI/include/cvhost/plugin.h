@@ -155,6 +155,15 @@ typedef struct cvhost_plane {
     uint32_t height;     /**< rows in this plane */
 } cvhost_plane;
 
+/** Frame flags. */
+enum {
+    /**
+     * The frame has nothing to do with the one before: a still image of a list of files. A plugin
+     * that follows things from frame to frame (a tracker) should start afresh.
+     */
+    CVHOST_FRAME_FLAG_INDEPENDENT = 1u << 0,
+};
+
 /** A frame, borrowed by the plugin for the duration of process(). */
 typedef struct cvhost_frame {
     uint32_t struct_size;           /**< sizeof(cvhost_frame) as the host built it */
@@ -165,7 +174,7 @@ typedef struct cvhost_frame {
     int64_t capture_time_ns;        /**< when the frame was captured, ns since the Unix epoch (CLOCK_REALTIME) */
     int64_t presentation_time_ns;   /**< media time from the start of the source, ns (for files: the stream's time) */
     uint32_t plane_count;           /**< 1..4 */
-    uint32_t reserved;              /**< zero */
+    uint32_t flags;                 /**< CVHOST_FRAME_FLAG_* */
     cvhost_plane planes[4];
     /**
      * 0, 1, 2, ... over the frames delivered to this --plugin (all its instances together), in

@@ -18,25 +18,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from benchlib import norm_symbology, score_codes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def norm(symbology):
-    return symbology.replace("-", "").replace("_", "").upper()
-
-
-def score(decodes, truth):
-    """decodes: {image: [(symbology, payload)]}; truth: {image: Counter((symbology, payload))}."""
-    correct = false = 0
-    for image, found in decodes.items():
-        left = collections.Counter(truth.get(image, {}))
-        for code in found:
-            if left[code] > 0:
-                left[code] -= 1
-                correct += 1
-            else:
-                false += 1
-    return correct, false
 
 
 def run_zbarimg(images):
@@ -48,7 +32,7 @@ def run_zbarimg(images):
     for source in root.iter("source"):
         image = os.path.realpath(source.get("href"))
         for symbol in source.iter("symbol"):
-            decodes[image].append((norm(symbol.get("type")), symbol.find("data").text or ""))
+            decodes[image].append((norm_symbology(symbol.get("type")), symbol.find("data").text or ""))
     return decodes, elapsed
 
 
@@ -64,7 +48,7 @@ def run_cvhost(binary, plugin, images_glob):
         e = json.loads(line)
         if e["event"] == "result":
             d = e["data"]
-            decodes[os.path.realpath(e["source"])].append((norm(d["symbology"]), d["text"] or ""))
+            decodes[os.path.realpath(e["source"])].append((norm_symbology(d["symbology"]), d["text"] or ""))
     return decodes, elapsed
 
 
@@ -80,7 +64,7 @@ def main():
         image = os.path.realpath(os.path.join(corpus, row["image"]))
         truth[image]  # images without codes still count
         if row["symbology"] != "NONE":
-            truth[image][(norm(row["symbology"]), row["payload"])] += 1
+            truth[image][(norm_symbology(row["symbology"]), row["payload"])] += 1
     pattern = os.path.join(corpus, "barcodes", "images", "*", "*.jpg")
     images = sorted(glob.glob(pattern))
     codes = sum(sum(c.values()) for c in truth.values())
@@ -89,10 +73,10 @@ def main():
     z, zt = run_zbarimg(images)
     c, ct = run_cvhost(args.cvhost, args.plugin, pattern)
     for name, decodes, elapsed in (("zbarimg", z, zt), (f"cvhost --plugin {args.plugin}", c, ct)):
-        correct, false = score(decodes, truth)
+        correct, false = score_codes(decodes, truth)
         print(f"{name:<34} {len(images) / elapsed:>9.1f} {correct:>8} {false:>6}")
-    zc, zf = score(z, truth)
-    cc, cf = score(c, truth)
+    zc, zf = score_codes(z, truth)
+    cc, cf = score_codes(c, truth)
     print(f"cvhost - zbarimg: {cc - zc:+d} correct, {cf - zf:+d} false reads")
     missed = [(i, code) for i, found in z.items() for code in found if code in truth[i] and code not in c.get(i, [])]
     for image, code in missed[:10]:

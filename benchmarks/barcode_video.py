@@ -15,15 +15,10 @@ import csv
 import json
 import os
 import re
-import statistics
 
-from benchlib import timed
+from benchlib import norm_symbology, score_codes, side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def norm(s):
-    return s.replace("-", "").replace("_", "").upper()
 
 
 def gst_decodes(out):
@@ -39,7 +34,7 @@ def gst_decodes(out):
             text = payload.group(1) if payload.group(1) is not None else payload.group(2)
             text = text.replace('\\"', '"').replace("\\\\", "\\").replace("\\ ", " ")
             frame = round(int(ts.group(1)) / 1e9 * 30)
-            found[frame].append((norm(sym.group(1)), text))
+            found[frame].append((norm_symbology(sym.group(1)), text))
     return found
 
 
@@ -48,21 +43,8 @@ def cvhost_decodes(out):
     for line in out.splitlines():
         e = json.loads(line)
         if e["event"] == "result":
-            found[e["seq"]].append((norm(e["data"]["symbology"]), e["data"]["text"] or ""))
+            found[e["seq"]].append((norm_symbology(e["data"]["symbology"]), e["data"]["text"] or ""))
     return found
-
-
-def score(found, truth):
-    correct = false = 0
-    for frame, codes in found.items():
-        left = collections.Counter(truth.get(frame, {}))
-        for code in codes:
-            if left[code] > 0:
-                left[code] -= 1
-                correct += 1
-            else:
-                false += 1
-    return correct, false
 
 
 def main():
@@ -78,7 +60,7 @@ def main():
     for row in csv.DictReader(open(truth_file)):
         frames = max(frames, int(row["frame"]) + 1)
         if row["symbology"] != "NONE" and row["fully_inside"] in ("1", "True", "true"):
-            truth[int(row["frame"])][(norm(row["symbology"]), row["payload"])] += 1
+            truth[int(row["frame"])][(norm_symbology(row["symbology"]), row["payload"])] += 1
     instances = sum(sum(c.values()) for c in truth.values())
     runs = {
         "gstreamer zbar": (["gst-launch-1.0", "-m", "filesrc", f"location={args.video}", "!", "decodebin", "!", "videoconvert",
@@ -89,19 +71,7 @@ def main():
     }
     print(f"{os.path.basename(args.video)}: {frames} frames, {instances} code instances fully in frame; "
           f"median of {args.repeat} runs, alternating")
-    results = {name: [] for name in runs}
-    for _ in range(args.repeat):
-        for name, (cmd, parse) in runs.items():
-            out, wall, cpu = timed(cmd)
-            results[name].append((wall, cpu, score(parse(out), truth)))
-    print(f"{'pipeline':<28} {'fps':>7} {'CPU-ms/frame':>13} {'decoded':>8} {'false':>6}")
-    fps = {}
-    for name, rs in results.items():
-        wall = statistics.median(r[0] for r in rs)
-        cpu = statistics.median(r[1] for r in rs)
-        correct, false = rs[-1][2]
-        fps[name] = frames / wall
-        print(f"{name:<28} {frames / wall:>7.1f} {cpu / frames * 1000:>13.1f} {correct:>8} {false:>6}")
+    fps = side_by_side(runs, frames, lambda found: score_codes(found, truth), args.repeat, "decoded")
     names = list(runs)
     print(f"speed-up of cvhost over GStreamer: {fps[names[1]] / fps[names[0]]:.2f}x")
 

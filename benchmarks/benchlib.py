@@ -1,5 +1,7 @@
 """Shared by the benchmarks: run a command, timed (wall and CPU of the child), and print a table."""
+import collections
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -15,3 +17,44 @@ def timed(cmd):
     if proc.returncode != 0:
         sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def norm_symbology(symbology):
+    """QR-Code, QRCODE and qrcode all become QRCODE."""
+    return symbology.replace("-", "").replace("_", "").upper()
+
+
+def score_codes(found, truth):
+    """found: {key: [(symbology, payload)]}; truth: {key: Counter((symbology, payload))}. Each true
+    code counts once per key; anything else is a false read. Returns (correct, false)."""
+    correct = false = 0
+    for key, codes in found.items():
+        left = collections.Counter(truth.get(key, {}))
+        for code in codes:
+            if left[code] > 0:
+                left[code] -= 1
+                correct += 1
+            else:
+                false += 1
+    return correct, false
+
+
+def side_by_side(runs, frames, score, repeat, found_label="found"):
+    """Runs each of runs = {name: (command, parse)} `repeat` times, alternating, and prints fps and
+    CPU per frame (medians) and score(parse(stdout)) = (found, false) of the last run.
+    Returns {name: fps}."""
+    results = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (cmd, parse) in runs.items():
+            out, wall, cpu = timed(cmd)
+            results[name].append((wall, cpu, score(parse(out))))
+    width = max(28, max(len(n) for n in runs) + 1)
+    print(f"{'pipeline':<{width}} {'fps':>7} {'CPU-ms/frame':>13} {found_label:>8} {'false':>6}")
+    fps = {}
+    for name, rs in results.items():
+        wall = statistics.median(r[0] for r in rs)
+        cpu = statistics.median(r[1] for r in rs)
+        found, false = rs[-1][2]
+        fps[name] = frames / wall
+        print(f"{name:<{width}} {frames / wall:>7.2f} {cpu / frames * 1000:>13.1f} {found:>8} {false:>6}")
+    return fps

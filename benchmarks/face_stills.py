@@ -16,7 +16,7 @@ import os
 import time
 
 from benchlib import timed
-from face_video import cvhost_faces, gst_faces, score
+from face_video import gst_faces, score
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -19,9 +19,8 @@ import csv
 import json
 import os
 import re
-import statistics
 
-from benchlib import timed
+from benchlib import side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -101,19 +100,7 @@ def main():
                                            "videoconvert", "!", "facedetect", "display=false", "!", "fakesink", "sync=false"],
                                           gst_faces), **runs}
     print(f"{os.path.basename(args.video)}: {frames} frames, {faces} faces; median of {args.repeat} runs, alternating")
-    results = {name: [] for name in runs}
-    for _ in range(args.repeat):
-        for name, (cmd, parse) in runs.items():
-            out, wall, cpu = timed(cmd)
-            results[name].append((wall, cpu, score(parse(out), truth, ignore)))
-    print(f"{'pipeline':<36} {'fps':>7} {'CPU-ms/frame':>13} {'found':>6} {'false':>6}")
-    fps = {}
-    for name, rs in results.items():
-        wall = statistics.median(r[0] for r in rs)
-        cpu = statistics.median(r[1] for r in rs)
-        hits, false = rs[-1][2]
-        fps[name] = frames / wall
-        print(f"{name:<36} {frames / wall:>7.2f} {cpu / frames * 1000:>13.1f} {hits:>6} {false:>6}")
+    fps = side_by_side(runs, frames, lambda found: score(found, truth, ignore), args.repeat)
     if not args.skip_gstreamer:
         base = fps["gstreamer facedetect"]
         for name in runs:

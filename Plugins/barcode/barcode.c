@@ -198,6 +198,15 @@ static int scan(zbar_image_scanner_t *scanner, const uint8_t *pixels, const regi
     return n;
 }
 
+/* Emits barcode.lost for, and forgets, every code unseen since before now_pts - lost_after_ns. */
+static void emit_lost(barcode *self, int64_t now_pts, int64_t lost_after_ns) {
+    tracked *gone;
+    while ((gone = tracker_next_lost(&self->tracker, now_pts, lost_after_ns))) {
+        if (json_lost(&self->json, gone) == 0) self->host->emit(self->host->context, "barcode.lost", self->json.text);
+        tracker_remove(&self->tracker, gone);
+    }
+}
+
 static int barcode_process(void *instance, const cvhost_frame *frame) {
     barcode *self = instance;
     const cvhost_plane *y = &frame->planes[0];
@@ -259,14 +268,8 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
     zbar_image_scanner_destroy(scanner);
     if (n < 0) rc = n;
 
-    if (self->report != REPORT_EVERY && (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT)) {
-        /* A new picture: the codes of the last one are gone. */
-        tracked *gone;
-        while ((gone = tracker_next_lost(&self->tracker, INT64_MAX, 0))) {
-            if (json_lost(&self->json, gone) == 0) self->host->emit(self->host->context, "barcode.lost", self->json.text);
-            tracker_remove(&self->tracker, gone);
-        }
-    }
+    /* A new picture: the codes of the last one are gone. */
+    if (self->report != REPORT_EVERY && (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT)) emit_lost(self, INT64_MAX, 0);
     for (size_t i = 0; i < found.count; i++) {
         detection *d = &found.items[i];
         const char *type = "barcode";
@@ -281,13 +284,7 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
         }
         if (json_detection(&self->json, d) == 0) self->host->emit(self->host->context, type, self->json.text);
     }
-    if (self->report != REPORT_EVERY) {
-        tracked *gone;
-        while ((gone = tracker_next_lost(&self->tracker, frame->presentation_time_ns, self->lost_after_ns))) {
-            if (json_lost(&self->json, gone) == 0) self->host->emit(self->host->context, "barcode.lost", self->json.text);
-            tracker_remove(&self->tracker, gone);
-        }
-    }
+    if (self->report != REPORT_EVERY) emit_lost(self, frame->presentation_time_ns, self->lost_after_ns);
     detections_free(&found);
     return rc;
 }
@@ -295,12 +292,7 @@ static int barcode_process(void *instance, const cvhost_frame *frame) {
 /* End of stream: every code still in view is reported lost, so that each "new" has its "lost". */
 static int barcode_flush(void *instance) {
     barcode *self = instance;
-    if (self->report == REPORT_EVERY) return 0;
-    tracked *gone;
-    while ((gone = tracker_next_lost(&self->tracker, INT64_MAX, 0))) {
-        if (json_lost(&self->json, gone) == 0) self->host->emit(self->host->context, "barcode.lost", self->json.text);
-        tracker_remove(&self->tracker, gone);
-    }
+    if (self->report != REPORT_EVERY) emit_lost(self, INT64_MAX, 0);
     return 0;
 }
 

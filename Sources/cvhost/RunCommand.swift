@@ -169,13 +169,16 @@ struct RunCommand: ParsableCommand {
         }
         Log.debug("running \(captureDevice.localizedName) with \(runners.map(\.output.label).joined(separator: ", "))")
 
-        // The main thread paces periodic metrics and the duration limit until the session stops.
+        // The main thread paces periodic metrics, progress and the duration limit until the session stops.
         let startNs = HostClock.monotonicNs()
         let deadline = duration.map { startNs + UInt64($0 * 1e9) }
         let interval = metricsInterval > 0 ? UInt64(metricsInterval * 1e9) : nil
         var nextMetrics = interval.map { startNs + $0 }
+        let progress = Progress(device: captureDevice, enabled: !quiet)
+        var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
+        defer { progress?.finish(frames: session.capturedFrameCount) }
         while true {
-            let wakeAt = [deadline, nextMetrics].compactMap { $0 }.min()
+            let wakeAt = [deadline, nextMetrics, nextProgress].compactMap { $0 }.min()
             let waitSeconds = wakeAt.map { Double($0 > HostClock.monotonicNs() ? $0 - HostClock.monotonicNs() : 0) / 1e9 } ?? 3600
             if session.waitUntilStopped(timeout: waitSeconds) { break }
             let now = HostClock.monotonicNs()
@@ -183,6 +186,10 @@ struct RunCommand: ParsableCommand {
             if let n = nextMetrics, now >= n {
                 report.writePeriodicMetrics()
                 nextMetrics = n + interval!
+            }
+            if let n = nextProgress, now >= n {
+                progress?.show(frames: session.capturedFrameCount, elapsedNs: now - startNs)
+                nextProgress = n + 1_000_000_000
             }
         }
         if report.failed { throw ExitCode(ExitCodes.runtimeError) }

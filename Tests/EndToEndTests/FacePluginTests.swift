@@ -90,6 +90,16 @@ struct FacePluginTests {
         #expect((-18.0 ... -6.0).contains((roll[-12] ?? 0) - upright), "roll \(roll)")
     }
 
+    @Test("report=changes: each face once, when it appears, then face.lost")
+    func reportChanges() throws {
+        let r = try FacePluginTests.run("face:report=changes", Corpus.path("video/faces_1280x720.mp4"), ["--max-frames", "30"])
+        let faces = r.events("result").filter { $0["type"] as? String == "face" }.compactMap { $0["data"] as? [String: Any] }
+        let ids = faces.compactMap { $0["face_id"] as? Int }
+        #expect(ids.count == Set(ids).count && ids.count >= 6, "\(ids)")
+        #expect(faces.allSatisfy { $0["new"] as? Bool == true })
+        #expect(r.events("result").filter { $0["type"] as? String == "face.lost" }.count == ids.count)
+    }
+
     @Test("still images are searched whole, each with its own face ids")
     func stills() throws {
         let dir = PluginFixtures.makeFolder()

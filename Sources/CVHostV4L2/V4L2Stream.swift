@@ -119,7 +119,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
             buffers.requeue(index)
             throw CaptureError(.streamFailed, "\(device.path) delivered a \(buffers.length(of: index))-byte buffer, \(offset) needed")
         }
-        if buffers.queuedCount >= V4L2Stream.minimumQueued - 1 {
+        if buffers.queuedCount >= V4L2Stream.minimumQueued {
             let lease = V4L2BufferLease(set: buffers, index: index)
             return PixelBuffer(format: pixelFormat, width: width, height: height, planes: planes, owner: lease)
         }

@@ -6,16 +6,15 @@ struct CVHost: ParsableCommand {
         commandName: "cvhost",
         abstract: "Run computer-vision plugins on camera, video, image or test-pattern frames; read results as JSON Lines.",
         discussion: """
-            cvhost runs a capture session and hands every frame to the plugins you name, each on its own
-            serial delivery queue with back-pressure and metrics. Results, metrics and session events are
-            written to stdout as JSON Lines (one object per line, schema in schema/cvhost-events.schema.json);
-            logs go to stderr.
+            cvhost runs a capture session and hands every frame to the plugins you name, each on its own serial delivery queue with back-pressure and metrics. Results, metrics and session events are written to stdout as JSON Lines (one object per line; schema in schema/cvhost-events.schema.json). Logs go to stderr.
 
             EXAMPLES
-              cvhost run --plugin barcode                     # the first camera
-              cvhost run --plugin barcode --device /dev/video2 --format 1280x720@30 --control brightness=140
+              cvhost run --plugin barcode              # the first camera
               cvhost run --plugin barcode --input clip.mp4
-              cvhost run --plugin null:delay_ms=50 --plugin null --input testsrc:640x480@60 --duration 5
+              cvhost run --plugin barcode --device /dev/video2 \\
+                         --format 1280x720@30 --control brightness=140
+              cvhost run --plugin null:delay_ms=50 --plugin null \\
+                         --input testsrc:640x480@60 --duration 5
               cvhost devices
               cvhost plugins
 

@@ -14,19 +14,24 @@ enum ExitCodes {
     /// A second SIGINT/SIGTERM while stopping: exit at once.
     static let forcedStop: Int32 = 130
 
+    // One code a line, each under 80 columns: ArgumentParser wraps longer lines badly.
     static let helpText = """
         EXIT CODES
-          0   success: the input ended, a limit was reached, SIGINT/SIGTERM, or stdout closed
-          1   internal error
-          2   the input failed while running (session.error was written, then final metrics)
-          3   the input or camera cannot be opened or set up as asked (format, control value, busy)
-          10  plugin not found             14  plugin descriptor invalid (e.g. a required callback missing)
-          11  plugin is not a shared object 15  invalid plugin name
-          12  plugin has no entry symbol    16  plugin create() failed (its own message is shown)
-          13  plugin ABI version mismatch   17  unknown plugin option
-                                           18  bad plugin option value
-          64  bad command line
-          130 a second SIGINT/SIGTERM forced an immediate exit
+          0    success: input ended, limit reached, SIGINT/SIGTERM, or stdout closed
+          1    internal error
+          2    the input failed while running (session.error, then final metrics)
+          3    the input or camera cannot be opened or set up as asked
+          10   plugin not found
+          11   plugin file is not a shared object
+          12   plugin has no entry symbol
+          13   plugin ABI version mismatch
+          14   plugin descriptor invalid (e.g. a required callback missing)
+          15   invalid plugin name
+          16   plugin create() failed (its own message is shown)
+          17   unknown plugin option
+          18   bad plugin option value
+          64   bad command line
+          130  a second SIGINT/SIGTERM forced an immediate exit
         """
 }
 

@@ -14,31 +14,26 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run plugins on an input and write their results to stdout as JSON Lines.",
         discussion: """
-            INPUTS (--input)
-              clip.mp4, clip.mkv, ...   a video file (decoded with FFmpeg); not live: nothing is dropped
-              photo.jpg                 one image (PNG, JPEG, WebP, PPM/PGM, BMP, TIFF)
+            INPUTS (--input; without it, the camera of --device or the first camera)
+              clip.mp4, clip.mkv, ...   a video file (FFmpeg); nothing is dropped
+              photo.jpg                 an image (PNG, JPEG, WebP, PPM, BMP, TIFF)
               shots/                    every image in a folder, in name order
               'shots/*.png'             images matching a glob (quote it)
-              testsrc[:WxH][@FPS]       a synthetic live camera (default 640x480@30); add :unpaced for as fast as possible
+              testsrc[:WxH][@FPS]       a synthetic live camera (640x480@30)
+              testsrc:...:unpaced       the same, as fast as plugins take frames
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
-              NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in
-              <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them.
-              Every plugin also takes these host options:
-                instances=N        run N instances on N threads; results stay in frame order
-                queue_depth=N      frames that may wait for this plugin (default --queue-depth)
-                backpressure=P     drop-late or block for this plugin (default --backpressure)
-                max_fps=F          deliver at most F frames per second of media time
-              Write a comma inside a value as \\,
+            NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
+              instances=N       N instances on N threads; results stay in order
+              queue_depth=N     frames that may wait (default --queue-depth)
+              backpressure=P    drop-late or block (default --backpressure)
+              max_fps=F         at most F frames per second of media time
 
             BACK-PRESSURE
-              drop-late (live sources' default): at most --queue-depth frames wait per plugin; when a newer
-              frame arrives the oldest waiting one is dropped and counted. A slow plugin never slows the
-              source or another plugin. block (files' and images' default): the source waits; nothing is lost.
+            drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.
 
             OUTPUT
-              stdout: JSON Lines: session.started, result, metrics, session.error, session.stopped, ...
-              Final metrics of every plugin and then session.stopped are always the last lines.
+            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more. The final metrics of every plugin and then session.stopped are always the last lines. Messages for people go to stderr.
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",

@@ -78,7 +78,7 @@ struct RefusalTests {
     func help() throws {
         let r = try CVHostBinary.run(["--help"])
         #expect(r.exitCode == 0)
-        #expect(r.stdout.contains("EXIT CODES") && r.stdout.contains("13  plugin ABI version mismatch"))
+        #expect(r.stdout.contains("EXIT CODES") && r.stdout.contains("13   plugin ABI version mismatch"))
         let run = try CVHostBinary.run(["run", "--help"])
         #expect(run.stdout.contains("drop-late") && run.stdout.contains("instances=N"))
     }

@@ -14,7 +14,6 @@ public final class JSONLineWriter: Sendable {
 
     private struct State {
         var closed = false
-        var linesWritten: UInt64 = 0
     }
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
@@ -45,16 +44,10 @@ public final class JSONLineWriter: Sendable {
                 }
                 return true
             }
-            if ok {
-                s.linesWritten += 1
-                return false
-            }
+            if ok { return false }
             s.closed = true
             return true
         }
         if justClosed { onClosed() }
     }
-
-    public var isClosed: Bool { state.withLock { $0.closed } }
-    public var linesWritten: UInt64 { state.withLock { $0.linesWritten } }
 }

@@ -39,7 +39,10 @@ struct CameraTests {
         }
         #expect(settings["brightness"]?["status"] as? String == "applied" && settings["brightness"]?["applied"] as? String == "140")
         // A control vivid lacks, and the barcode plugin's near focus: reported, never a crash.
-        #expect(settings["focus_absolute"]?["status"] as? String == "unsupported")
+        for control in ["focus_absolute", "focus_auto", "exposure_auto", "white_balance_auto", "zoom_absolute", "torch"] {
+            #expect(settings[control]?["status"] as? String == "unsupported", "\(control): \(settings[control] ?? [:])")
+            #expect(settings[control]?["applied"] is NSNull)
+        }
         #expect(settings["auto_focus_range"]?["requested"] as? String == "near")
         #expect(settings["auto_focus_range"]?["status"] as? String == "unsupported")
         #expect(s.stderr.contains("focus_absolute=10: unsupported"))

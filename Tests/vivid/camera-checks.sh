@@ -18,7 +18,8 @@ if [ "$mode" = webcam ]; then
   step devices 60 "$cvhost" devices --json
   step devices-text 60 "$cvhost" devices
   step run 90 "$cvhost" run --device /dev/video0 --format 640x480@30 --plugin barcode --plugin null \
-    --max-frames 30 --control brightness=140 --control focus_absolute=10 --metrics-interval 0
+    --max-frames 30 --control brightness=140 --control focus_absolute=10 --control focus_auto=on \
+    --control exposure_auto=1 --control white_balance_auto=on --control zoom_absolute=2 --control torch=2 --metrics-interval 0
   step default-camera 90 "$cvhost" run --plugin null --max-frames 5 --metrics-interval 0
   vivid_reload
   step nv12 90 "$cvhost" run --device /dev/video0 --format 320x240 --pixel-format NV12 --plugin null:results=1 --max-frames 10

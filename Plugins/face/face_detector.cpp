@@ -128,7 +128,8 @@ void FaceDetector::detect_in(const cv::Mat &region, const cv::Point2d &origin, d
     // Around a tracked face (a size window is given), a frontal face found there is the face:
     // the profile cascades, three times the cost, are run only when it has turned away.
     if (!max_size.empty() && faces.size() > first) return;
-    // haarcascade_profileface.xml was trained on one side of the face; its mirror finds the other.
+    // haarcascade_profileface.xml finds left-facing profiles (the nose toward the image's left
+    // edge): yaw -90. On the mirrored image it finds right-facing ones: yaw +90.
     // A profile where a frontal face was already found is the same face.
     auto add_profiles = [&](const std::vector<cv::Rect> &rects, bool mirrored) {
         for (cv::Rect r : rects) {

@@ -24,7 +24,7 @@ struct DetectorConfig {
 struct Face {
     cv::Rect2d box;          // full-frame pixels
     bool has_yaw = false;
-    double yaw = 0;          // 0 frontal; -90 / +90 profile (see face_detector.cpp)
+    double yaw = 0;          // 0 frontal; -90 facing the image's left edge, +90 its right edge
     bool has_roll = false;
     double roll = 0;         // degrees, positive when the face leans clockwise in the image
     const char *detector = "frontal";

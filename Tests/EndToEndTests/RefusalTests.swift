@@ -52,6 +52,29 @@ struct RefusalTests {
         #expect(listed.stderr.contains("libcvhost-abi.so") || listed.stderr.contains("libcvhost-text.so") || listed.stderr.isEmpty)
     }
 
+    @Test("an installed cvhost finds its plugins in <prefix>/lib/cvhost/plugins")
+    func installFolder() throws {
+        // The layout scripts/install.sh makes, with the debug build's files.
+        let prefix = PluginFixtures.makeFolder()
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: prefix + "/bin", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: prefix + "/lib/cvhost/plugins", withIntermediateDirectories: true)
+        try fm.copyItem(atPath: CVHostBinary.path, toPath: prefix + "/bin/cvhost")
+        let built = (CVHostBinary.path as NSString).deletingLastPathComponent
+        try fm.copyItem(atPath: built + "/libcvhost-null.so", toPath: prefix + "/lib/cvhost/plugins/libcvhost-null.so")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: prefix + "/bin/cvhost")
+        p.arguments = ["run", "--plugin", "null:results=1", "--input", "testsrc:unpaced", "--max-frames", "3", "-q"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        #expect(text.contains(prefix + "/bin/../lib/cvhost/plugins/libcvhost-null.so") || text.contains(prefix + "/lib/cvhost/plugins/libcvhost-null.so"))
+        #expect(text.components(separatedBy: "\"event\":\"result\"").count - 1 == 3)
+    }
+
     @Test("input refusals (3) and command-line refusals (64)")
     func inputAndUsage() throws {
         try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "/nonexistent/clip.mp4"], code: 3, mentions: "not found")

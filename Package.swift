@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "cvhost-null", type: .dynamic, targets: ["NullPlugin"]),
         .library(name: "cvhost-barcode", type: .dynamic, targets: ["BarcodePlugin"]),
         .library(name: "cvhost-face", type: .dynamic, targets: ["FacePlugin"]),
+        .library(name: "cvhost-motion", type: .dynamic, targets: ["MotionPlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -68,6 +69,8 @@ let package = Package(
         .target(
             name: "BarcodePlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/barcode", publicHeadersPath: ".",
             cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("zbar")]),
+        // Swift: it imports only the C header's module, never the host's Swift modules.
+        .target(name: "MotionPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/motion"),
         // C++ on OpenCV. Only the three OpenCV libraries it uses are linked: `pkg-config --libs
         // opencv4` would pull in all 55 and make loading the plugin 30 times slower.
         .target(

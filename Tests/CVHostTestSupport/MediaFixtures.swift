@@ -32,6 +32,13 @@ public enum MediaFixtures {
     public static func mjpegAVI() throws -> String { try make("clip.avi", pattern + ["-frames:v", "20", "-c:v", "mjpeg", "-pix_fmt", "yuvj422p"]) }
     public static func h264MKV() throws -> String { try make("clip.mkv", pattern + ["-frames:v", "10", "-c:v", "libx264", "-pix_fmt", "yuv444p"]) }
 
+    /// 2 s of a still grey scene (H.264); from 1 s on, a white square crosses it.
+    public static func motionClip() throws -> String {
+        try make("motion.mp4", ["-f", "lavfi", "-i", "color=c=gray:s=320x240:r=30:d=2", "-f", "lavfi", "-i", "color=c=white:s=80x80:r=30",
+                                "-filter_complex", "[0][1]overlay=x='if(gte(t,1),(t-1)*240,-100)':y=80:shortest=1",
+                                "-c:v", "libx264", "-pix_fmt", "yuv420p"])
+    }
+
     public static func image(_ ext: String, size: String = "160x120") throws -> String {
         try make("still-\(size).\(ext)", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=1", "-frames:v", "1"])
     }

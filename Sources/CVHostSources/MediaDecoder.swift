@@ -22,8 +22,11 @@ final class MediaDecoder {
     private let startTime: Int64
     private var draining = false
     private var framesDecoded: Int64 = 0
-    /// Packets the decoder refused as corrupt; decoding goes on with the next one.
-    private(set) var corruptPackets = 0
+    /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
+    private(set) var damaged = 0
+    private var damagedInARow = 0
+    /// So many damaged packets in a row means the rest of the file is not video any more.
+    static let maxDamagedInARow = 100
 
     let width: Int
     let height: Int
@@ -106,7 +109,9 @@ final class MediaDecoder {
             }
             if got == CFFmpeg_AVERROR_EOF { return nil }
             if got != CFFmpeg_AVERROR_EAGAIN {
-                throw CaptureError(.streamFailed, "decoding \(path) failed: \(ffmpegError(got))")
+                // A damaged frame (a truncated or corrupt file): skip it; FFmpeg resynchronizes.
+                try countDamage(got)
+                continue
             }
             if draining { return nil }
             let read = av_read_frame(format, packet)
@@ -121,9 +126,25 @@ final class MediaDecoder {
             let sent = avcodec_send_packet(codec, packet)
             if sent < 0 && sent != CFFmpeg_AVERROR_EAGAIN {
                 // A damaged packet: FFmpeg conceals what it can; keep going with the next one.
-                corruptPackets += 1
+                try countDamage(sent)
+            } else {
+                damagedInARow = 0
             }
         }
+    }
+
+    private func countDamage(_ code: Int32) throws {
+        damaged += 1
+        damagedInARow += 1
+        if damagedInARow > MediaDecoder.maxDamagedInARow {
+            throw CaptureError(.streamFailed, "decoding \(path) failed: \(ffmpegError(code)) (\(damagedInARow) damaged packets in a row)")
+        }
+    }
+
+    /// FFmpeg's own log (decoder chatter about damaged data) only when asked for: cvhost reports
+    /// damage itself, once, in plain words.
+    static func setLibraryLogging(verbose: Bool) {
+        av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET)
     }
 
     private func presentationTimeNs(_ frame: UnsafeMutablePointer<AVFrame>) -> Int64 {

@@ -9,6 +9,12 @@ public final class VideoFileDevice: CaptureDevice {
     private let format: DeviceFormat
     /// Frames in the file when the container says so, else 0.
     public let frameCountHint: Int64
+    /// Damaged packets and frames skipped while reading (FFmpeg conceals what it can).
+    public var damagedPackets: Int { damage.value.load(ordering: .relaxed) }
+    private let damage = DamageCount()
+
+    /// FFmpeg's own log on stderr: only when verbose.
+    public static func setLibraryLogging(verbose: Bool) { MediaDecoder.setLibraryLogging(verbose: verbose) }
 
     public var uniqueID: String { "file:\(path)" }
     public var localizedName: String { path }
@@ -42,7 +48,7 @@ public final class VideoFileDevice: CaptureDevice {
     }
 
     public func openStream() throws -> FrameStream {
-        VideoFileStream(decoder: try MediaDecoder(path: path))
+        VideoFileStream(decoder: try MediaDecoder(path: path), damage: damage)
     }
 }
 
@@ -51,17 +57,26 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
     // @unchecked Sendable: the decoder is used by the capture thread only; `cancelled` is atomic.
     private var decoder: MediaDecoder?
     private let cancelled = Atomic(false)
+    private let damage: DamageCount
 
-    init(decoder: MediaDecoder) { self.decoder = decoder }
+    init(decoder: MediaDecoder, damage: DamageCount) {
+        self.decoder = decoder
+        self.damage = damage
+    }
 
     func next() throws -> CapturedFrame? {
-        guard !cancelled.load(ordering: .relaxed), let decoder, let (pixels, pts) = try decoder.nextFrame() else {
-            return nil
-        }
+        guard !cancelled.load(ordering: .relaxed), let decoder else { return nil }
+        defer { damage.value.store(decoder.damaged, ordering: .relaxed) }
+        guard let (pixels, pts) = try decoder.nextFrame() else { return nil }
         return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
     }
 
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
     func close() { decoder = nil }
+}
+
+/// Damaged packets of a file, written by its stream and read by whoever reports on the run.
+final class DamageCount: Sendable {
+    let value = Atomic(0)
 }

@@ -105,6 +105,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         Log.level = verbose ? .debug : (quiet ? .warning : .info)
+        VideoFileDevice.setLibraryLogging(verbose: verbose)
         // A closed stdout must end the run quietly, not kill it with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
         let session = CaptureSession()
@@ -186,6 +187,9 @@ struct RunCommand: ParsableCommand {
                 progress?.show(frames: session.capturedFrameCount, elapsedNs: now - startNs)
                 nextProgress = n + 1_000_000_000
             }
+        }
+        if let file = captureDevice as? VideoFileDevice, file.damagedPackets > 0 {
+            Log.warning("\(file.path): \(file.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
         }
         if report.failed { throw ExitCode(ExitCodes.runtimeError) }
     }

@@ -55,6 +55,31 @@ struct RunCommandTests {
         #expect(r.events.last?["reason"] as? String == "end_of_input")
     }
 
+    @Test("a truncated video: the frames that decode are processed, the damage reported once, exit 0")
+    func truncatedVideo() throws {
+        // The index (moov) first, as streaming-friendly files have it, so the cut loses only frames.
+        let clip = try MediaFixtures.make("clip-faststart.mp4", MediaFixtures.pattern + ["-frames:v", "45", "-c:v", "libx264",
+                                                                                       "-pix_fmt", "yuv420p", "-movflags", "+faststart"])
+        let whole = try Data(contentsOf: URL(fileURLWithPath: clip))
+        let cut = PluginFixtures.makeFolder() + "/truncated.mp4"
+        try whole.prefix(whole.count * 2 / 3).write(to: URL(fileURLWithPath: cut))
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", cut])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let results = r.events("result").count
+        #expect(results > 5 && results < 45)
+        #expect(r.events.last?["reason"] as? String == "end_of_input")
+        // One line from cvhost, none of FFmpeg's own decoder messages.
+        #expect(r.stderr.contains("damaged packets skipped") && !r.stderr.contains("[h264 @"), "\(r.stderr)")
+
+        // Cut before its index (moov at the end, FFmpeg's default): the file cannot be opened at all.
+        let plain = try Data(contentsOf: URL(fileURLWithPath: try MediaFixtures.h264()))
+        let headless = PluginFixtures.makeFolder() + "/no-index.mp4"
+        try plain.prefix(plain.count / 2).write(to: URL(fileURLWithPath: headless))
+        let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", headless])
+        #expect(refused.exitCode == 3 && refused.stdout.isEmpty && refused.stderr.contains("no-index.mp4"), "\(refused.stderr)")
+    }
+
     @Test("parallel instances give the same output, in the same order, as one")
     func parallelInstancesKeepOrder() throws {
         let clip = try MediaFixtures.h264()

@@ -73,12 +73,7 @@ struct DevicesCommand: ParsableCommand {
         e.set("bus_info", d.node.busInfo)
         e.set("connected", d.isConnected)
         if let a = d.activeFormat {
-            var o = JSONObject()
-            o.set("fourcc", a.deviceFourCC)
-            o.set("width", a.width)
-            o.set("height", a.height)
-            o.set("fps", d.activeFrameRate, decimals: 3)
-            e.set("active_format", object: o)
+            e.set("active_format", object: SessionEventLines.activeFormat(a, fps: d.activeFrameRate))
         } else {
             e.set("active_format", nil as String?)
         }

@@ -16,12 +16,7 @@ enum SessionEventLines {
             d.set("live", device.isLive)
             e.set("device", object: d)
             if let format {
-                var f = JSONObject()
-                f.set("fourcc", format.deviceFourCC)
-                f.set("width", format.width)
-                f.set("height", format.height)
-                f.set("max_fps", format.maxFrameRate, decimals: 3)
-                e.set("format", object: f)
+                e.set("format", object: activeFormat(format, fps: format.maxFrameRate))
             } else {
                 e.set("format", nil as String?)
             }
@@ -57,6 +52,16 @@ enum SessionEventLines {
             e.set("count", count)
             return e
         }
+    }
+
+    /// A device's active format: `session.started`'s `format` and `cvhost devices`' `active_format`.
+    static func activeFormat(_ format: DeviceFormat, fps: Double) -> JSONObject {
+        var f = JSONObject()
+        f.set("fourcc", format.deviceFourCC)
+        f.set("width", format.width)
+        f.set("height", format.height)
+        f.set("fps", fps, decimals: 3)
+        return f
     }
 
     static func pluginSummary(_ r: PluginRunner) -> JSONObject {

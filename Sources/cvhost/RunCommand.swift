@@ -172,7 +172,6 @@ struct RunCommand: ParsableCommand {
         var nextMetrics = interval.map { startNs + $0 }
         let progress = Progress(device: captureDevice, enabled: !quiet)
         var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
-        defer { progress?.finish(frames: session.capturedFrameCount) }
         while true {
             let wakeAt = [deadline, nextMetrics, nextProgress].compactMap { $0 }.min()
             let waitSeconds = wakeAt.map { Double($0 > HostClock.monotonicNs() ? $0 - HostClock.monotonicNs() : 0) / 1e9 } ?? 3600
@@ -188,6 +187,7 @@ struct RunCommand: ParsableCommand {
                 nextProgress = n + 1_000_000_000
             }
         }
+        progress?.finish(frames: session.capturedFrameCount)
         if let file = captureDevice as? VideoFileDevice, file.damagedPackets > 0 {
             Log.warning("\(file.path): \(file.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
         }

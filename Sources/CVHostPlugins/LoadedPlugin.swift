@@ -23,7 +23,7 @@ public struct LoadedPlugin: @unchecked Sendable {
     /// Host-side options every plugin takes; plugins may not declare options with these names.
     public static let hostOptions: [PluginOptionSpec] = [
         PluginOptionSpec(name: "instances", type: .int, defaultValue: "1",
-                         help: "run N instances on N threads, results kept in frame order (stateless plugins, or at your own risk)",
+                         help: "run N instances on N threads (auto: one per core), results kept in frame order (stateless plugins)",
                          range: 1...64),
         PluginOptionSpec(name: "queue_depth", type: .int, defaultValue: "",
                          help: "frames that may wait for this plugin (default: --queue-depth)", range: 1...1000),

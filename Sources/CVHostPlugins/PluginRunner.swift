@@ -1,4 +1,5 @@
 import CVHostCore
+import Foundation
 import CVHostPluginABI
 import Histogram
 import Synchronization
@@ -54,7 +55,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             guard let v = given[name] else { return nil }
             return try LoadedPlugin.hostOptions.first { $0.name == name }!.normalize(v, plugin: plugin.name)
         }
-        let count = try hostValue("instances").flatMap { Int($0) } ?? 1
+        // instances=auto: one per core the process may use.
+        let count = given["instances"]?.lowercased() == "auto"
+            ? max(1, min(64, ProcessInfo.processInfo.activeProcessorCount))
+            : try hostValue("instances").flatMap { Int($0) } ?? 1
         if count > 1 && !plugin.isStateless {
             Log.warning("plugin \(plugin.name) keeps state between frames; with instances=\(count) each instance sees only some frames",
                         source: plugin.name)

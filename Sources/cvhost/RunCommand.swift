@@ -24,7 +24,7 @@ struct RunCommand: ParsableCommand {
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
             NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
-              instances=N       N instances on N threads; results stay in order
+              instances=N|auto  N instances on N threads (auto: one per core)
               queue_depth=N     frames that may wait (default --queue-depth)
               backpressure=P    drop-late or block (default --backpressure)
               max_fps=F         at most F frames per second of media time

@@ -99,6 +99,9 @@ struct RunCommandTests {
         let four = try resultData("results=2,instances=4,delay_ms=3")
         #expect(one.count == 90)
         #expect(four == one)
+        let auto = try CVHostBinary.run(["run", "--plugin", "null:instances=auto", "--input", clip, "-q"])
+        let summary = (auto.events("session.started").first?["plugins"] as? [[String: Any]])?.first
+        #expect(summary?["instances"] as? Int == ProcessInfo.processInfo.activeProcessorCount)
     }
 
     @Test("every stdout line stays valid whatever a plugin emits; refused results are counted")

@@ -70,6 +70,9 @@ struct CameraTests {
         #expect(near.exitCode == 0, "a size between the offered ones takes the next larger: \(near.stderr)")
         let control = try VividVM.step("bad-control", mode: "webcam")
         #expect(control.exitCode == 3 && control.stderr.contains("brightness=bright is not valid"), "\(control.stderr)")
+        let output = try VividVM.step("not-capture", mode: "webcam")
+        #expect(output.exitCode == 3 && output.stderr.contains("/dev/video1") && output.stderr.contains("not a video-capture node"),
+                "\(output.stderr)")
         let busy = try VividVM.step("busy", mode: "webcam")
         #expect(busy.exitCode == 3 && busy.stderr.contains("busy"), "\(busy.stderr)")
     }

@@ -27,6 +27,8 @@ if [ "$mode" = webcam ]; then
   step bad-format 60 "$cvhost" run --device /dev/video0 --format 9999x9999 --plugin null --max-frames 1
   step near-size 60 "$cvhost" run --device /dev/video0 --format 123x45 --plugin null --max-frames 1
   step bad-control 60 "$cvhost" run --device /dev/video0 --control brightness=bright --plugin null --max-frames 1
+  # vivid's output node stands for the metadata nodes UVC cameras add (/dev/video1 and so on).
+  step not-capture 60 "$cvhost" run --device /dev/video1 --plugin null --max-frames 1
   # Busy: a second reader of a streaming camera.
   timeout 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --duration 20 > /dev/null 2>&1 &
   first=$!

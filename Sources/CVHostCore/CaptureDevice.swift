@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What kind of thing a capture device is.
 public enum CaptureDeviceKind: String, Sendable {
@@ -63,48 +62,5 @@ extension CaptureDevice {
                                          applied: nil, status: .unsupported, message: reason))
         }
         return reports
-    }
-}
-
-/// Frames from a running device. `next()` blocks until a frame is ready.
-public protocol FrameStream: AnyObject, Sendable {
-    /// The next frame; nil at the end of the input (files, images).
-    /// - Throws: `CaptureInterruption` when frames stop for a while without the device failing
-    ///   (the session reports it and calls `next()` again); `CaptureError` with `.streamFailed`
-    ///   when reading fails for good.
-    func next() throws -> CapturedFrame?
-    /// Makes a blocked or later `next()` return nil soon. Called from another thread.
-    func cancel()
-    /// Releases the device. Called once, after the last `next()` returned.
-    func close()
-}
-
-/// The exclusive configuration lock of a device.
-public final class ConfigurationLock: Sendable {
-    private let held = Mutex(false)
-
-    public init() {}
-
-    func lock(deviceName: String) throws {
-        let acquired = held.withLock { held -> Bool in
-            if held { return false }
-            held = true
-            return true
-        }
-        if !acquired {
-            throw CaptureError(.configurationLocked, "\(deviceName) is already locked for configuration; unlock it first")
-        }
-    }
-
-    func unlock() { held.withLock { $0 = false } }
-
-    public var isLocked: Bool { held.withLock { $0 } }
-
-    /// Throws unless the lock is held: call at the top of every configuration setter.
-    public func require(for setting: String, deviceName: String) throws {
-        guard isLocked else {
-            throw CaptureError(.notLockedForConfiguration,
-                               "cannot set \(setting) on \(deviceName): call lockForConfiguration() first")
-        }
     }
 }

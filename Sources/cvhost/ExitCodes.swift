@@ -1,3 +1,4 @@
+import CVHostCore
 import ArgumentParser
 import CVHostPlugins
 

@@ -1,0 +1,12 @@
+/// Frames from a running device. `next()` blocks until a frame is ready.
+public protocol FrameStream: AnyObject, Sendable {
+    /// The next frame; nil at the end of the input (files, images).
+    /// - Throws: `CaptureInterruption` when frames stop for a while without the device failing
+    ///   (the session reports it and calls `next()` again); `CaptureError` with `.streamFailed`
+    ///   when reading fails for good.
+    func next() throws -> CapturedFrame?
+    /// Makes a blocked or later `next()` return nil soon. Called from another thread.
+    func cancel()
+    /// Releases the device. Called once, after the last `next()` returned.
+    func close()
+}

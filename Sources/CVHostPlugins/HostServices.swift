@@ -1,0 +1,102 @@
+import CVHostCore
+import CVHostPluginABI
+import Glibc
+
+/// The `cvhost_host` table given to one plugin instance, and the state behind it: which frame
+/// the instance is working on, and the result lines it emitted for that frame.
+final class HostServices: @unchecked Sendable {
+    // @unchecked Sendable: the mutable state is touched only from the instance's own thread
+    // (the ABI allows host calls only from within create/process/flush).
+    let pluginName: String
+    let pluginIndex: Int
+    let logSource: String
+    let host: UnsafeMutablePointer<cvhost_host>
+
+    /// The frame being processed (during flush: the last one processed).
+    var current: SampleBuffer?
+    /// Result lines emitted since the last `takeLines()`.
+    private var lines: [[UInt8]] = []
+    private(set) var invalidResults: UInt64 = 0
+
+    init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
+        self.pluginName = pluginName
+        self.pluginIndex = pluginIndex
+        self.logSource = logSource
+        host = .allocate(capacity: 1)
+        host.initialize(to: cvhost_host(
+            struct_size: UInt32(MemoryLayout<cvhost_host>.size), context: nil, emit: hostEmit, log: hostLog,
+            instance_index: UInt32(instance), instance_count: UInt32(instanceCount), instance_group: group))
+        host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        host.deinitialize(count: 1)
+        host.deallocate()
+    }
+
+    func takeLines() -> [[UInt8]] {
+        defer { lines.removeAll(keepingCapacity: true) }
+        return lines
+    }
+
+    func emit(type: UnsafePointer<CChar>?, json: UnsafePointer<CChar>?) -> Int32 {
+        guard let type, let json else {
+            return reject("emit() was called with a NULL type or object")
+        }
+        let typeName = String(cString: type)
+        guard HostServices.isValidType(typeName) else {
+            return reject("result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")
+        }
+        let length = strlen(json)
+        let data: [UInt8]
+        do {
+            data = try json.withMemoryRebound(to: UInt8.self, capacity: length) {
+                try JSONValidator.minifiedObject(UnsafeBufferPointer(start: $0, count: length))
+            }
+        } catch {
+            return reject("result of type \(typeName) dropped: \(error)")
+        }
+        var event = JSONObject.envelope(
+            event: "result", plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
+            tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
+        if let source = current?.sourceName { event.set("source", source) }
+        event.set("type", typeName)
+        event.set("data", validatedJSON: data)
+        var line = event.finished()
+        line.append(UInt8(ascii: "\n"))
+        lines.append(line)
+        return 0
+    }
+
+    private func reject(_ message: String) -> Int32 {
+        invalidResults += 1
+        // Log the first few in full; after that, only every 1000th, so a broken plugin cannot flood stderr.
+        if invalidResults <= 5 || invalidResults % 1000 == 0 {
+            Log.warning("\(message) (\(invalidResults) so far)", source: logSource)
+        }
+        return -EINVAL
+    }
+
+    static func isValidType(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { c in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+                || c == UInt8(ascii: "_") || c == UInt8(ascii: ".")
+        }
+    }
+}
+
+// C entry points of the host services. Global functions, so that they are plain C function
+// pointers with no captured context and no actor isolation.
+private func hostEmit(_ context: UnsafeMutableRawPointer?, _ type: UnsafePointer<CChar>?,
+                      _ json: UnsafePointer<CChar>?) -> Int32 {
+    guard let context else { return -EINVAL }
+    return Unmanaged<HostServices>.fromOpaque(context).takeUnretainedValue().emit(type: type, json: json)
+}
+
+private func hostLog(_ context: UnsafeMutableRawPointer?, _ level: Int32, _ message: UnsafePointer<CChar>?) {
+    guard let context, let message else { return }
+    let services = Unmanaged<HostServices>.fromOpaque(context).takeUnretainedValue()
+    let lvl = Log.Level(rawValue: Int(max(0, min(3, level)))) ?? .info
+    Log.write(lvl, String(decoding: UnsafeRawBufferPointer(start: message, count: strlen(message)), as: UTF8.self),
+              source: services.logSource)
+}

@@ -1,5 +1,5 @@
-import CVHostCore
 import ArgumentParser
+import CVHostCore
 import CVHostPlugins
 
 /// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.

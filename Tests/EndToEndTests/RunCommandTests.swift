@@ -117,6 +117,19 @@ struct RunCommandTests {
         #expect(RunCommandTests.metrics(r, plugin: 0)?["invalid_results"] as? Int == 70)
     }
 
+    @Test("max_fps caps the frames one plugin sees, by media time; the others see all")
+    func frameRateCap() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:max_fps=10,results=1", "--plugin", "null:results=1",
+                                      "--input", "testsrc:320x240@30:unpaced", "--max-frames", "30", "-q"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let capped = r.events("result").filter { $0["plugin_index"] as? Int == 0 }.compactMap { $0["seq"] as? Int }
+        #expect(capped == Array(stride(from: 0, to: 30, by: 3)))
+        #expect(r.events("result").filter { $0["plugin_index"] as? Int == 1 }.count == 30)
+        let dropped = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))["dropped"] as? [String: Int]
+        #expect(dropped?["frame_rate_cap"] == 20)
+        #expect((r.events("session.started").first?["plugins"] as? [[String: Any]])?.first?["max_fps"] as? Double == 10)
+    }
+
     @Test("process() failures are counted and the run goes on")
     func processFailures() throws {
         let r = try CVHostBinary.run(["run", "--plugin", "null:fail_every=3", "--input", "testsrc:unpaced", "--max-frames", "30", "-q"])

@@ -157,9 +157,9 @@ int face_process(void *instance, const cvhost_frame *frame) {
             // A new picture: the faces of the last one are gone.
             if (independent) lost = tracker.take_lost(INT64_MAX);
             if (!whole) guarded([&] {
-                std::vector<cv::Rect2d> near;
-                for (const cv::Rect2d &b : tracker.boxes())
-                    if ((b & cv::Rect2d(roi)).area() > 0) near.push_back(b);
+                std::vector<NearFace> near;
+                for (const NearFace &n : tracker.boxes())
+                    if ((n.box & cv::Rect2d(roi)).area() > 0) near.push_back(n);
                 faces = self->detector.detect_near(gray, near);
             });
             ids = tracker.update(faces, frame->sequence, frame->presentation_time_ns);
@@ -210,12 +210,12 @@ const cvhost_option_spec face_options[] = {
     {"detect_width", CVHOST_OPTION_INT, "1920", "detect on frames scaled down to at most this width (faster, misses small faces)", 160, 8192, nullptr},
     {"equalize", CVHOST_OPTION_BOOL, "false", "equalize the histogram before detection (for dim or flat light; lost recall on the corpus)", 0, 0, nullptr},
     {"profile", CVHOST_OPTION_BOOL, "true", "also look for faces in profile (yaw +-90)", 0, 0, nullptr},
-    {"profile_width", CVHOST_OPTION_INT, "960", "like detect_width, for the whole-frame profile search (3x the cost of the frontal one)", 160, 8192, nullptr},
+    {"profile_width", CVHOST_OPTION_INT, "640", "like detect_width, for the whole-frame profile search (3x the cost of the frontal one)", 160, 8192, nullptr},
     {"roll", CVHOST_OPTION_BOOL, "true", "find the eyes of frontal faces for the roll angle", 0, 0, nullptr},
     {"report", CVHOST_OPTION_ENUM, "every", "every: each face in each frame; changes: a face when it appears; face.lost either way", 0, 0, "every|changes"},
     {"lost_after", CVHOST_OPTION_DOUBLE, "0.5", "seconds (media time) a face may go unseen before face.lost", 0, 3600, nullptr},
     {"roi", CVHOST_OPTION_STRING, "0:0:1:1", "region of interest X:Y:W:H, normalized to the frame", 0, 0, nullptr},
-    {"full_every", CVHOST_OPTION_INT, "10",
+    {"full_every", CVHOST_OPTION_INT, "15",
      "search the whole frame every Nth frame, and between only around tracked faces (faster; new faces wait up to N-1 frames)", 1, 1000,
      nullptr},
     {"cascades", CVHOST_OPTION_STRING, "/usr/share/opencv4/haarcascades", "folder of OpenCV's Haar cascade files", 0, 0, nullptr},

@@ -7,10 +7,11 @@
 
 namespace cvhost_face {
 
-// Searching around tracked faces (benchmarks/face_video.py, faces_1920x1080.mp4, full_every=10):
-// a 1.15 scale step with 2 more neighbours than the whole-frame search found 539 of 540 faces with
-// 2 false alarms; the whole-frame step (1.25) lost faces as they zoomed (528), and 1.1 with the
-// same neighbours kept re-confirming a tracked false detection (40 false alarms).
+// Searching around tracked faces (benchmarks/face_video.py, faces_1920x1080.mp4): a 1.15 scale
+// step with 2 more neighbours than the whole-frame search found 539-540 of 540 faces with 2 false
+// alarms; the whole-frame step (1.25) lost faces as they zoomed (528), and 1.1 with the same
+// neighbours kept re-confirming a tracked false detection (40 false alarms). Faces under 60
+// pixels get no extra (faces_1280x720.mp4: 453 found with it, 485 without).
 constexpr double near_scale_factor = 1.15;
 constexpr int near_extra_neighbors = 2;
 
@@ -70,23 +71,28 @@ void FaceDetector::estimate_rolls(const cv::Mat &gray, std::vector<Face> &faces)
         if (f.yaw == 0) estimate_roll(gray, f);
 }
 
-std::vector<Face> FaceDetector::detect_near(const cv::Mat &gray, const std::vector<cv::Rect2d> &around) {
+std::vector<Face> FaceDetector::detect_near(const cv::Mat &gray, const std::vector<NearFace> &around) {
     std::vector<Face> faces;
     const cv::Rect frame(0, 0, gray.cols, gray.rows);
-    for (const cv::Rect2d &b : around) {
+    for (const NearFace &near : around) {
+        const cv::Rect2d &b = near.box;
         cv::Rect region(int(b.x - b.width / 2), int(b.y - b.height / 2), int(b.width * 2), int(b.height * 2));
         region &= frame;
         if (region.width < 24 || region.height < 24) continue;
         // Same scale rule as the whole frame, so a face is seen alike in both.
         double scale = gray.cols > config_.detect_width ? double(config_.detect_width) / gray.cols : 1.0;
-        int lo = std::max(1, int(std::lround(std::max<double>(config_.min_size, b.width * 0.6) * scale)));
+        // The window follows the tracked face's size, not min_size (which is for finding new faces):
+        // a face just above min_size would otherwise get a single scale step to be found at.
+        int lo = std::max(1, int(std::lround(b.width * 0.6 * scale)));
         int hi = std::max(lo + 1, int(std::lround(b.width * 1.6 * scale)));
         std::vector<Face> found;
         // The region is small: a finer scale step costs little and keeps a face found as it grows or
         // shrinks. A finer step also gives each window more neighbours, so as many more are asked
         // for: else a false detection, once tracked, would be confirmed again frame after frame.
-        detect_in(gray(region), cv::Point2d(region.x, region.y), scale, near_scale_factor, config_.min_neighbors + near_extra_neighbors,
-                  cv::Size(lo, lo), cv::Size(hi, hi), Cascades::both, found);
+        // Small faces (under 60 pixels as searched) have few neighbours to give: ask the extra only of larger ones.
+        int extra = b.width * scale >= 60 ? near_extra_neighbors : 0;
+        detect_in(gray(region), cv::Point2d(region.x, region.y), scale, near_scale_factor, config_.min_neighbors + extra,
+                  cv::Size(lo, lo), cv::Size(hi, hi), near.profile ? Cascades::both : Cascades::frontal, found);
         // The region is searched for the face that was there: keep the box that matches it best.
         // (A face that newly entered the region is found by the next whole-frame search.)
         auto best = std::max_element(found.begin(), found.end(),

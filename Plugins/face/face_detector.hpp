@@ -14,11 +14,17 @@ struct DetectorConfig {
     int min_neighbors = 4;
     int min_size = 40;        // pixels of the full frame
     int detect_width = 1920;  // frames wider than this are scaled down to it for detection
-    int profile_width = 960;  // the same for the (three times as costly) whole-frame profile search
+    int profile_width = 640;  // the same for the (three times as costly) whole-frame profile search
     bool profile = true;
     bool eyes = true;
     bool equalize = true;
     std::string frontal_path, profile_path, eye_path;
+};
+
+// Where a tracked face was, and whether it was last seen in profile.
+struct NearFace {
+    cv::Rect2d box;
+    bool profile;
 };
 
 struct Face {
@@ -37,8 +43,9 @@ class FaceDetector {
     // Faces in an 8-bit grey frame (a header over the host's luma plane: no copy).
     std::vector<Face> detect(const cv::Mat &gray, const cv::Rect &roi);
     // Faces near where faces were (`around`, frame pixels): each box is searched in a region
-    // twice its size, for one face from 0.6 to 1.6 times its width. Far cheaper than the whole frame.
-    std::vector<Face> detect_near(const cv::Mat &gray, const std::vector<cv::Rect2d> &around);
+    // twice its size, for one face from 0.6 to 1.6 times its width. Far cheaper than the whole
+    // frame. The profile cascades run only for a face last seen in profile.
+    std::vector<Face> detect_near(const cv::Mat &gray, const std::vector<NearFace> &around);
     // The roll angle of each frontal face, from its eyes (when `roll` is on). Separate from
     // detection because tracking does not need it: it can run outside the tracker's turn.
     void estimate_rolls(const cv::Mat &gray, std::vector<Face> &faces);

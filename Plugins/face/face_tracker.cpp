@@ -36,12 +36,13 @@ std::vector<Assigned> FaceTracker::update(const std::vector<Face> &faces, uint64
         t.box = faces[p.face].box;
         t.last_seq = seq;
         t.last_pts = pts;
+        t.profile = faces[p.face].yaw != 0;
         t.frames_seen++;
         out[p.face] = {t.id, false};
     }
     for (size_t f = 0; f < faces.size(); f++) {
         if (face_done[f]) continue;
-        Track t{next_id_++, faces[f].box, seq, seq, 1, pts};
+        Track t{next_id_++, faces[f].box, seq, seq, 1, pts, faces[f].yaw != 0};
         tracks_.push_back(t);
         out[f] = {t.id, true};
     }
@@ -57,9 +58,9 @@ std::vector<Track> FaceTracker::take_lost(int64_t pts) {
     return lost;
 }
 
-std::vector<cv::Rect2d> FaceTracker::boxes() const {
-    std::vector<cv::Rect2d> out;
-    for (const Track &t : tracks_) out.push_back(t.box);
+std::vector<NearFace> FaceTracker::boxes() const {
+    std::vector<NearFace> out;
+    for (const Track &t : tracks_) out.push_back({t.box, t.profile});
     return out;
 }
 

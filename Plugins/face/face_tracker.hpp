@@ -18,6 +18,7 @@ struct Track {
     cv::Rect2d box;
     uint64_t first_seq, last_seq, frames_seen;
     int64_t last_pts;
+    bool profile;  // last seen by the profile cascade
 };
 
 struct Assigned {
@@ -33,7 +34,7 @@ class FaceTracker {
     // Tracks unseen since before pts - lost_after (all of them when pts is INT64_MAX); removed.
     std::vector<Track> take_lost(int64_t pts);
     // Where the faces of the tracks are now.
-    std::vector<cv::Rect2d> boxes() const;
+    std::vector<NearFace> boxes() const;
 
   private:
     int64_t lost_after_ns_;

@@ -12,8 +12,24 @@ final class HostServices: @unchecked Sendable {
     let logSource: String
     let host: UnsafeMutablePointer<cvhost_host>
 
-    /// The frame being processed (during flush: the last one processed).
-    var current: SampleBuffer?
+    /// What the envelope of a result needs of the frame being processed (during flush: the last
+    /// one processed). Not the frame itself: holding its pixels would keep a camera's driver
+    /// buffer from going back to the driver.
+    struct FrameStamp {
+        let sequence: UInt64
+        let captureTimeNs: Int64
+        let presentationTimeNs: Int64
+        let sourceName: String?
+
+        init(_ sample: SampleBuffer) {
+            sequence = sample.sequence
+            captureTimeNs = sample.captureTimeNs
+            presentationTimeNs = sample.presentationTimeNs
+            sourceName = sample.sourceName
+        }
+    }
+
+    var current: FrameStamp?
     /// Result lines emitted since the last `takeLines()`.
     private var lines: [[UInt8]] = []
     private(set) var invalidResults: UInt64 = 0

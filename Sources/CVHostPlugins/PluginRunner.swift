@@ -105,7 +105,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
                                 context: DeliveryContext) {
         let instance = instances[context.worker]
-        instance.services.current = sample
+        instance.services.current = HostServices.FrameStamp(sample)
         var frame = PluginRunner.cFrame(sample, pixelBuffer)
         frame.delivery_index = context.ticket
         let start = HostClock.monotonicNs()

@@ -9,7 +9,9 @@ final class V4L2BufferSet: @unchecked Sendable {
     private let fd: Int32
     private let device: String
     private let mappings: [(address: UnsafeMutableRawPointer, length: Int)]
-    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
+    /// `gone`: the camera was unplugged and its descriptor closed; the number may already belong
+    /// to a newly opened device, so nothing may be asked of it any more.
+    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64, gone: Bool)>((0, false, 0, false))
 
     init(fd: Int32, count: UInt32, device: String) throws {
         self.fd = fd
@@ -39,6 +41,7 @@ final class V4L2BufferSet: @unchecked Sendable {
 
     deinit {
         for m in mappings { _ = CV4L2Shim_munmap(m.address, m.length) }
+        if state.withLock({ $0.gone }) { return }
         var req = v4l2_requestbuffers()
         req.count = 0
         req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -65,10 +68,12 @@ final class V4L2BufferSet: @unchecked Sendable {
         }
     }
 
-    func shutDown(streamOff: Bool) {
+    /// Stops giving buffers back. `deviceGone`: the camera was unplugged (no ioctl is made).
+    func shutDown(streamOff: Bool, deviceGone: Bool = false) {
         state.withLock { s in
             s.stopped = true
-            if streamOff {
+            s.gone = s.gone || deviceGone
+            if streamOff && !s.gone {
                 var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
                 _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_STREAMOFF, &type)
             }

@@ -9,15 +9,31 @@ import Synchronization
 /// Configuration — the active format and every control — needs `lockForConfiguration()`;
 /// each setter reads the value back and reports what the device applied.
 public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
-    // @unchecked Sendable: `fd` is fixed after init; mutable state is behind `state`.
-    public let path: String
+    // @unchecked Sendable: mutable state, the open descriptor included, is behind `state`.
     public let node: V4L2NodeInfo
     public let configurationLock = ConfigurationLock()
     public let formats: [DeviceFormat]
-    let fd: Int32
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+
+    /// The node now open; after a reconnection it may be another /dev/videoN.
+    public var path: String { state.withLock { $0.path } }
+    /// The open descriptor (through libv4l2); -1 while the camera is unplugged.
+    var fd: Int32 { state.withLock { $0.fd } }
+
+    /// When true, a camera unplugged while streaming is waited for and resumed (its format and
+    /// the controls set on it restored) instead of ending the run with an error.
+    public var reconnects: Bool {
+        get { state.withLock { $0.reconnects } }
+        set { state.withLock { $0.reconnects = newValue } }
+    }
 
     struct State {
+        var path: String
+        var fd: Int32
+        var reconnects = false
+        /// What was set, to set again on a camera that comes back: the format and rate, the controls.
+        var chosen: (format: DeviceFormat, frameRate: Double)?
+        var controlsSet: [(id: UInt32, value: Int64)] = []
         var active: DeviceFormat?
         /// bytes per line and the pixel format the driver (or libv4l2) delivers, from G_FMT.
         var delivered: (fourcc: UInt32, bytesPerLine: Int, sizeImage: Int)?
@@ -49,17 +65,50 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         }
         let fd = CV4L2Shim_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw V4L2IO.error(errno, "open", device: path) }
-        self.path = path
         self.node = node
-        self.fd = fd
+        self.state = Mutex(State(path: path, fd: fd))
         self.formats = V4L2FormatEnumeration.formats(fd: fd)
         readBack()
     }
 
-    deinit { _ = CV4L2Shim_close(fd) }
+    deinit {
+        let fd = state.withLock { $0.fd }
+        if fd >= 0 { _ = CV4L2Shim_close(fd) }
+    }
+
+    /// The camera went away: close its descriptor so that the driver can let go of it.
+    func releaseAfterUnplug() {
+        let fd: Int32 = state.withLock { s in
+            defer {
+                s.fd = -1
+                s.connected = false
+            }
+            return s.fd
+        }
+        if fd >= 0 { _ = CV4L2Shim_close(fd) }
+    }
+
+    /// Looks for the camera (by unique id, on any /dev/videoN), opens it, and sets again the
+    /// format, frame rate and controls set before. - Returns: false while it is not back.
+    func reopenAfterUnplug() -> Bool {
+        guard let node = V4L2Discovery.captureNodes().first(where: { $0.uniqueID == uniqueID }) else { return false }
+        let fd = CV4L2Shim_open(node.path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let (chosen, controls) = state.withLock { s -> ((format: DeviceFormat, frameRate: Double)?, [(id: UInt32, value: Int64)]) in
+            s.fd = fd
+            s.path = node.path
+            s.connected = true
+            return (s.chosen, s.controlsSet)
+        }
+        if let chosen { try? applyFormat(chosen.format, frameRate: chosen.frameRate) }
+        for c in controls { try? V4L2Controls.set(fd: fd, id: c.id, value: c.value, device: node.path) }
+        readBack()
+        return true
+    }
 
     /// Reads the current format and frame rate from the driver.
     private func readBack() {
+        let fd = self.fd
         var f = v4l2_format()
         f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_FMT, &f) == 0 else { return }
@@ -99,6 +148,12 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         guard state.withLock({ !$0.streaming }) else {
             throw CaptureError(.invalidState, "cannot change the format of \(path) while it streams")
         }
+        try applyFormat(format, frameRate: frameRate)
+        state.withLock { $0.chosen = (format, frameRate) }
+    }
+
+    private func applyFormat(_ format: DeviceFormat, frameRate: Double) throws {
+        let fd = self.fd, path = self.path
         var f = v4l2_format()
         f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         f.fmt.pix.width = UInt32(format.width)
@@ -157,6 +212,10 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         do {
             try V4L2Controls.set(fd: fd, id: info.id, value: value, device: path)
             let back = try V4L2Controls.get(fd: fd, id: info.id, device: path)
+            state.withLock { s in
+                s.controlsSet.removeAll { $0.id == info.id }
+                s.controlsSet.append((info.id, value))
+            }
             return SettingReport(setting: info.name, requested: requested, applied: V4L2Controls.describe(back, for: info),
                                  status: .applied,
                                  message: back == value ? nil : "the camera applied \(V4L2Controls.describe(back, for: info))")

@@ -18,9 +18,12 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     static let stallSeconds = 2.0
 
     private let device: V4L2CaptureDevice
-    private let buffers: V4L2BufferSet
-    private let pixelFormat: PixelFormat
-    private let width: Int, height: Int, bytesPerLine: Int
+    /// nil while the camera is unplugged: its mappings must not keep the driver in use.
+    private var buffers: V4L2BufferSet!
+    private var pixelFormat: PixelFormat
+    private var width: Int, height: Int, bytesPerLine: Int
+    /// The camera was unplugged and `device.reconnects` is on: waiting for it to come back.
+    private var unplugged = false
     private let cancelled = Atomic(false)
     private var lastSequence: UInt32?
     private var lastFrameNs = HostClock.monotonicNs()
@@ -33,7 +36,11 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         self.width = width
         self.height = height
         self.bytesPerLine = bytesPerLine
-        buffers = try V4L2BufferSet(fd: device.fd, count: V4L2Stream.bufferCount, device: device.path)
+        buffers = try V4L2Stream.startStreaming(device)
+    }
+
+    private static func startStreaming(_ device: V4L2CaptureDevice) throws -> V4L2BufferSet {
+        let buffers = try V4L2BufferSet(fd: device.fd, count: V4L2Stream.bufferCount, device: device.path)
         var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         do {
             try V4L2IO.ioctl(device.fd, CV4L2Shim_VIDIOC_STREAMON, &type, "VIDIOC_STREAMON", device: device.path)
@@ -41,9 +48,31 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
             buffers.shutDown(streamOff: false)
             throw error
         }
+        return buffers
+    }
+
+    /// Waits (in slices, so that cancel() is noticed) for the unplugged camera to come back, and
+    /// streams it again. - Returns: false when cancelled first.
+    private func resumeAfterUnplug() throws -> Bool {
+        while !cancelled.load(ordering: .relaxed) {
+            if device.reopenAfterUnplug() {
+                guard let layout = device.deliveredLayout, let format = layout.format else {
+                    throw CaptureError(.unsupported, "\(device.path) came back with a format cvhost cannot read")
+                }
+                (pixelFormat, width, height, bytesPerLine) = (format, layout.width, layout.height, layout.bytesPerLine)
+                buffers = try V4L2Stream.startStreaming(device)
+                unplugged = false
+                lastSequence = nil
+                lastFrameNs = HostClock.monotonicNs()
+                return true
+            }
+            usleep(250_000)
+        }
+        return false
     }
 
     func next() throws -> CapturedFrame? {
+        if unplugged, try !resumeAfterUnplug() { return nil }
         while !cancelled.load(ordering: .relaxed) {
             let ready = CV4L2Shim_wait_readable(device.fd, 200)
             if ready < 0 { throw failure(errno, "poll") }
@@ -79,9 +108,19 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         return nil
     }
 
-    private func failure(_ code: Int32, _ call: String) -> CaptureError {
+    private func failure(_ code: Int32, _ call: String) -> Error {
         let e = V4L2IO.error(code, call, device: device.path)
         if code == ENODEV || code == ENXIO {
+            if device.reconnects {
+                // Let go of the camera at once (the driver cannot be reloaded while it is open),
+                // and wait for it to come back on the next call.
+                buffers.shutDown(streamOff: false, deviceGone: true)
+                buffers = nil  // frames plugins still hold keep their mapping until released
+                let path = device.path
+                device.releaseAfterUnplug()
+                unplugged = true
+                return CaptureInterruption(reason: "\(path) (\(device.localizedName)) was disconnected; waiting for it to come back")
+            }
             device.streamEnded(disconnected: true)
             return CaptureError(.disconnected, "\(device.path) (\(device.localizedName)) was disconnected")
         }
@@ -140,6 +179,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
     func close() {
+        guard let buffers else { return device.streamEnded(disconnected: false) }
         buffers.shutDown(streamOff: true)
         let copies = buffers.starvationCopies
         if copies > 0 {

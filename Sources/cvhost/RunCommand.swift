@@ -59,6 +59,9 @@ struct RunCommand: ParsableCommand {
                                                               valueName: "name=value"))
     var controls: [String] = []
 
+    @Flag(help: "If the camera is unplugged, wait for it to come back and go on (default: end with an error, exit 2).")
+    var reconnect = false
+
     @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
     var maxFrames: UInt64?
 
@@ -85,8 +88,8 @@ struct RunCommand: ParsableCommand {
     func validate() throws {
         if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
         if input != nil && device != nil { throw ValidationError("give either --input or --device, not both") }
-        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty) {
-            throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
+        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty || reconnect) {
+            throw ValidationError("--format, --pixel-format, --control and --reconnect apply to cameras, not to --input")
         }
         for pair in controls {
             guard let eq = pair.firstIndex(of: "=") else {
@@ -138,6 +141,7 @@ struct RunCommand: ParsableCommand {
             } else {
                 let camera = try openCamera()
                 cameraSettings = try configure(camera)
+                camera.reconnects = reconnect
                 captureDevice = camera
             }
         } catch let error as CaptureError {

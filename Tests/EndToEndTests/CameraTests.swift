@@ -88,6 +88,21 @@ struct CameraTests {
         #expect((s.events("metrics").last?["frames"] as? [String: Any])?["processed"] as? Int ?? 0 > 0)
     }
 
+    @Test("--reconnect: an unplugged camera is waited for and streams again when it is back")
+    func reconnect() throws {
+        let s = try VividVM.step("reconnect", mode: "webcam")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["reconnect"]) == nil)
+        let names = s.events.compactMap { $0["event"] as? String }
+        let down = try #require(names.firstIndex(of: "session.interrupted"), "no session.interrupted: \(names.suffix(5))")
+        let back = try #require(names.firstIndex(of: "session.interruption_ended"), "no session.interruption_ended")
+        #expect(down < back)
+        #expect((s.events[down]["reason"] as? String)?.contains("waiting for it to come back") == true)
+        #expect(names[back...].contains("result"), "frames flow again after the camera is back")
+        #expect(!names.contains("session.error"))
+        #expect(s.events.last?["reason"] as? String == "duration")
+    }
+
     @Test("a QR code written to vivid's output is decoded from its capture node")
     func barcodeThroughTheCamera() throws {
         let s = try VividVM.step("loop", mode: "loop")

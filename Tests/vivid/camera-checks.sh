@@ -40,6 +40,14 @@ if [ "$mode" = webcam ]; then
   (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1) &
   step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --metrics-interval 0
   wait
+  # --reconnect: unplugged, then back (the driver reloaded, as a USB camera re-enumerates).
+  vivid_reload
+  (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1
+   for i in $(seq 1 50); do rmmod vivid 2>/dev/null && break; sleep 0.2; done
+   vivid_load) &
+  step reconnect 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --duration 14 \
+    --metrics-interval 0
+  wait
 elif [ "$mode" = loop ]; then
   # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
   ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=yuyv422" \

@@ -95,16 +95,8 @@ public enum CVHostBinary {
         let file = NSTemporaryDirectory() + "cvhost-validate-\(UUID().uuidString).jsonl"
         try stdout.write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", PluginFixtures.packageRoot + "/scripts/validate-jsonl.py", file]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let report = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return p.terminationStatus == 0 ? nil : report
+        let r = try Tool.run("python3", [PluginFixtures.packageRoot + "/scripts/validate-jsonl.py", file])
+        return r.status == 0 ? nil : r.output
     }
 }
 

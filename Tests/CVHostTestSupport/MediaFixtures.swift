@@ -17,12 +17,7 @@ public enum MediaFixtures {
         defer { lock.unlock() }
         let out = folder + "/" + name
         if FileManager.default.fileExists(atPath: out) { return out }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y"] + args + [out]
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
+        try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y"] + args + [out])
         return out
     }
 
@@ -55,12 +50,7 @@ public enum BarcodeFixtures {
         defer { lock.unlock() }
         if let made { return made }
         let dir = MediaFixtures.folder + "/barcodes"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: PluginFixtures.packageRoot + "/scripts/make-barcode-images.sh")
-        p.arguments = [dir]
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dir]) }
+        try Tool.check(PluginFixtures.packageRoot + "/scripts/make-barcode-images.sh", [dir])
         made = dir
         return dir
     }

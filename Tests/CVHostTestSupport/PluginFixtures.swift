@@ -20,13 +20,8 @@ public enum PluginFixtures {
     public static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
                       fileName: String? = nil) throws -> String {
         let out = folder + "/" + (fileName ?? "libcvhost-\(name).so")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["cc", "-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir,
-                       "-DPLUGIN_NAME=\"\(name)\""] + defines.map { "-D\($0)" } + [source, "-o", out]
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
+        try Tool.check("cc", ["-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir, "-DPLUGIN_NAME=\"\(name)\""]
+                       + defines.map { "-D\($0)" } + [source, "-o", out])
         return out
     }
 }

@@ -54,23 +54,8 @@ public enum VividVM {
         let root = PluginFixtures.packageRoot
         var command = "Tests/vivid/camera-checks.sh \(mode) \(work)/\(mode) \(CVHostBinary.path)"
         if mode == "loop" { command += " " + (try BarcodeFixtures.path("qr-text.png")) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: root + "/scripts/vivid-run.sh")
-        p.arguments = [command]
-        p.currentDirectoryURL = URL(fileURLWithPath: root)
-        p.environment = ProcessInfo.processInfo.environment.merging(
-            ["VIVID_MODE": mode, "VIVID_RWDIR": work, "VIVID_TIMEOUT": "600"]) { _, new in new }
-        let log = Pipe()
-        p.standardOutput = log
-        p.standardError = log
-        try p.run()
-        let output = log.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            let text = String(decoding: output, as: UTF8.self)
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey:
-                "vivid VM (\(mode)) failed with \(p.terminationStatus): \(text.suffix(2000))"])
-        }
+        try Tool.check(root + "/scripts/vivid-run.sh", [command], environment: ["VIVID_MODE": mode, "VIVID_RWDIR": work, "VIVID_TIMEOUT": "600"],
+                       currentDirectory: root)
         folders[mode] = work + "/" + mode
         return work + "/" + mode
     }

@@ -105,16 +105,8 @@ struct BarcodePluginTests {
 
     @Test("the example consumer prints each code once as it comes into view")
     func exampleConsumer() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", "'\(CVHostBinary.path)' run --plugin barcode:report=new --input '\(BarcodeFixtures.demoVideo)' -q"
-            + " | python3 '\(PluginFixtures.packageRoot)/examples/consume_barcodes.py'"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let text = try Tool.check("/bin/bash", ["-c", "'\(CVHostBinary.path)' run --plugin barcode:report=new --input '\(BarcodeFixtures.demoVideo)' -q"
+            + " | python3 '\(PluginFixtures.packageRoot)/examples/consume_barcodes.py'"])
         let lines = text.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().joined(separator: " ") }
         #expect(lines == ["qrcode https://example.com/cvhost?id=42", "ean13 4006381333931", "code128 CVHOST-128",
                           "90 frames, stopped: end_of_input"])

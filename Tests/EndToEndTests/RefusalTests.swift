@@ -62,15 +62,8 @@ struct RefusalTests {
         try fm.copyItem(atPath: CVHostBinary.path, toPath: prefix + "/bin/cvhost")
         let built = (CVHostBinary.path as NSString).deletingLastPathComponent
         try fm.copyItem(atPath: built + "/libcvhost-null.so", toPath: prefix + "/lib/cvhost/plugins/libcvhost-null.so")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: prefix + "/bin/cvhost")
-        p.arguments = ["run", "--plugin", "null:results=1", "--input", "testsrc:unpaced", "--max-frames", "3", "-q"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let text = try Tool.check(prefix + "/bin/cvhost", ["run", "--plugin", "null:results=1", "--input", "testsrc:unpaced",
+                                                          "--max-frames", "3", "-q"])
         #expect(text.contains(prefix + "/bin/../lib/cvhost/plugins/libcvhost-null.so") || text.contains(prefix + "/lib/cvhost/plugins/libcvhost-null.so"))
         #expect(text.components(separatedBy: "\"event\":\"result\"").count - 1 == 3)
     }

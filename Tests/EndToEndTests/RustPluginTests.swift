@@ -14,14 +14,9 @@ struct RustPluginTests {
     @Test("builds against the header's layout and runs in cvhost")
     func histogram() throws {
         let target = PluginFixtures.makeFolder()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Cargo.path!)
-        p.arguments = ["build", "--release", "--offline", "-q", "--manifest-path",
-                       PluginFixtures.packageRoot + "/examples/rust-plugin/Cargo.toml"]
-        p.environment = ProcessInfo.processInfo.environment.merging(["CARGO_TARGET_DIR": target]) { _, new in new }
-        try p.run()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0, "cargo build failed")
+        try Tool.check(Cargo.path!, ["build", "--release", "--offline", "-q", "--manifest-path",
+                                     PluginFixtures.packageRoot + "/examples/rust-plugin/Cargo.toml"],
+                       environment: ["CARGO_TARGET_DIR": target])
         let r = try CVHostBinary.run(["run", "--plugin", target + "/release/libcvhost_histogram.so:step=8",
                                       "--input", "testsrc:unpaced", "--max-frames", "5", "-q"])
         #expect(r.exitCode == 0, "\(r.stderr)")

@@ -1,0 +1,46 @@
+import Foundation
+
+/// Runs a tool to its end (a compiler, an encoder, a script) and collects what it printed.
+public enum Tool {
+    public struct Outcome: Sendable {
+        public let status: Int32
+        /// stdout and stderr together, in the order written.
+        public let output: String
+    }
+
+    /// - Parameter executable: a path, or a name looked up on PATH.
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                           currentDirectory: String? = nil) throws -> Outcome {
+        let p = Process()
+        if executable.contains("/") {
+            p.executableURL = URL(fileURLWithPath: executable)
+            p.arguments = arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = [executable] + arguments
+        }
+        p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        if let currentDirectory { p.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        p.standardInput = FileHandle.nullDevice
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return Outcome(status: p.terminationStatus, output: output)
+    }
+
+    /// Runs and throws unless the tool exits 0; the error names the command and shows its output.
+    @discardableResult
+    public static func check(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                             currentDirectory: String? = nil) throws -> String {
+        let r = try run(executable, arguments, environment: environment, currentDirectory: currentDirectory)
+        guard r.status == 0 else {
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey:
+                "\(executable) \(arguments.joined(separator: " ")) exited \(r.status): \(r.output.suffix(2000))"])
+        }
+        return r.output
+    }
+}

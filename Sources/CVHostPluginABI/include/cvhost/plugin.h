@@ -209,6 +209,8 @@ typedef struct cvhost_host {
      * envelope (plugin, frame sequence, timestamps), and writes it to stdout as
      * one line. The result belongs to the frame being processed (in flush: the
      * last frame processed).
+     * The object may be at most 1 MiB and nest at most 64 levels deep; strings must be
+     * valid UTF-8 with control characters escaped.
      * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result
      * is then not written; the error is counted and logged).
      */

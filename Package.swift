@@ -61,7 +61,7 @@ let package = Package(
 
         // What the host itself costs, measured with the null plugin (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostPlugins"], path: "Benchmarks/cvhost-bench"),
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
 
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)

@@ -1,12 +1,14 @@
 import CVHostCore
 import CVHostPluginABI
 import Glibc
+import Synchronization
 
 /// The `cvhost_host` table given to one plugin instance, and the state behind it: which frame
 /// the instance is working on, and the result lines it emitted for that frame.
 final class HostServices: @unchecked Sendable {
-    // @unchecked Sendable: the mutable state is touched only from the instance's own thread
-    // (the ABI allows host calls only from within create/process/flush).
+    // @unchecked Sendable: `current` and `lines` are touched only from the instance's own thread
+    // (the ABI allows host calls only from within create/process/flush); the refusal count,
+    // read by the metrics writer on another thread, is atomic.
     let pluginName: String
     let pluginIndex: Int
     let logSource: String
@@ -32,7 +34,9 @@ final class HostServices: @unchecked Sendable {
     var current: FrameStamp?
     /// Result lines emitted since the last `takeLines()`.
     private var lines: [[UInt8]] = []
-    private(set) var invalidResults: UInt64 = 0
+    /// Results refused; read by the metrics writer on another thread, hence atomic.
+    private let refused = Atomic<UInt64>(0)
+    var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
 
     init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
         self.pluginName = pluginName
@@ -85,10 +89,10 @@ final class HostServices: @unchecked Sendable {
     }
 
     private func reject(_ message: String) -> Int32 {
-        invalidResults += 1
+        let n = refused.add(1, ordering: .relaxed).newValue
         // Log the first few in full; after that, only every 1000th, so a broken plugin cannot flood stderr.
-        if invalidResults <= 5 || invalidResults % 1000 == 0 {
-            Log.warning("\(message) (\(invalidResults) so far)", source: logSource)
+        if n <= 5 || n % 1000 == 0 {
+            Log.warning("\(message) (\(n) so far)", source: logSource)
         }
         return -EINVAL
     }

@@ -52,14 +52,14 @@ std::vector<Face> FaceDetector::detect(const cv::Mat &gray, const cv::Rect &roi)
         detect_in(region, cv::Point2d(roi.x, roi.y), pscale, config_.scale_factor, config_.min_neighbors,
                   cv::Size(min_side(pscale), min_side(pscale)), cv::Size(), Cascades::profile, faces);
     }
-    finish(gray, faces);
+    sort_reading_order(faces);
     return faces;
 }
 
 // Reading order (top to bottom, then left to right): OpenCV's threads collect candidates in no
 // fixed order, and new faces get their ids in the order they come; this keeps ids the same run
 // after run and with any number of instances.
-void FaceDetector::finish(const cv::Mat &, std::vector<Face> &faces) {
+void FaceDetector::sort_reading_order(std::vector<Face> &faces) {
     std::sort(faces.begin(), faces.end(), [](const Face &a, const Face &b) {
         return std::tie(a.box.y, a.box.x, a.box.width) < std::tie(b.box.y, b.box.x, b.box.width);
     });
@@ -101,7 +101,7 @@ std::vector<Face> FaceDetector::detect_near(const cv::Mat &gray, const std::vect
         bool known = std::any_of(faces.begin(), faces.end(), [&](const Face &g) { return iou(g.box, best->box) > 0.3; });
         if (!known) faces.push_back(*best);
     }
-    finish(gray, faces);
+    sort_reading_order(faces);
     return faces;
 }
 

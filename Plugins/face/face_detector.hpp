@@ -55,7 +55,7 @@ class FaceDetector {
     cv::CascadeClassifier frontal_, profile_, eye_;
     cv::Mat small_, equalized_, mirrored_;
     void estimate_roll(const cv::Mat &gray, Face &face);
-    void finish(const cv::Mat &gray, std::vector<Face> &faces);
+    static void sort_reading_order(std::vector<Face> &faces);
     enum class Cascades { frontal, profile, both };
     void detect_in(const cv::Mat &region, const cv::Point2d &origin, double scale, double scale_factor, int min_neighbors,
                    cv::Size min_size, cv::Size max_size, Cascades which, std::vector<Face> &faces);

@@ -226,9 +226,13 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
 
     /// The value of a control by stable name, as text; nil when the camera lacks it.
     public func controlValue(_ name: String) -> String? {
-        guard let id = V4L2Controls.id(named: name), let info = V4L2Controls.query(fd: fd, id: id),
-              let v = try? V4L2Controls.get(fd: fd, id: id, device: path)
-        else { return nil }
+        guard let id = V4L2Controls.id(named: name), let info = V4L2Controls.query(fd: fd, id: id) else { return nil }
+        return value(of: info)
+    }
+
+    /// The value of a control already described (one of `controls`), as text; nil when unreadable.
+    public func value(of info: V4L2ControlInfo) -> String? {
+        guard let v = try? V4L2Controls.get(fd: fd, id: info.id, device: path) else { return nil }
         return V4L2Controls.describe(v, for: info)
     }
 

@@ -54,7 +54,7 @@ struct DevicesCommand: ParsableCommand {
             print("  controls:" + (controls.isEmpty ? " none of cvhost's table" : ""))
             for c in controls {
                 let range = c.kind == .menu ? c.menu.map(\.name).joined(separator: "|") : "\(c.minimum)..\(c.maximum)"
-                let value = d.controlValue(c.name) ?? "?"
+                let value = d.value(of: c) ?? "?"
                 print("    \(c.name.padding(toLength: 26, withPad: " ", startingAt: 0)) \(c.kind.rawValue) \(range) = \(value)")
             }
             print("")
@@ -99,7 +99,7 @@ struct DevicesCommand: ParsableCommand {
             o.set("max", c.maximum)
             o.set("step", c.step)
             o.set("default", c.defaultValue)
-            o.set("value", d.controlValue(c.name))
+            o.set("value", d.value(of: c))
             o.set("read_only", c.isReadOnly)
             if c.kind == .menu { o.set("menu", strings: c.menu.map(\.name)) }
             return o

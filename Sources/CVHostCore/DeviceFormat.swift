@@ -14,12 +14,13 @@ public struct FrameRateRange: Sendable, Equatable, CustomStringConvertible {
     public var maxFrameDuration: Double { minFrameRate > 0 ? 1 / minFrameRate : 0 }
 
     public var description: String {
-        minFrameRate == maxFrameRate ? "\(formatRate(maxFrameRate)) fps" : "\(formatRate(minFrameRate))-\(formatRate(maxFrameRate)) fps"
+        minFrameRate == maxFrameRate ? "\(FrameRateRange.format(maxFrameRate)) fps" : "\(FrameRateRange.format(minFrameRate))-\(FrameRateRange.format(maxFrameRate)) fps"
     }
-}
 
-func formatRate(_ r: Double) -> String {
-    r == r.rounded() ? String(Int(r)) : String(format2: r)
+    /// A frame rate for people: whole rates as they are, others with two decimals (59.94).
+    public static func format(_ rate: Double) -> String {
+        rate == rate.rounded() ? String(Int(rate)) : String(format2: rate)
+    }
 }
 
 extension String {

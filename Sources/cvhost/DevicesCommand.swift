@@ -39,7 +39,7 @@ struct DevicesCommand: ParsableCommand {
             print("\(d.path): \(d.localizedName) (\(d.node.driver), \(d.node.busInfo))")
             print("  unique id: \(d.uniqueID)")
             if let a = d.activeFormat {
-                print("  active:    \(a.deviceFourCC) \(a.width)x\(a.height) @ \(fps(d.activeFrameRate)) fps")
+                print("  active:    \(a.deviceFourCC) \(a.width)x\(a.height) @ \(FrameRateRange.format(d.activeFrameRate)) fps")
             }
             print("  formats:")
             var lastCode = ""
@@ -60,8 +60,6 @@ struct DevicesCommand: ParsableCommand {
             print("")
         }
     }
-
-    func fps(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 
     static func line(_ d: V4L2CaptureDevice) -> JSONObject {
         var e = JSONObject.envelope(event: "device", tsNs: HostClock.wallNs())

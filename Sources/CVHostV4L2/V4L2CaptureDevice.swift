@@ -44,7 +44,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
 
     public var uniqueID: String { node.uniqueID }
     public var localizedName: String { node.card }
-    public var modelID: String { "\(node.driver):\(node.card)" }
+    public var modelID: String { node.modelID }
     public var kind: CaptureDeviceKind { .camera }
     public var isConnected: Bool { state.withLock { $0.connected } }
     public var isLive: Bool { true }

@@ -12,6 +12,9 @@ public struct V4L2NodeInfo: Sendable {
     /// Stable across replugging: the /dev/v4l/by-id name when udev made one, else driver, card and bus.
     public let uniqueID: String
 
+    /// The camera model (AVCaptureDevice.modelID): the same for two cameras of one kind.
+    public var modelID: String { "\(driver):\(card)" }
+
     public var isVideoCapture: Bool {
         deviceCaps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 && deviceCaps & UInt32(V4L2_CAP_STREAMING) != 0
     }

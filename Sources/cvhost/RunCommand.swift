@@ -33,7 +33,7 @@ struct RunCommand: ParsableCommand {
             drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.
 
             OUTPUT
-            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more. The final metrics of every plugin and then session.stopped are always the last lines. Messages for people go to stderr.
+            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out). The final metrics of every plugin and then session.stopped are always the last lines. Messages for people go to stderr.
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
@@ -162,6 +162,9 @@ struct RunCommand: ParsableCommand {
 
         let signals = SignalHandler { session.requestStop(reason: .signal) }
         defer { signals.cancel() }
+        // With a camera, cameras plugged in or out while running are reported (not for files).
+        let monitor = captureDevice is V4L2CaptureDevice ? startDeviceMonitor(report) : nil
+        defer { monitor?.cancel() }
         do {
             try session.startRunning()
         } catch let error as CaptureError {
@@ -208,6 +211,23 @@ extension RunCommand {
         }
         Log.info("using \(first.path) (\(first.card))")
         return try V4L2CaptureDevice(path: first.path)
+    }
+
+    func startDeviceMonitor(_ report: RunReport) -> V4L2DeviceMonitor? {
+        do {
+            return try V4L2DeviceMonitor { change in
+                switch change {
+                case .connected(let node): Log.info("camera connected: \(node.path) (\(node.card))")
+                case .disconnected(let node): Log.info("camera disconnected: \(node.path) (\(node.card))")
+                }
+                report.writeDeviceChange(change)
+            }
+        } catch let error as CaptureError {
+            Log.warning("\(error.message); cameras plugged in or out will not be reported")
+            return nil
+        } catch {
+            return nil
+        }
     }
 
     /// Applies --format, --pixel-format and --control under the configuration lock; returns
@@ -266,6 +286,14 @@ final class RunReport: Sendable {
                                                 runners: runners))
         default:
             writer.write(SessionEventLines.line(for: event, runners: runners))
+        }
+    }
+
+    /// A camera plugged in or out; nothing after the final lines.
+    func writeDeviceChange(_ change: V4L2DeviceMonitor.Change) {
+        state.withLock { s in
+            guard !s.finalWritten else { return }
+            writer.write(SessionEventLines.deviceChange(change))
         }
     }
 

@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostPlugins
+import CVHostV4L2
 
 /// The JSON lines of session-level events (see schema/cvhost-events.schema.json).
 enum SessionEventLines {
@@ -79,6 +80,22 @@ enum SessionEventLines {
         for (k, v) in r.resolvedOptions { options.set(k, v) }
         o.set("options", object: options)
         return o
+    }
+
+    /// `device.connected` / `device.disconnected`: a camera plugged in or out while running.
+    static func deviceChange(_ change: V4L2DeviceMonitor.Change) -> JSONObject {
+        let (event, node) = switch change {
+        case .connected(let node): ("device.connected", node)
+        case .disconnected(let node): ("device.disconnected", node)
+        }
+        var e = JSONObject.envelope(event: event, tsNs: HostClock.wallNs())
+        e.set("path", node.path)
+        e.set("unique_id", node.uniqueID)
+        e.set("name", node.card)
+        e.set("model_id", node.modelID)
+        e.set("driver", node.driver)
+        e.set("bus_info", node.busInfo)
+        return e
     }
 
     static func inputSkipped(path: String, reason: String) -> JSONObject {

@@ -104,7 +104,7 @@ struct CameraTests {
         #expect((s.events("metrics").last?["frames"] as? [String: Any])?["processed"] as? Int ?? 0 > 0)
     }
 
-    @Test("--reconnect: an unplugged camera is waited for and streams again when it is back")
+    @Test("--reconnect: an unplugged camera is waited for and streams again when it is back; hot-plug events")
     func reconnect() throws {
         let s = try VividVM.step("reconnect", mode: "webcam")
         #expect(s.exitCode == 0, "\(s.stderr)")
@@ -117,6 +117,15 @@ struct CameraTests {
         #expect(names[back...].contains("result"), "frames flow again after the camera is back")
         #expect(!names.contains("session.error"))
         #expect(s.events.last?["reason"] as? String == "duration")
+        // The hot-plug monitor saw the node go and come back, as the same camera.
+        let camera = (s.events("session.started").first?["device"] as? [String: Any])?["unique_id"] as? String
+        let gone = try #require(names.firstIndex(of: "device.disconnected"), "no device.disconnected: \(names.suffix(8))")
+        let came = try #require(names.firstIndex(of: "device.connected"), "no device.connected: \(names.suffix(8))")
+        #expect(gone < came)
+        for i in [gone, came] {
+            #expect(s.events[i]["path"] as? String == "/dev/video0" && s.events[i]["unique_id"] as? String == camera, "\(s.events[i])")
+        }
+        #expect(s.stderr.contains("camera connected: /dev/video0"))
     }
 
     @Test("a QR code written to vivid's output is decoded from its capture node")

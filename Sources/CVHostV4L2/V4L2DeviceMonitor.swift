@@ -1,0 +1,125 @@
+import CVHostCore
+import Foundation
+import Glibc
+
+/// Camera hot-plug while a session runs, like AVCaptureDevice's wasConnected/wasDisconnected
+/// notifications: watches /dev with inotify and reports video-capture nodes that appear or go.
+///
+/// An event on a /dev/video* name only says that something changed, so the monitor then lists
+/// the capture nodes again and reports the difference (by path and unique ID). The list is taken
+/// shortly after the last event and once more a second later: a new node may not be openable
+/// until udev has set its permissions, or the driver has finished registering it.
+public final class V4L2DeviceMonitor: @unchecked Sendable {
+    // @unchecked Sendable: `known` and the pending rescans are touched by the monitor thread
+    // only; `stopPipe` is set once in init and read by both threads; `done` has its own lock.
+
+    public enum Change: Sendable {
+        case connected(V4L2NodeInfo)
+        case disconnected(V4L2NodeInfo)
+    }
+
+    /// How soon after the last /dev event the nodes are listed, and the second look after it.
+    static let settleNs: UInt64 = 150_000_000
+    static let secondLookNs: UInt64 = 1_000_000_000
+
+    private let directory: String
+    private let onChange: @Sendable (Change) -> Void
+    private let inotifyFD: Int32
+    private let stopPipe: (read: Int32, write: Int32)  // cancel() writes a byte to wake the thread
+    private var known: [V4L2NodeInfo]
+    private var rescans: [UInt64] = []  // monotonic times at which to list the nodes again
+    private let done = ConditionLock()
+    private var running = true
+
+    /// Starts watching. `onChange` is called on the monitor's own thread, one change at a time.
+    /// Throws when inotify is unavailable (then hot-plug is simply not reported).
+    public init(directory: String = "/dev", onChange: @escaping @Sendable (Change) -> Void) throws {
+        self.directory = directory
+        self.onChange = onChange
+        inotifyFD = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard inotifyFD >= 0 else { throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(String(cString: strerror(errno)))") }
+        guard inotify_add_watch(inotifyFD, directory, UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM)) >= 0 else {
+            let reason = String(cString: strerror(errno))
+            close(inotifyFD)
+            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(reason)")
+        }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            close(inotifyFD)
+            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(String(cString: strerror(errno)))")
+        }
+        stopPipe = (ends[0], ends[1])
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // Taken before the thread starts, so a camera plugged in from now on is a change.
+        known = V4L2Discovery.captureNodes()
+        let thread = Thread { [self] in run() }
+        thread.name = "cvhost.device-monitor"
+        thread.start()
+    }
+
+    /// Stops watching and returns once the monitor thread has ended: no change is reported after.
+    public func cancel() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+        done.lock()
+        while running { done.wait() }
+        done.unlock()
+    }
+
+    deinit {
+        close(inotifyFD)
+        close(stopPipe.read)
+        close(stopPipe.write)
+    }
+
+    private func run() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let now = HostClock.monotonicNs()
+            let timeoutMs = rescans.min().map { $0 > now ? Int32(min(($0 - now) / 1_000_000 + 1, 60_000)) : 0 } ?? -1
+            var fds = [pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, timeoutMs)
+            if ready < 0 && errno != EINTR { break }
+            if fds[1].revents != 0 { break }
+            if fds[0].revents & Int16(POLLIN) != 0 {
+                let n = read(inotifyFD, &buffer, buffer.count)
+                if n > 0 && Self.namesVideoNode(buffer.prefix(n)) {
+                    let at = HostClock.monotonicNs()
+                    rescans = [at + Self.settleNs, at + Self.secondLookNs]
+                }
+            }
+            let due = HostClock.monotonicNs()
+            if rescans.contains(where: { $0 <= due }) {
+                rescans.removeAll { $0 <= due }
+                rescan()
+            }
+        }
+        done.withLock {
+            running = false
+            done.broadcast()
+        }
+    }
+
+    /// Lists the capture nodes and reports what went (first) and what came since the last list.
+    private func rescan() {
+        let now = V4L2Discovery.captureNodes()
+        func same(_ a: V4L2NodeInfo, _ b: V4L2NodeInfo) -> Bool { a.path == b.path && a.uniqueID == b.uniqueID }
+        for gone in known where !now.contains(where: { same($0, gone) }) { onChange(.disconnected(gone)) }
+        for came in now where !known.contains(where: { same($0, came) }) { onChange(.connected(came)) }
+        known = now
+    }
+
+    /// Whether a batch of inotify events names a videoN node. Each event is a fixed header
+    /// (wd, mask, cookie, len: 16 bytes) and `len` bytes of NUL-padded name.
+    static func namesVideoNode(_ events: ArraySlice<UInt8>) -> Bool {
+        var offset = events.startIndex
+        let header = MemoryLayout<inotify_event>.size
+        while offset + header <= events.endIndex {
+            let len = events[(offset + 12)..<(offset + 16)].withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) }
+            let nameBytes = events[(offset + header)..<min(offset + header + len, events.endIndex)].prefix { $0 != 0 }
+            if String(decoding: nameBytes, as: UTF8.self).hasPrefix("video") { return true }
+            offset += header + len
+        }
+        return false
+    }
+}

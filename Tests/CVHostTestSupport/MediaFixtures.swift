@@ -2,11 +2,7 @@ import Foundation
 
 /// Test media made with real encoders (FFmpeg's libx264, mjpeg, png, webp...) on first use.
 public enum MediaFixtures {
-    public static let folder: String = {
-        let dir = NSTemporaryDirectory() + "cvhost-media-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
-    }()
+    public static let folder = TestFolders.make("media")
 
     /// Tests run in parallel: one fixture is made once, never by two ffmpeg runs at a time.
     private static let lock = NSLock()

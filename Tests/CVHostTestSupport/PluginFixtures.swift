@@ -10,9 +10,7 @@ public enum PluginFixtures {
 
     /// A fresh folder for built plugins.
     public static func makeFolder() -> String {
-        let dir = NSTemporaryDirectory() + "cvhost-plugins-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
+        TestFolders.make("plugins")
     }
 
     /// Compiles `source` into `folder/libcvhost-<name>.so` with the given -D defines.

@@ -49,8 +49,7 @@ public enum VividVM {
         lock.lock()
         defer { lock.unlock() }
         if let done = folders[mode] { return done }
-        let work = NSTemporaryDirectory() + "cvhost-vivid-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let work = TestFolders.make("vivid")
         let root = PluginFixtures.packageRoot
         var command = "Tests/vivid/camera-checks.sh \(mode) \(work)/\(mode) \(CVHostBinary.path)"
         if mode == "loop" { command += " " + (try BarcodeFixtures.path("qr-text.png")) }

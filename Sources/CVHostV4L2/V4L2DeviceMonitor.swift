@@ -5,10 +5,11 @@ import Glibc
 /// Camera hot-plug while a session runs, like AVCaptureDevice's wasConnected/wasDisconnected
 /// notifications: watches /dev with inotify and reports video-capture nodes that appear or go.
 ///
-/// An event on a /dev/video* name only says that something changed, so the monitor then lists
-/// the capture nodes again and reports the difference (by path and unique ID). The list is taken
-/// shortly after the last event and once more a second later: a new node may not be openable
-/// until udev has set its permissions, or the driver has finished registering it.
+/// A known camera's node removed is reported at once (a driver reloaded may bring the node back
+/// within milliseconds). A node created or changed only says that something may have come, so
+/// the monitor then lists the capture nodes again and reports the new ones (by path and unique
+/// ID): shortly after the last event and once more a second later, as a new node may not be
+/// openable until udev has set its permissions or the driver has finished registering it.
 public final class V4L2DeviceMonitor: @unchecked Sendable {
     // @unchecked Sendable: `known` and the pending rescans are touched by the monitor thread
     // only; `stopPipe` is set once in init and read by both threads; `done` has its own lock.
@@ -83,7 +84,12 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             if fds[0].revents & Int16(POLLIN) != 0 {
                 let n = read(inotifyFD, &buffer, buffer.count)
-                if n > 0 && Self.namesVideoNode(buffer.prefix(n)) {
+                for (name, mask) in n > 0 ? Self.events(buffer.prefix(n)) : [] where name.hasPrefix("video") {
+                    if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+                        let path = directory + "/" + name
+                        for gone in known where gone.path == path { onChange(.disconnected(gone)) }
+                        known.removeAll { $0.path == path }
+                    }
                     let at = HostClock.monotonicNs()
                     rescans = [at + Self.settleNs, at + Self.secondLookNs]
                 }
@@ -100,7 +106,8 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
         }
     }
 
-    /// Lists the capture nodes and reports what went (first) and what came since the last list.
+    /// Lists the capture nodes and reports what went (first) and what came since the last list
+    /// (a node can go without a delete event of its own: its driver replaced by another's).
     private func rescan() {
         let now = V4L2Discovery.captureNodes()
         func same(_ a: V4L2NodeInfo, _ b: V4L2NodeInfo) -> Bool { a.path == b.path && a.uniqueID == b.uniqueID }
@@ -109,17 +116,19 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
         known = now
     }
 
-    /// Whether a batch of inotify events names a videoN node. Each event is a fixed header
-    /// (wd, mask, cookie, len: 16 bytes) and `len` bytes of NUL-padded name.
-    static func namesVideoNode(_ events: ArraySlice<UInt8>) -> Bool {
-        var offset = events.startIndex
+    /// The names and masks of a batch of inotify events. Each event is a fixed header (wd, mask,
+    /// cookie, len: 16 bytes) and `len` bytes of NUL-padded name.
+    static func events(_ bytes: ArraySlice<UInt8>) -> [(name: String, mask: UInt32)] {
+        var found: [(String, UInt32)] = []
+        var offset = bytes.startIndex
         let header = MemoryLayout<inotify_event>.size
-        while offset + header <= events.endIndex {
-            let len = events[(offset + 12)..<(offset + 16)].withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) }
-            let nameBytes = events[(offset + header)..<min(offset + header + len, events.endIndex)].prefix { $0 != 0 }
-            if String(decoding: nameBytes, as: UTF8.self).hasPrefix("video") { return true }
+        func u32(at i: Int) -> UInt32 { bytes[i..<(i + 4)].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) } }
+        while offset + header <= bytes.endIndex {
+            let mask = u32(at: offset + 4), len = Int(u32(at: offset + 12))
+            let name = bytes[(offset + header)..<min(offset + header + len, bytes.endIndex)].prefix { $0 != 0 }
+            found.append((String(decoding: name, as: UTF8.self), mask))
             offset += header + len
         }
-        return false
+        return found
     }
 }

@@ -40,11 +40,13 @@ if [ "$mode" = webcam ]; then
   (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1) &
   step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --metrics-interval 0
   wait
-  # --reconnect: unplugged, then back (the driver reloaded, as a USB camera re-enumerates).
+  # --reconnect: unplugged, then back. Unbinding the driver from its device removes the nodes
+  # while cvhost has one open, as unplugging a USB camera does; binding it again re-creates
+  # them, as the camera re-enumerating. (vivid's disconnect control only fails the open file:
+  # a new open works at once, so nothing would be unplugged.)
   vivid_reload
-  (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1
-   for i in $(seq 1 50); do rmmod vivid 2>/dev/null && break; sleep 0.2; done
-   vivid_load) &
+  (sleep 4; echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
+   sleep 2; echo vivid.0 > /sys/bus/platform/drivers/vivid/bind) &
   step reconnect 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --duration 14 \
     --metrics-interval 0
   wait

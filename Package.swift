@@ -28,6 +28,9 @@ let package = Package(
         // Session, devices, formats, connections, video data output, pixel buffers, events.
         .target(name: "CVHostCore", path: "Sources/CVHostCore"),
 
+        // The signal handler that names a plugin that crashed the process (C: async-signal-safe).
+        .target(name: "CPluginGuard", path: "Sources/CPluginGuard"),
+
         // FFmpeg's libav* (decoding of video files and still images).
         .systemLibrary(
             name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
@@ -46,7 +49,7 @@ let package = Package(
         .target(
             name: "CVHostPlugins",
             dependencies: [
-                "CVHostCore", "CVHostPluginABI",
+                "CVHostCore", "CVHostPluginABI", "CPluginGuard",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/CVHostPlugins"),
@@ -54,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins", "CPluginGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),

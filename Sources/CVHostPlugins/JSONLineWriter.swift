@@ -1,3 +1,4 @@
+import CPluginGuard
 import Glibc
 import Synchronization
 
@@ -32,6 +33,9 @@ public final class JSONLineWriter: Sendable {
     public func writeLine(_ line: [UInt8]) {
         let justClosed: Bool = state.withLock { s in
             guard !s.closed else { return false }
+            // A plugin crashing meanwhile must not write its session.error into this line.
+            cvhost_guard_output_begin()
+            defer { cvhost_guard_output_end() }
             let ok = line.withUnsafeBytes { raw -> Bool in
                 var offset = 0
                 while offset < raw.count {

@@ -1,3 +1,4 @@
+import CPluginGuard
 import CVHostCore
 import CVHostPluginABI
 import Glibc
@@ -11,6 +12,8 @@ final class PluginInstance: @unchecked Sendable {
     let plugin: LoadedPlugin
     let services: HostServices
     private var handle: UnsafeMutableRawPointer?
+    /// The plugin's name as a C string, for the crash report while a callback runs (CPluginGuard).
+    private let guardName: UnsafeMutablePointer<CChar>
 
     /// Calls the plugin's create().
     /// - Parameter options: every declared option, already checked, in declaration order.
@@ -18,6 +21,7 @@ final class PluginInstance: @unchecked Sendable {
     init(plugin: LoadedPlugin, options: [(String, String)], services: HostServices) throws {
         self.plugin = plugin
         self.services = services
+        guardName = strdup(plugin.name)
         let cStrings = options.flatMap { [strdup($0.0), strdup($0.1)] }
         defer { cStrings.forEach { free($0) } }
         var values = (0..<options.count).map { i in
@@ -26,9 +30,11 @@ final class PluginInstance: @unchecked Sendable {
         var error = [CChar](repeating: 0, count: 512)
         var instance: UnsafeMutableRawPointer?
         let create = plugin.descriptor.pointee.create!
+        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_CREATE, 0)
         let rc = values.withUnsafeMutableBufferPointer { buffer in
             create(services.host, buffer.baseAddress, UInt32(options.count), &instance, &error, error.count)
         }
+        cvhost_guard_leave()
         guard rc == 0 else {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw PluginLoadError(.createFailed,
@@ -39,20 +45,28 @@ final class PluginInstance: @unchecked Sendable {
 
     /// Calls process(); returns its result (0 or a negative errno).
     func process(_ frame: inout cvhost_frame) -> Int32 {
-        plugin.descriptor.pointee.process!(handle, &frame)
+        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
+        defer { cvhost_guard_leave() }
+        return plugin.descriptor.pointee.process!(handle, &frame)
     }
 
     /// Calls flush() if the plugin has one.
     func flush() -> Int32 {
         guard let flush = plugin.descriptor.pointee.flush else { return 0 }
+        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
+        defer { cvhost_guard_leave() }
         return flush(handle)
     }
 
     /// Calls destroy(). The instance must not be used afterwards.
     func destroy() {
+        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_DESTROY, 0)
         plugin.descriptor.pointee.destroy!(handle)
+        cvhost_guard_leave()
         handle = nil
     }
+
+    deinit { free(guardName) }
 }
 
 func errnoName(_ rc: Int32) -> String {

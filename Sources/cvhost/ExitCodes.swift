@@ -10,6 +10,8 @@ enum ExitCodes {
     static let runtimeError: Int32 = 2
     /// The input or device could not be opened.
     static let inputUnavailable: Int32 = 3
+    /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
+    static let pluginCrashed: Int32 = 19
     /// The command line is wrong (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
     /// A second SIGINT/SIGTERM while stopping: exit at once.
@@ -31,6 +33,7 @@ enum ExitCodes {
           16   plugin create() failed (its own message is shown)
           17   unknown plugin option
           18   bad plugin option value
+          19   a plugin crashed (it is named on stderr and in session.error)
           64   bad command line
           130  a second SIGINT/SIGTERM forced an immediate exit
         """

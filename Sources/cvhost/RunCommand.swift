@@ -1,4 +1,5 @@
 import ArgumentParser
+import CPluginGuard
 import CVHostCore
 import CVHostPlugins
 import CVHostSources
@@ -111,6 +112,8 @@ struct RunCommand: ParsableCommand {
         VideoFileDevice.setLibraryLogging(verbose: verbose)
         // A closed stdout must end the run quietly, not kill it with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
+        // Plugins run in this process: if one crashes it, say which one, on which frame.
+        cvhost_guard_install(ExitCodes.pluginCrashed, STDOUT_FILENO)
         let session = CaptureSession()
         let writer = JSONLineWriter(onClosed: { session.requestStop(reason: .outputClosed) })
 

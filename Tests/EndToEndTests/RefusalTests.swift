@@ -38,6 +38,23 @@ struct RefusalTests {
         try RefusalTests.expectRefusal(["run", "--plugin", "null:results"] + src, code: 18, mentions: "results=VALUE")
     }
 
+    @Test("a plugin that crashes the process is named: exit 19, session.error as the last line")
+    func pluginCrash() throws {
+        for (name, define, signal) in [("segv", "CRASH_ON_FRAME=3", "SIGSEGV"), ("aborts", "ABORT_ON_FRAME=3", "SIGABRT")] {
+            let plugin = try PluginFixtures.build(name: name, defines: [define], in: RefusalTests.folder)
+            let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--plugin", plugin, "--input", "testsrc:160x120:unpaced",
+                                          "--max-frames", "100", "--backpressure", "block"], timeout: 30)
+            #expect(r.exitCode == 19, "exit \(r.exitCode), stderr: \(r.stderr)")
+            #expect(r.stderr.contains("plugin \(name) crashed (\(signal)") && r.stderr.contains("while processing frame 3"), "\(r.stderr)")
+            // Every line is whole and valid; the last one names the plugin and the frame.
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+            let last = try #require(r.events.last)
+            #expect(last["event"] as? String == "session.error" && last["code"] as? String == "plugin_crashed", "\(last)")
+            #expect(last["plugin"] as? String == name && last["plugin_index"] as? Int == 1 && last["seq"] as? Int == 3)
+            #expect(r.stdout.hasSuffix("}\n"))
+        }
+    }
+
     @Test("plugins are found through CVHOST_PLUGIN_PATH")
     func pluginPath() throws {
         try PluginFixtures.build(name: "viapath", in: RefusalTests.folder)

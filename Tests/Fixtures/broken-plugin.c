@@ -1,7 +1,9 @@
 // One source, many deliberately broken plugins: each -DBREAK_... builds a plugin with one
-// defect, so that every refusal of the loader is tested against a real shared object.
+// defect, so that every refusal of the loader is tested against a real shared object;
+// -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N.
 #include <cvhost/plugin.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,14 @@ static int process(void *instance, const cvhost_frame *frame) {
     s->host->emit(s->host->context, "bad", NULL);
     s->host->emit(s->host->context, "good", "{ \"text\" : \"tab\\tand \\\"quote\\\" \\u00e9\",\n \"n\": -1.5e3 }");
 #endif
+#ifdef CRASH_ON_FRAME
+    if (frame->sequence == CRASH_ON_FRAME) *(volatile int *)(uintptr_t)frame->width = 1;  // a bad address
+#endif
+#ifdef ABORT_ON_FRAME
+    if (frame->sequence == ABORT_ON_FRAME) abort();
+#endif
     (void)s;
+    (void)frame;
     return 0;
 }
 

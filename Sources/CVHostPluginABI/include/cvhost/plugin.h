@@ -48,6 +48,13 @@
  *   0 on success, a negative errno value on failure (for example -EINVAL).
  *   A process() failure is counted in the plugin's metrics and logged; the
  *   session goes on with the next frame.
+ *
+ * Crashes
+ *   A plugin runs in the host's process: a bad memory access, abort() or an
+ *   uncaught C++ exception in it ends the whole run. The host then names the
+ *   plugin and the frame (stderr, and a session.error line with code
+ *   plugin_crashed) and exits with code 19. Signal handlers installed by a
+ *   plugin are not supported.
  * ---------------------------------------------------------------------------
  */
 #ifndef CVHOST_PLUGIN_H

@@ -1,0 +1,160 @@
+#include "plugin_guard.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int guard_exit_code = 1;
+static int guard_json_fd = -1;
+/* Lines being written now (by any thread). */
+static volatile int output_writers;
+
+static __thread const char *current_plugin;
+static __thread int current_index;
+static __thread cvhost_guard_phase current_phase;
+static __thread uint64_t current_seq;
+static __thread int has_alt_stack;
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define FATAL_SIGNAL_COUNT (sizeof fatal_signals / sizeof fatal_signals[0])
+/* What was installed before (the default action, or the Swift runtime's crash reporter). */
+static struct sigaction previous[FATAL_SIGNAL_COUNT];
+
+/* A tiny async-signal-safe string builder. */
+typedef struct {
+    char data[768];
+    size_t len;
+} line_t;
+
+static void put(line_t *l, const char *s) {
+    while (*s && l->len < sizeof l->data - 1) l->data[l->len++] = *s++;
+}
+
+static void put_u64(line_t *l, uint64_t v, int min_digits) {
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < min_digits) digits[n++] = '0';
+    while (n > 0 && l->len < sizeof l->data - 1) l->data[l->len++] = digits[--n];
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV, a bad memory access";
+    case SIGBUS: return "SIGBUS, a bad memory access";
+    case SIGFPE: return "SIGFPE, an arithmetic error";
+    case SIGILL: return "SIGILL, an illegal instruction";
+    case SIGABRT: return "SIGABRT, it called abort()";
+    default: return "a fatal signal";
+    }
+}
+
+/* "plugin NAME crashed (SIGSEGV, ...) while processing frame N" */
+static void describe(line_t *l, int sig) {
+    put(l, "plugin ");
+    put(l, current_plugin);
+    put(l, " crashed (");
+    put(l, signal_name(sig));
+    put(l, ") ");
+    switch (current_phase) {
+    case CVHOST_GUARD_CREATE: put(l, "in create()"); break;
+    case CVHOST_GUARD_PROCESS:
+        put(l, "while processing frame ");
+        put_u64(l, current_seq, 1);
+        break;
+    case CVHOST_GUARD_FLUSH: put(l, "in flush()"); break;
+    case CVHOST_GUARD_DESTROY: put(l, "in destroy()"); break;
+    }
+}
+
+static void write_all(int fd, const line_t *l) {
+    size_t off = 0;
+    while (off < l->len) {
+        ssize_t n = write(fd, l->data + off, l->len - off);
+        if (n <= 0) return;
+        off += (size_t)n;
+    }
+}
+
+/* Whether this thread raised the signal itself: a fault (si_code > 0), or abort() and raise()
+ * (tgkill from this process). A signal sent by another process (kill -SEGV) is nobody's crash. */
+static int raised_here(const siginfo_t *info) {
+    return info->si_code > 0 || (info->si_code == SI_TKILL && info->si_pid == getpid());
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    if (!current_plugin || !raised_here(info)) {
+        /* Not a plugin's doing: what was there before (the Swift runtime's crash report, or the
+         * default action: a core dump and the usual exit status), on return from this handler. */
+        for (size_t i = 0; i < FATAL_SIGNAL_COUNT; i++)
+            if (fatal_signals[i] == sig) sigaction(sig, &previous[i], NULL);
+        if (info->si_code <= 0) raise(sig); /* sent, not a fault: send it again */
+        return; /* a fault: the instruction runs again and faults again, now with the old action */
+    }
+    line_t err = {.len = 0};
+    put(&err, "cvhost: error: ");
+    describe(&err, sig);
+    put(&err, "; the run ends without final metrics (exit code ");
+    put_u64(&err, (uint64_t)guard_exit_code, 1);
+    put(&err, ")\n");
+    write_all(STDERR_FILENO, &err);
+
+    if (guard_json_fd >= 0 && output_writers == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        line_t json = {.len = 0};
+        put(&json, "{\"event\":\"session.error\",\"plugin\":\"");
+        put(&json, current_plugin); /* plugin names are [a-z][a-z0-9_-]*: nothing to escape */
+        put(&json, "\",\"plugin_index\":");
+        put_u64(&json, (uint64_t)current_index, 1);
+        put(&json, ",\"seq\":");
+        if (current_phase == CVHOST_GUARD_PROCESS) put_u64(&json, current_seq, 1);
+        else put(&json, "null");
+        put(&json, ",\"ts\":");
+        put_u64(&json, (uint64_t)now.tv_sec, 1);
+        put(&json, ".");
+        put_u64(&json, (uint64_t)now.tv_nsec / 1000, 6);
+        put(&json, ",\"pts\":null,\"code\":\"plugin_crashed\",\"message\":\"");
+        describe(&json, sig);
+        put(&json, "\"}\n");
+        write_all(guard_json_fd, &json);
+    }
+    _exit(guard_exit_code);
+}
+
+void cvhost_guard_install(int exit_code, int json_fd) {
+    guard_exit_code = exit_code;
+    guard_json_fd = json_fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < FATAL_SIGNAL_COUNT; i++) sigaction(fatal_signals[i], &sa, &previous[i]);
+}
+
+void cvhost_guard_enter(const char *plugin, int plugin_index, cvhost_guard_phase phase, uint64_t seq) {
+    if (!has_alt_stack) {
+        /* Kept for the thread's life: a worker thread runs one plugin's callbacks until the run ends. */
+        size_t size = 64 * 1024;
+        stack_t ss = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
+        if (ss.ss_sp && sigaltstack(&ss, NULL) == 0) has_alt_stack = 1;
+        else free(ss.ss_sp);
+    }
+    current_index = plugin_index;
+    current_phase = phase;
+    current_seq = seq;
+    current_plugin = plugin;
+}
+
+void cvhost_guard_leave(void) { current_plugin = NULL; }
+
+void cvhost_guard_output_begin(void) { __atomic_add_fetch(&output_writers, 1, __ATOMIC_SEQ_CST); }
+
+void cvhost_guard_output_end(void) { __atomic_sub_fetch(&output_writers, 1, __ATOMIC_SEQ_CST); }

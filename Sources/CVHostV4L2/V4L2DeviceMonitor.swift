@@ -23,7 +23,8 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
     static let settleNs: UInt64 = 150_000_000
     static let secondLookNs: UInt64 = 1_000_000_000
 
-    private let directory: String
+    /// Where the nodes are; sysfs names them as they are here.
+    private static let directory = "/dev"
     private let onChange: @Sendable (Change) -> Void
     private let inotifyFD: Int32
     private let stopPipe: (read: Int32, write: Int32)  // cancel() writes a byte to wake the thread
@@ -34,8 +35,8 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
 
     /// Starts watching. `onChange` is called on the monitor's own thread, one change at a time.
     /// Throws when inotify is unavailable (then hot-plug is simply not reported).
-    public init(directory: String = "/dev", onChange: @escaping @Sendable (Change) -> Void) throws {
-        self.directory = directory
+    public init(onChange: @escaping @Sendable (Change) -> Void) throws {
+        let directory = Self.directory
         self.onChange = onChange
         inotifyFD = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard inotifyFD >= 0 else { throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(String(cString: strerror(errno)))") }
@@ -86,7 +87,7 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
                 let n = read(inotifyFD, &buffer, buffer.count)
                 for (name, mask) in n > 0 ? Self.events(buffer.prefix(n)) : [] where name.hasPrefix("video") {
                     if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
-                        let path = directory + "/" + name
+                        let path = Self.directory + "/" + name
                         for gone in known where gone.path == path { onChange(.disconnected(gone)) }
                         known.removeAll { $0.path == path }
                     }

@@ -7,7 +7,8 @@
  * local, set by cvhost_guard_enter/leave), and a fatal signal on that thread writes one line on
  * stderr naming them, one `session.error` line (code plugin_crashed) on the JSON Lines output
  * when no other line is being written at that moment, and exits with the code given to install.
- * A fatal signal outside any plugin keeps its default action. Signal handlers are written in C:
+ * A fatal signal outside any plugin, or sent by another process, goes to what was installed
+ * before (the Swift runtime's crash report, or the default action). Signal handlers are in C:
  * they may only call async-signal-safe functions, and Swift gives no such guarantee.
  */
 #ifndef CPLUGINGUARD_H

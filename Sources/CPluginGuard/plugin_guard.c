@@ -8,8 +8,10 @@
 
 static int guard_exit_code = 1;
 static int guard_json_fd = -1;
-/* Lines being written now (by any thread). */
-static volatile int output_writers;
+/* Lines being written now (by any thread), and whether a plugin crashed: from then on no new
+ * line is started, so the handler's line can follow the last whole one. */
+static int output_writers;
+static int crashing;
 
 static __thread const char *current_plugin;
 static __thread int current_index;
@@ -105,7 +107,11 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
     put(&err, ")\n");
     write_all(STDERR_FILENO, &err);
 
-    if (guard_json_fd >= 0 && output_writers == 0) {
+    /* Let lines being written finish (at most 200 ms: the crash may be inside a write itself). */
+    __atomic_store_n(&crashing, 1, __ATOMIC_SEQ_CST);
+    struct timespec step = {.tv_sec = 0, .tv_nsec = 1000000};
+    for (int i = 0; i < 200 && __atomic_load_n(&output_writers, __ATOMIC_SEQ_CST) > 0; i++) nanosleep(&step, NULL);
+    if (guard_json_fd >= 0 && __atomic_load_n(&output_writers, __ATOMIC_SEQ_CST) == 0) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         line_t json = {.len = 0};
@@ -155,6 +161,12 @@ void cvhost_guard_enter(const char *plugin, int plugin_index, cvhost_guard_phase
 
 void cvhost_guard_leave(void) { current_plugin = NULL; }
 
-void cvhost_guard_output_begin(void) { __atomic_add_fetch(&output_writers, 1, __ATOMIC_SEQ_CST); }
+void cvhost_guard_output_begin(void) {
+    __atomic_add_fetch(&output_writers, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&crashing, __ATOMIC_SEQ_CST)) return;
+    /* A plugin crashed: the process ends in a moment; start no line that could be cut. */
+    __atomic_sub_fetch(&output_writers, 1, __ATOMIC_SEQ_CST);
+    for (;;) pause();
+}
 
 void cvhost_guard_output_end(void) { __atomic_sub_fetch(&output_writers, 1, __ATOMIC_SEQ_CST); }

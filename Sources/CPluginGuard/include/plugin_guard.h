@@ -6,7 +6,8 @@
  * thread is inside a plugin's callback it carries the plugin's name, index and frame (thread-
  * local, set by cvhost_guard_enter/leave), and a fatal signal on that thread writes one line on
  * stderr naming them, one `session.error` line (code plugin_crashed) on the JSON Lines output
- * when no other line is being written at that moment, and exits with the code given to install.
+ * after the lines being written at that moment (no new one is started), and exits with the
+ * code given to install.
  * A fatal signal outside any plugin, or sent by another process, goes to what was installed
  * before (the Swift runtime's crash report, or the default action). Signal handlers are in C:
  * they may only call async-signal-safe functions, and Swift gives no such guarantee.
@@ -33,7 +34,8 @@ typedef enum {
 void cvhost_guard_enter(const char *plugin, int plugin_index, cvhost_guard_phase phase, uint64_t seq);
 void cvhost_guard_leave(void);
 
-/* Brackets every write of a JSON line, so the handler never writes into the middle of one. */
+/* Brackets every write of a JSON line, so the handler never writes into the middle of one.
+ * After a plugin crashed, begin never returns (the process is ending). */
 void cvhost_guard_output_begin(void);
 void cvhost_guard_output_end(void);
 

@@ -6,21 +6,29 @@ import Synchronization
 /// different threads never interleave and nothing waits in a buffer (a consumer reading a
 /// pipe sees each line at once; a killed process loses no written line).
 ///
-/// When the reader goes away (EPIPE), the writer turns quiet: later lines are discarded and
-/// `onClosed` runs once, so the run can end cleanly. SIGPIPE must be ignored by the process.
+/// When a write fails, the writer turns quiet: later lines are discarded and `onClosed` runs
+/// once with the errno, so the run can end. EPIPE means the reader went away (a clean end);
+/// anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
 public final class JSONLineWriter: Sendable {
     private let fd: Int32
     private let state = Mutex(State())
-    private let onClosed: @Sendable () -> Void
+    private let onClosed: @Sendable (_ errno: Int32) -> Void
 
     private struct State {
         var closed = false
+        var failure: Int32?
     }
 
-    public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
+    public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable (_ errno: Int32) -> Void = { _ in }) {
         self.fd = fileDescriptor
         self.onClosed = onClosed
     }
+
+    /// The errno of the write that failed, or nil while every line was written.
+    public var failure: Int32? { state.withLock { $0.failure } }
+
+    /// Whether a write failed for another reason than the reader going away: lines were lost.
+    public var lostLines: Bool { failure.map { $0 != EPIPE } ?? false }
 
     /// Writes `object` and a newline. Thread-safe.
     public func write(_ object: JSONObject) {
@@ -31,27 +39,28 @@ public final class JSONLineWriter: Sendable {
 
     /// Writes bytes that already form one line ending in "\n".
     public func writeLine(_ line: [UInt8]) {
-        let justClosed: Bool = state.withLock { s in
-            guard !s.closed else { return false }
+        let justClosed: Int32? = state.withLock { s in
+            guard !s.closed else { return nil }
             // A plugin crashing meanwhile must not write its session.error into this line.
             cvhost_guard_output_begin()
             defer { cvhost_guard_output_end() }
-            let ok = line.withUnsafeBytes { raw -> Bool in
+            let error = line.withUnsafeBytes { raw -> Int32? in
                 var offset = 0
                 while offset < raw.count {
                     let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
                     if n < 0 {
                         if errno == EINTR || errno == EAGAIN { continue }
-                        return false
+                        return errno
                     }
                     offset += n
                 }
-                return true
+                return nil
             }
-            if ok { return false }
+            guard let error else { return nil }
             s.closed = true
-            return true
+            s.failure = error
+            return error
         }
-        if justClosed { onClosed() }
+        if let justClosed { onClosed(justClosed) }
     }
 }

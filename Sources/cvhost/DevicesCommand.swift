@@ -29,7 +29,7 @@ struct DevicesCommand: ParsableCommand {
         if json {
             let writer = JSONLineWriter()
             for d in devices { writer.write(DevicesCommand.line(d)) }
-            return
+            return try checkOutput(writer)
         }
         if devices.isEmpty {
             print("No cameras found (no V4L2 video-capture node under /dev).")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CVHostCore
 import CVHostPlugins
+import Glibc
 
 /// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.
 enum ExitCodes {
@@ -10,6 +11,8 @@ enum ExitCodes {
     static let runtimeError: Int32 = 2
     /// The input or device could not be opened.
     static let inputUnavailable: Int32 = 3
+    /// stdout could not be written (disk full, I/O error): the lines from then on were lost.
+    static let outputFailed: Int32 = 4
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
     static let pluginCrashed: Int32 = 19
     /// The command line is wrong (ArgumentParser's EX_USAGE).
@@ -24,6 +27,7 @@ enum ExitCodes {
           1    internal error
           2    the input failed while running (session.error, then final metrics)
           3    the input or camera cannot be opened or set up as asked
+          4    stdout could not be written (e.g. disk full); later lines lost
           10   plugin not found
           11   plugin file is not a shared object
           12   plugin has no entry symbol
@@ -37,6 +41,12 @@ enum ExitCodes {
           64   bad command line
           130  a second SIGINT/SIGTERM forced an immediate exit
         """
+}
+
+/// After JSON Lines were written: exit 4 if some were lost (a closed pipe is a clean end).
+func checkOutput(_ writer: JSONLineWriter) throws {
+    guard writer.lostLines, let error = writer.failure else { return }
+    throw fail("cannot write to stdout: \(String(cString: strerror(error))); the lines from then on are lost", code: ExitCodes.outputFailed)
 }
 
 /// Prints `cvhost: error: MESSAGE` on stderr and exits with `code`.

@@ -21,6 +21,7 @@ struct PluginsCommand: ParsableCommand {
         if json {
             let writer = JSONLineWriter()
             for p in found { writer.write(PluginsCommand.descriptorLine(p)) }
+            try checkOutput(writer)
             return
         }
         if found.isEmpty {

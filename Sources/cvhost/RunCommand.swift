@@ -115,7 +115,8 @@ struct RunCommand: ParsableCommand {
         // Plugins run in this process: if one crashes it, say which one, on which frame.
         cvhost_guard_install(ExitCodes.pluginCrashed, STDOUT_FILENO)
         let session = CaptureSession()
-        let writer = JSONLineWriter(onClosed: { session.requestStop(reason: .outputClosed) })
+        // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
+        let writer = JSONLineWriter(onClosed: { _ in session.requestStop(reason: .outputClosed) })
 
         // Plugins first: a bad --plugin is reported before any input is opened.
         let loader = PluginLoader()
@@ -201,6 +202,7 @@ struct RunCommand: ParsableCommand {
         if let file = captureDevice as? VideoFileDevice, file.damagedPackets > 0 {
             Log.warning("\(file.path): \(file.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
         }
+        try checkOutput(writer)
         if report.failed { throw ExitCode(ExitCodes.runtimeError) }
     }
 }

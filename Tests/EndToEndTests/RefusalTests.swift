@@ -55,6 +55,15 @@ struct RefusalTests {
         }
     }
 
+    @Test("stdout on a full disk: exit 4 and a clear line, not a quiet success")
+    func fullDisk() throws {
+        for command in ["run --plugin null --input testsrc:unpaced --max-frames 50", "plugins --json"] {
+            let r = try Tool.run("bash", ["-c", "\"$0\" \(command) > /dev/full", CVHostBinary.path])
+            #expect(r.status == 4, "\(command): exit \(r.status), \(r.output)")
+            #expect(r.output.contains("cannot write to stdout: No space left on device"), "\(r.output)")
+        }
+    }
+
     @Test("plugins are found through CVHOST_PLUGIN_PATH")
     func pluginPath() throws {
         try PluginFixtures.build(name: "viapath", in: RefusalTests.folder)

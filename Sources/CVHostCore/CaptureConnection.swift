@@ -1,10 +1,11 @@
 import Synchronization
 
 /// The link between the session's video and one output (AVCaptureConnection): it can be
-/// disabled, and it can cap the frame rate its output sees.
+/// disabled, it can cap the frame rate its output sees, and it can mirror and rotate the picture.
 public final class CaptureConnection: Sendable {
     private struct State {
         var enabled = true
+        var orientation = VideoOrientation.identity
         var minFrameDurationNs: Int64 = 0
         var lastPassedNs: Int64?
     }
@@ -18,6 +19,22 @@ public final class CaptureConnection: Sendable {
         get { state.withLock { $0.enabled } }
         set { state.withLock { $0.enabled = newValue } }
     }
+
+    /// Flip the picture left to right (AVCaptureConnection.isVideoMirrored), before any rotation.
+    public var isVideoMirrored: Bool {
+        get { state.withLock { $0.orientation.isMirrored } }
+        set { state.withLock { $0.orientation.isMirrored = newValue } }
+    }
+
+    /// Turn the picture clockwise by 0, 90, 180 or 270 degrees (AVCaptureConnection.videoRotationAngle),
+    /// e.g. for a camera mounted upside down. Other angles are a programming error.
+    public var videoRotationAngle: Int {
+        get { state.withLock { $0.orientation.rotationAngle } }
+        set { state.withLock { $0.orientation = VideoOrientation(isMirrored: $0.orientation.isMirrored, rotationAngle: newValue) } }
+    }
+
+    /// Mirror and rotation together.
+    public var videoOrientation: VideoOrientation { state.withLock { $0.orientation } }
 
     /// The shortest time between frames this connection lets through, in seconds; 0 = no cap
     /// (AVCaptureConnection.videoMinFrameDuration). Measured on the source's presentation times,

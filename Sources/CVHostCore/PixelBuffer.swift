@@ -3,9 +3,9 @@ import Synchronization
 /// Reference-counted image memory: every consumer that takes the same pixel format reads the
 /// same bytes, never a per-consumer copy (the role of CVPixelBuffer).
 ///
-/// A pixel buffer is immutable once made. Conversions to other formats are made on first
-/// request and cached on the buffer, so each format is produced at most once per frame however
-/// many consumers ask for it.
+/// A pixel buffer is immutable once made. Conversions to other formats (and mirrored or rotated
+/// copies) are made on first request and cached on the buffer, so each is produced at most once
+/// per frame however many consumers ask for it.
 ///
 /// `@unchecked Sendable`: the plane pointers are written once in `init` and only read after;
 /// the memory they point into is kept alive by `owner`; the conversion cache is behind a Mutex.
@@ -33,7 +33,12 @@ public final class PixelBuffer: @unchecked Sendable {
 
     /// Keeps the memory behind `planes` alive: an allocation, a decoder's frame, a parent buffer.
     private let owner: AnyObject
-    private let conversions = Mutex<[PixelFormat: PixelBuffer]>([:])
+    /// What a cached copy is: a pixel format, turned or not.
+    private struct Variant: Hashable {
+        let format: PixelFormat
+        let orientation: VideoOrientation
+    }
+    private let conversions = Mutex<[Variant: PixelBuffer]>([:])
 
     /// Wraps memory that `owner` keeps alive. The planes must match `format`'s layout.
     public init(format: PixelFormat, width: Int, height: Int, planes: [Plane], owner: AnyObject) {
@@ -77,10 +82,28 @@ public final class PixelBuffer: @unchecked Sendable {
             // The Y plane as it is: no copy. The view keeps this buffer alive.
             return PixelBuffer(format: .gray8, width: width, height: height, planes: [planes[0]], owner: self)
         }
+        let key = Variant(format: target, orientation: .identity)
         return conversions.withLock { cache in
-            if let done = cache[target] { return done }
+            if let done = cache[key] { return done }
             let made = PixelConverter.convert(self, to: target)
-            cache[target] = made
+            cache[key] = made
+            return made
+        }
+    }
+
+    /// This image in `target` format, mirrored and rotated as `orientation` says: made once and
+    /// cached for every later caller, like a conversion. (YUYV turned a quarter is turned in
+    /// I420 and converted back: its pixel pairs cannot be split.)
+    public func converted(to target: PixelFormat, orientation: VideoOrientation) -> PixelBuffer {
+        if orientation.isIdentity { return converted(to: target) }
+        let direct = PixelOrienter.canOrient(target, orientation)
+        // What it is made from, got before taking the lock (getting it may take the lock too).
+        let from = direct ? converted(to: target) : converted(to: .i420, orientation: orientation)
+        let key = Variant(format: target, orientation: orientation)
+        return conversions.withLock { cache in
+            if let done = cache[key] { return done }
+            let made = direct ? PixelOrienter.orient(from, orientation) : PixelConverter.convert(from, to: target)
+            cache[key] = made
             return made
         }
     }

@@ -129,8 +129,8 @@ public final class VideoDataOutput: @unchecked Sendable {
         counters.withLock { $0.delivered += 1 }
         guard let delegate else { return }
         let target = deliveredFormat(for: sample.pixelBuffer.format)
-        // Converted on this worker's thread, so a conversion never slows the capture thread.
-        let pixels = sample.pixelBuffer.converted(to: target)
+        // Converted (and turned) on this worker's thread, so that never slows the capture thread.
+        let pixels = sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
         delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels, context: context)
     }
 

@@ -31,6 +31,11 @@ public struct LoadedPlugin: @unchecked Sendable {
                          help: "drop-late or block for this plugin (default: --backpressure)", choices: ["drop-late", "block"]),
         PluginOptionSpec(name: "max_fps", type: .double, defaultValue: "0",
                          help: "deliver at most this many frames per second of media time (0: all)", range: 0...10000),
+        PluginOptionSpec(name: "mirror", type: .bool, defaultValue: "false",
+                         help: "flip frames left to right before this plugin sees them (results are in the flipped frame's pixels)"),
+        PluginOptionSpec(name: "rotate", type: .enum, defaultValue: "0",
+                         help: "turn frames clockwise by this many degrees, after mirror (for a camera mounted sideways or upside down)",
+                         choices: ["0", "90", "180", "270"]),
     ]
 
     static let maxNameLength = 32

@@ -32,7 +32,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// Creates the plugin's instances and its output.
     /// - Parameters:
     ///   - options: what the user wrote after `NAME:`, host options (instances, queue_depth,
-    ///     backpressure, max_fps) included.
+    ///     backpressure, max_fps, mirror, rotate) included.
     ///   - queueDepth, backpressure: the session-wide defaults (`--queue-depth`, `--backpressure`).
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed).
     public init(plugin: LoadedPlugin, index: Int, options: [(key: String, value: String)], queueDepth: Int,
@@ -77,6 +77,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         if let fps = try hostValue("max_fps").flatMap({ Double($0) }), fps > 0 {
             output.connection.videoMinFrameDuration = 1 / fps
         }
+        output.connection.isVideoMirrored = try hostValue("mirror") == "true"
+        output.connection.videoRotationAngle = try hostValue("rotate").flatMap { Int($0) } ?? 0
 
         let group = PluginRunner.groups.add(1, ordering: .relaxed).newValue
         var made: [PluginInstance] = []

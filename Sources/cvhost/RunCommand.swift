@@ -29,6 +29,8 @@ struct RunCommand: ParsableCommand {
               queue_depth=N     frames that may wait (default --queue-depth)
               backpressure=P    drop-late or block (default --backpressure)
               max_fps=F         at most F frames per second of media time
+              mirror=true       flip frames left to right for this plugin
+              rotate=90|180|270 turn frames clockwise for this plugin (after mirror)
 
             BACK-PRESSURE
             drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.

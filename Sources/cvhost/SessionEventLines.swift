@@ -76,6 +76,8 @@ enum SessionEventLines {
         o.set("backpressure", r.output.statistics.policy?.rawValue)
         o.set("max_fps", r.output.connection.videoMinFrameDuration > 0 ? 1 / r.output.connection.videoMinFrameDuration : nil,
               decimals: 3)
+        o.set("mirror", r.output.connection.isVideoMirrored)
+        o.set("rotate", r.output.connection.videoRotationAngle)
         var options = JSONObject()
         for (k, v) in r.resolvedOptions { options.set(k, v) }
         o.set("options", object: options)

@@ -69,6 +69,13 @@ struct BarcodePluginTests {
         let n = try #require((d["normalized"] as? [String: Any])?["bounds"] as? [String: Double])
         #expect(abs(n["x"]! - 24.0 / 198) < 0.02 && abs(n["width"]! - 150.0 / 198) < 0.03)
         #expect(d["orientation"] as? String == "up")
+        // The plugin sees turned frames as they are turned: a code turned clockwise reads top to bottom.
+        for (rotate, orientation) in [("90", "right"), ("180", "down"), ("270", "left")] {
+            let turned = try BarcodePluginTests.run("barcode:rotate=\(rotate)", try BarcodeFixtures.path("qr-text.png"))
+            let t = turned.events("result").first?["data"] as? [String: Any]
+            #expect(t?["text"] as? String == "https://example.com/cvhost?id=42")
+            #expect(t?["orientation"] as? String == orientation, "rotate=\(rotate)")
+        }
     }
 
     @Test("region of interest and symbology choice")

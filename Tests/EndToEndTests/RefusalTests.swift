@@ -36,6 +36,7 @@ struct RefusalTests {
         try RefusalTests.expectRefusal(["run", "--plugin", "null:colour=red"] + src, code: 17, mentions: "has no option 'colour'")
         try RefusalTests.expectRefusal(["run", "--plugin", "null:delay_ms=soon"] + src, code: 18, mentions: "delay_ms=soon")
         try RefusalTests.expectRefusal(["run", "--plugin", "null:results"] + src, code: 18, mentions: "results=VALUE")
+        try RefusalTests.expectRefusal(["run", "--plugin", "null:rotate=45"] + src, code: 18, mentions: "rotate=45")
     }
 
     @Test("a plugin that crashes the process is named: exit 19, session.error as the last line")

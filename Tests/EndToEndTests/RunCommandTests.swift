@@ -130,6 +130,22 @@ struct RunCommandTests {
         #expect((r.events("session.started").first?["plugins"] as? [[String: Any]])?.first?["max_fps"] as? Double == 10)
     }
 
+    @Test("mirror and rotate turn the frames one plugin sees; a plugin beside it sees them upright")
+    func turnedFrames() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:rotate=90,mirror=true,results=1", "--plugin", "null:results=1",
+                                      "--input", "testsrc:64x48:unpaced", "--max-frames", "3", "-q"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        let sizes = r.events("result").map { e -> [Int] in
+            let d = e["data"] as? [String: Any] ?? [:]
+            return [e["plugin_index"] as? Int ?? -1, d["width"] as? Int ?? 0, d["height"] as? Int ?? 0]
+        }
+        #expect(sizes.filter { $0[0] == 0 }.allSatisfy { $0 == [0, 48, 64] } && sizes.filter { $0[0] == 0 }.count == 3)
+        #expect(sizes.filter { $0[0] == 1 }.allSatisfy { $0 == [1, 64, 48] } && sizes.filter { $0[0] == 1 }.count == 3)
+        let plugins = r.events("session.started").first?["plugins"] as? [[String: Any]] ?? []
+        #expect(plugins.map { $0["rotate"] as? Int } == [90, 0] && plugins.map { $0["mirror"] as? Bool } == [true, false])
+    }
+
     @Test("process() failures are counted and the run goes on")
     func processFailures() throws {
         let r = try CVHostBinary.run(["run", "--plugin", "null:fail_every=3", "--input", "testsrc:unpaced", "--max-frames", "30", "-q"])

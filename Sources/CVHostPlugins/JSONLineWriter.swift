@@ -7,19 +7,19 @@ import Synchronization
 /// pipe sees each line at once; a killed process loses no written line).
 ///
 /// When a write fails, the writer turns quiet: later lines are discarded and `onClosed` runs
-/// once with the errno, so the run can end. EPIPE means the reader went away (a clean end);
-/// anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
+/// once, so the run can end; `failure` tells why. EPIPE means the reader went away (a clean
+/// end); anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
 public final class JSONLineWriter: Sendable {
     private let fd: Int32
     private let state = Mutex(State())
-    private let onClosed: @Sendable (_ errno: Int32) -> Void
+    private let onClosed: @Sendable () -> Void
 
     private struct State {
         var closed = false
         var failure: Int32?
     }
 
-    public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable (_ errno: Int32) -> Void = { _ in }) {
+    public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
         self.fd = fileDescriptor
         self.onClosed = onClosed
     }
@@ -39,8 +39,8 @@ public final class JSONLineWriter: Sendable {
 
     /// Writes bytes that already form one line ending in "\n".
     public func writeLine(_ line: [UInt8]) {
-        let justClosed: Int32? = state.withLock { s in
-            guard !s.closed else { return nil }
+        let justClosed: Bool = state.withLock { s in
+            guard !s.closed else { return false }
             // A plugin crashing meanwhile must not write its session.error into this line.
             cvhost_guard_output_begin()
             defer { cvhost_guard_output_end() }
@@ -56,11 +56,11 @@ public final class JSONLineWriter: Sendable {
                 }
                 return nil
             }
-            guard let error else { return nil }
+            guard let error else { return false }
             s.closed = true
             s.failure = error
-            return error
+            return true
         }
-        if let justClosed { onClosed(justClosed) }
+        if justClosed { onClosed() }
     }
 }

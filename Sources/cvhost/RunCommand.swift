@@ -118,7 +118,7 @@ struct RunCommand: ParsableCommand {
         cvhost_guard_install(ExitCodes.pluginCrashed, STDOUT_FILENO)
         let session = CaptureSession()
         // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
-        let writer = JSONLineWriter(onClosed: { _ in session.requestStop(reason: .outputClosed) })
+        let writer = JSONLineWriter(onClosed: { session.requestStop(reason: .outputClosed) })
 
         // Plugins first: a bad --plugin is reported before any input is opened.
         let loader = PluginLoader()

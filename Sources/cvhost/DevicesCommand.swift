@@ -63,12 +63,7 @@ struct DevicesCommand: ParsableCommand {
 
     static func line(_ d: V4L2CaptureDevice) -> JSONObject {
         var e = JSONObject.envelope(event: "device", tsNs: HostClock.wallNs())
-        e.set("path", d.path)
-        e.set("unique_id", d.uniqueID)
-        e.set("name", d.localizedName)
-        e.set("model_id", d.modelID)
-        e.set("driver", d.node.driver)
-        e.set("bus_info", d.node.busInfo)
+        SessionEventLines.setNode(d.node, in: &e)
         e.set("connected", d.isConnected)
         if let a = d.activeFormat {
             e.set("active_format", object: SessionEventLines.activeFormat(a, fps: d.activeFrameRate))

@@ -91,13 +91,18 @@ enum SessionEventLines {
         case .disconnected(let node): ("device.disconnected", node)
         }
         var e = JSONObject.envelope(event: event, tsNs: HostClock.wallNs())
+        setNode(node, in: &e)
+        return e
+    }
+
+    /// What names a camera node, in `device` (cvhost devices) and `device.connected`/`disconnected`.
+    static func setNode(_ node: V4L2NodeInfo, in e: inout JSONObject) {
         e.set("path", node.path)
         e.set("unique_id", node.uniqueID)
         e.set("name", node.card)
         e.set("model_id", node.modelID)
         e.set("driver", node.driver)
         e.set("bus_info", node.busInfo)
-        return e
     }
 
     static func inputSkipped(path: String, reason: String) -> JSONObject {

@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from benchlib import norm_symbology, score_codes, side_by_side
+from benchlib import gst_element_messages, norm_symbology, score_codes, side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,16 +24,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def gst_decodes(out):
     """Per-frame (symbology, payload) from `gst-launch-1.0 -m` element messages of zbar."""
     found = collections.defaultdict(list)
-    for line in out.splitlines():
-        if "barcode" not in line or "symbol=" not in line:
-            continue
-        ts = re.search(r"timestamp=\(guint64\)(\d+)", line)
+    for frame, line in gst_element_messages(out, "barcode", "symbol="):
         sym = re.search(r'type=\(string\)([^,]+)', line)
         payload = re.search(r'symbol=\(string\)(?:"((?:[^"\\]|\\.)*)"|([^,]+))', line)
-        if ts and sym and payload:
+        if sym and payload:
             text = payload.group(1) if payload.group(1) is not None else payload.group(2)
             text = text.replace('\\"', '"').replace("\\\\", "\\").replace("\\ ", " ")
-            frame = round(int(ts.group(1)) / 1e9 * 30)
             found[frame].append((norm_symbology(sym.group(1)), text))
     return found
 

@@ -1,5 +1,6 @@
 """Shared by the benchmarks: run a command, timed (wall and CPU of the child), and print a table."""
 import collections
+import re
 import resource
 import statistics
 import subprocess
@@ -17,6 +18,15 @@ def timed(cmd):
     if proc.returncode != 0:
         sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def gst_element_messages(out, *markers, fps=30):
+    """(frame, line) for each `gst-launch-1.0 -m` element message in out that contains every
+    marker; the frame number comes from the message's buffer timestamp at fps."""
+    for line in out.splitlines():
+        ts = re.search(r"timestamp=\(guint64\)(\d+)", line)
+        if ts and all(m in line for m in markers):
+            yield round(int(ts.group(1)) / 1e9 * fps), line
 
 
 def norm_symbology(symbology):

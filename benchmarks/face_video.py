@@ -20,7 +20,7 @@ import json
 import os
 import re
 
-from benchlib import side_by_side
+from benchlib import gst_element_messages, side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,11 +54,7 @@ def score(found, truth, ignore):
 
 def gst_faces(out):
     found = collections.defaultdict(list)
-    for line in out.splitlines():
-        if '"facedetect' not in line or "faces=" not in line:
-            continue
-        ts = re.search(r"timestamp=\(guint64\)(\d+)", line)
-        frame = round(int(ts.group(1)) / 1e9 * 30)
+    for frame, line in gst_element_messages(out, '"facedetect', "faces="):
         plain = line.replace("\\", "")  # the structure text escapes ',', ' ', '=' and '('
         for x, y, w, h in re.findall(r"x=\(uint\)(\d+), y=\(uint\)(\d+), width=\(uint\)(\d+), height=\(uint\)(\d+)", plain):
             found[frame].append((float(x), float(y), float(w), float(h)))

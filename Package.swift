@@ -6,6 +6,9 @@
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
+/// zxing-cpp, built by scripts/build-zxing.sh into the package (a static library linked into the barcode plugin).
+let zxing = Context.packageDirectory + "/.deps/zxing-cpp-3.1.1"
+
 let package = Package(
     name: "cvhost",
     products: [
@@ -69,9 +72,16 @@ let package = Package(
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)
         .target(name: "NullPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/null", publicHeadersPath: "."),
+        // C on libzbar, and C++ on zxing-cpp behind an extern "C" boundary (barcode_zxing.cpp).
+        // zxing-cpp is linked statically and its symbols kept inside the plugin (--exclude-libs).
         .target(
             name: "BarcodePlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/barcode", publicHeadersPath: ".",
-            cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("zbar")]),
+            cSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden"])],
+            cxxSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden", "-I\(zxing)/include"])],
+            linkerSettings: [
+                .linkedLibrary("zbar"),
+                .unsafeFlags(["\(zxing)/lib/libZXing.a", "-Xlinker", "--exclude-libs", "-Xlinker", "ALL"]),
+            ]),
         // Swift: it imports only the C header's module, never the host's Swift modules.
         .target(name: "MotionPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/motion"),
         // C++ on OpenCV. Only the three OpenCV libraries it uses are linked: `pkg-config --libs

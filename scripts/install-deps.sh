@@ -13,8 +13,10 @@ packages=(
 )
 # Cameras: libv4l2. Their tests boot Debian's kernel (which carries the vivid driver) in a QEMU VM.
 packages+=(libv4l-dev v4l-utils linux-image-amd64 qemu-system-x86 busybox-static cpio kmod xz-utils)
-# The barcode plugin's library, and encoders for its fixtures and demo (zint: EAN-13, Code 128).
-packages+=(libzbar-dev zint)
+# The barcode plugin's two engines: libzbar, and zxing-cpp built from source by
+# scripts/build-zxing.sh (with cmake); encoders for its fixtures and demo (zint: EAN-13, Code 128,
+# DataMatrix, Aztec, PDF417).
+packages+=(libzbar-dev cmake zint)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).
@@ -47,3 +49,6 @@ if ! command -v swift >/dev/null; then
   echo "install-deps: swift is not on PATH: install Swift 6 from https://www.swift.org/install/linux/" >&2
   exit 1
 fi
+
+# The zxing-cpp reader the barcode plugin links (not Debian's 1.4: see the script).
+scripts/build-zxing.sh

@@ -1,14 +1,19 @@
 /*
- * The `barcode` plugin: decodes 1D and 2D codes with libzbar.
+ * The `barcode` plugin: decodes 1D and 2D codes with two engines, libzbar and zxing-cpp.
  *
  * It asks for GRAY8 (the host hands it the Y plane of I420/NV12 frames without a copy) and for
  * the near autofocus range, as Apple advises for machine-readable codes. One result per code
- * (AVMetadataMachineReadableCodeObject and more): symbology, text, raw bytes, quality,
- * orientation, corners and bounds in pixels and normalized.
+ * (AVMetadataMachineReadableCodeObject and more): symbology, text, raw bytes, the engine that
+ * read it, quality, orientation, corners and bounds in pixels and normalized, and what zxing
+ * tells beyond that (error-correction level, content type, ECI, structured append).
  *
- * When a frame yields nothing, it can retry the inverted image (light codes on dark) and the
- * mirrored image (codes seen through glass or a mirror). De-duplication (report=new|track)
- * reports a code once while it stays in view and a "barcode.lost" result when it is gone.
+ * engine= picks the readers: zxing-cpp reads more codes in real photos and the 2D symbologies
+ * zbar lacks (DataMatrix, Aztec, PDF417); zbar reads some damaged linear codes zxing misses. The
+ * default (auto) and its cost are measured in benchmarks/barcode_photos.py.
+ *
+ * When a frame yields nothing, it retries the inverted image (light codes on dark) and, if
+ * asked, the mirrored image. De-duplication (report=new|track) reports a code once while it
+ * stays in view and a "barcode.lost" result when it is gone.
  *
  * Threading: an instance is used by one thread at a time (the ABI's promise); nothing is
  * shared between instances, so with report=every the plugin is stateless and may run as
@@ -21,25 +26,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zbar.h>
 
 #include "barcode_detection.h"
+#include "barcode_engine.h"
 #include "barcode_json.h"
 #include "barcode_symbologies.h"
 #include "barcode_tracker.h"
 
 typedef enum { REPORT_EVERY, REPORT_NEW, REPORT_TRACK } report_mode;
 
+/* Which engines read a frame. */
+typedef enum {
+    ENGINES_ZBAR,  /* zbar only */
+    ENGINES_ZXING, /* zxing only */
+    ENGINES_BOTH,  /* both, on every frame: the union of what they read */
+    ENGINES_AUTO,  /* zxing on every frame; zbar too where zxing found nothing */
+} engine_mode;
+
 typedef struct barcode {
     const cvhost_host *host;
-    char symbologies[256];
+    engine_mode engines;
+    symbology_set zbar_symbologies, zxing_symbologies; /* what each engine looks for */
     int density;
+    bool try_harder;
     bool retry_inverted, retry_mirrored;
     double roi[4]; /* x, y, w, h, normalized */
     report_mode report;
     int64_t lost_after_ns;
     tracker tracker;
-    uint8_t *scratch; /* rows copied for zbar (which takes no stride), and inverted/mirrored copies */
+    uint8_t *scratch; /* [contiguous rows for zbar | an inverted or mirrored copy] */
     size_t scratch_size;
     json_buf json;
 } barcode;
@@ -67,26 +82,6 @@ static bool parse_roi(const char *text, double roi[4]) {
            roi[1] + roi[3] <= 1.0 + 1e-9;
 }
 
-/* A configured zbar scanner. A fresh one is made for every frame: zbar's scanner keeps decoder
- * state from one image to the next (a code's quality then depends on the frame scanned before),
- * and results must not depend on which instance saw which frame. Creating one costs microseconds. */
-static zbar_image_scanner_t *new_scanner(const barcode *self, char *bad, size_t bad_size) {
-    zbar_image_scanner_t *scanner = zbar_image_scanner_create();
-    if (!scanner) {
-        snprintf(bad, bad_size, "(out of memory)");
-        return NULL;
-    }
-    if (!symbologies_configure(scanner, self->symbologies, bad, bad_size)) {
-        zbar_image_scanner_destroy(scanner);
-        return NULL;
-    }
-    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_X_DENSITY, self->density);
-    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_Y_DENSITY, self->density);
-    /* Keep binary payloads as bytes; the text field is filled only when they are valid UTF-8. */
-    zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1);
-    return scanner;
-}
-
 static int barcode_create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out,
                           char *error, size_t error_size) {
     barcode *self = calloc(1, sizeof *self);
@@ -95,6 +90,12 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         return -ENOMEM;
     }
     self->host = host;
+    const char *engine = find_option(options, count, "engine");
+    self->engines = strcmp(engine, "zbar") == 0    ? ENGINES_ZBAR
+                    : strcmp(engine, "zxing") == 0 ? ENGINES_ZXING
+                    : strcmp(engine, "both") == 0  ? ENGINES_BOTH
+                                                   : ENGINES_AUTO;
+    self->try_harder = strcmp(find_option(options, count, "try_harder"), "true") == 0;
     self->retry_inverted = strcmp(find_option(options, count, "inverted"), "true") == 0;
     self->retry_mirrored = strcmp(find_option(options, count, "mirrored"), "true") == 0;
     const char *report = find_option(options, count, "report");
@@ -106,23 +107,36 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         free(self);
         return -EINVAL;
     }
-    if (!parse_roi(find_option(options, count, "roi"), self->roi)) {
-        snprintf(error, error_size, "roi=%s is not X:Y:W:H with normalized values (e.g. 0.25:0.25:0.5:0.5)",
-                 find_option(options, count, "roi"));
+    const char *roi = find_option(options, count, "roi");
+    if (!parse_roi(roi, self->roi)) {
+        snprintf(error, error_size, "roi=%s is not X:Y:W:H with normalized values within the frame (e.g. 0.25:0.25:0.5:0.5)", roi);
         free(self);
-        return -EINVAL;
+        return CVHOST_ERROR_OPTION_VALUE;
     }
 
-    snprintf(self->symbologies, sizeof self->symbologies, "%s", find_option(options, count, "symbologies"));
-    self->density = atoi(find_option(options, count, "density"));
+    const char *spec = find_option(options, count, "symbologies");
+    symbology_set wanted, named;
     char bad[64];
-    zbar_image_scanner_t *probe = new_scanner(self, bad, sizeof bad);
-    if (!probe) {
-        snprintf(error, error_size, "unknown symbology '%s' in symbologies=; known: %s", bad, symbologies_known());
+    if (!symbologies_parse(spec, &wanted, &named, bad, sizeof bad)) {
+        snprintf(error, error_size, "unknown symbology '%s' in symbologies=%s; known: default, all, %s", bad, spec,
+                 symbologies_known());
         free(self);
-        return -EINVAL;
+        return CVHOST_ERROR_OPTION_VALUE;
     }
-    zbar_image_scanner_destroy(probe);
+    unsigned engines = self->engines == ENGINES_ZBAR    ? 1u << ENGINE_ZBAR
+                       : self->engines == ENGINES_ZXING ? 1u << ENGINE_ZXING
+                                                        : (1u << ENGINE_ZBAR) | (1u << ENGINE_ZXING);
+    char unreadable[256];
+    if (symbologies_unreadable(named, engines, unreadable, sizeof unreadable)) {
+        snprintf(error, error_size, "engine=%s cannot read %s: use engine=auto (zxing reads datamatrix, aztec, microqr, maxicode; "
+                 "zbar reads isbn10, isbn13, ean2, ean5, sqcode)", engine, unreadable);
+        free(self);
+        return CVHOST_ERROR_OPTION_VALUE;
+    }
+    bool with_zxing = engines & (1u << ENGINE_ZXING);
+    if (engines & (1u << ENGINE_ZBAR)) self->zbar_symbologies = symbologies_for_engine(wanted, ENGINE_ZBAR, with_zxing);
+    if (with_zxing) self->zxing_symbologies = symbologies_for_engine(wanted, ENGINE_ZXING, with_zxing);
+    self->density = atoi(find_option(options, count, "density"));
     tracker_init(&self->tracker);
     *out = self;
     return 0;
@@ -138,64 +152,39 @@ static uint8_t *scratch(barcode *self, size_t size) {
     return self->scratch;
 }
 
-/* How one scan maps back to frame coordinates. */
-typedef struct region {
-    uint32_t x0, y0, w, h; /* the scanned rectangle within the frame */
-    bool inverted, mirrored;
-} region;
+/* Runs the engines on one picture, as engine= says. Returns the number of codes found, or a
+ * negative errno. zbar takes no stride: when the picture has one, zbar reads a copy of its rows
+ * made in the first half of scratch. */
+static int read_picture(barcode *self, const scan_image *picture, const scan_region *r, detections *found) {
+    int zx = 0, zb = 0;
+    if (self->engines != ENGINES_ZBAR) {
+        zx = zxing_engine_scan(self->zxing_symbologies, self->try_harder, picture, r, found);
+        if (zx < 0) return zx;
+    }
+    bool run_zbar = self->engines == ENGINES_ZBAR || self->engines == ENGINES_BOTH || (self->engines == ENGINES_AUTO && zx == 0);
+    if (run_zbar && self->zbar_symbologies) {
+        scan_image rows = *picture;
+        if (picture->stride != picture->width) {
+            uint8_t *copy = scratch(self, (size_t)picture->width * picture->height * 2);
+            if (!copy) return -ENOMEM;
+            for (uint32_t row = 0; row < picture->height; row++)
+                memcpy(copy + (size_t)row * picture->width, picture->pixels + (size_t)row * picture->stride, picture->width);
+            rows.pixels = copy;
+            rows.stride = picture->width;
+        }
+        zb = zbar_engine_scan(self->zbar_symbologies, self->density, &rows, r, found);
+        if (zb < 0) return zb;
+    }
+    return zx + zb;
+}
 
-static int scan(zbar_image_scanner_t *scanner, const uint8_t *pixels, const region *r, const cvhost_frame *frame,
-                detections *found) {
-    zbar_image_t *image = zbar_image_create();
-    if (!image) return -ENOMEM;
-    zbar_image_set_format(image, zbar_fourcc('Y', '8', '0', '0'));
-    zbar_image_set_size(image, r->w, r->h);
-    zbar_image_set_data(image, pixels, (unsigned long)r->w * r->h, NULL);
-    int n = zbar_scan_image(scanner, image);
-    if (n < 0) {
-        zbar_image_destroy(image);
-        return -EIO;
-    }
-    for (const zbar_symbol_t *s = zbar_image_first_symbol(image); s; s = zbar_symbol_next(s)) {
-        detection d = {0};
-        d.type = zbar_symbol_get_type(s);
-        d.data = (char *)zbar_symbol_get_data(s);
-        d.length = zbar_symbol_get_data_length(s);
-        d.quality = zbar_symbol_get_quality(s);
-        d.orientation = zbar_symbol_get_orientation(s);
-        d.inverted = r->inverted;
-        d.mirrored = r->mirrored;
-        unsigned points = zbar_symbol_get_loc_size(s);
-        double minx = 1e18, miny = 1e18, maxx = -1e18, maxy = -1e18;
-        for (unsigned i = 0; i < points; i++) {
-            double x = zbar_symbol_get_loc_x(s, i), y = zbar_symbol_get_loc_y(s, i);
-            if (r->mirrored) x = (double)r->w - 1 - x;
-            x += r->x0;
-            y += r->y0;
-            if (points == 4) {
-                /* zbar goes TL, BL, BR, TR of the code (counter-clockwise); report TL, TR, BR, BL. */
-                static const int clockwise[4] = {0, 3, 2, 1};
-                d.corners[clockwise[i]][0] = x;
-                d.corners[clockwise[i]][1] = y;
-            }
-            if (x < minx) minx = x;
-            if (y < miny) miny = y;
-            if (x > maxx) maxx = x;
-            if (y > maxy) maxy = y;
-        }
-        if (points == 0) continue;
-        d.bounds[0] = minx;
-        d.bounds[1] = miny;
-        d.bounds[2] = maxx - minx + 1;
-        d.bounds[3] = maxy - miny + 1;
-        if (points != 4) { /* a linear code: zbar gives scan points; report their bounding box */
-            double box[4][2] = {{minx, miny}, {maxx + 1, miny}, {maxx + 1, maxy + 1}, {minx, maxy + 1}};
-            memcpy(d.corners, box, sizeof box);
-        }
-        if (detections_add(found, &d, frame->width, frame->height) != 0) break;
-    }
-    zbar_image_destroy(image); /* detections_add copied what it needs */
-    return n;
+/* Reading order: top to bottom, then left to right (by the top-left of the bounds), whichever
+ * engine found a code first. */
+static int reading_order(const void *a, const void *b) {
+    const detection *p = a, *q = b;
+    if (p->bounds[1] != q->bounds[1]) return p->bounds[1] < q->bounds[1] ? -1 : 1;
+    if (p->bounds[0] != q->bounds[0]) return p->bounds[0] < q->bounds[0] ? -1 : 1;
+    return 0;
 }
 
 /* Emits barcode.lost for, and forgets, every code unseen since before now_pts - lost_after_ns. */
@@ -210,63 +199,51 @@ static void emit_lost(barcode *self, int64_t now_pts, int64_t lost_after_ns) {
 static int barcode_process(void *instance, const cvhost_frame *frame) {
     barcode *self = instance;
     const cvhost_plane *y = &frame->planes[0];
-    region r = {0};
+    scan_region r = {.frame_width = frame->width, .frame_height = frame->height};
     r.x0 = (uint32_t)(self->roi[0] * frame->width);
     r.y0 = (uint32_t)(self->roi[1] * frame->height);
-    r.w = (uint32_t)(self->roi[2] * frame->width);
-    r.h = (uint32_t)(self->roi[3] * frame->height);
-    if (r.x0 + r.w > frame->width) r.w = frame->width - r.x0;
-    if (r.y0 + r.h > frame->height) r.h = frame->height - r.y0;
-    if (r.w < 8 || r.h < 8) return 0;
+    uint32_t w = (uint32_t)(self->roi[2] * frame->width), h = (uint32_t)(self->roi[3] * frame->height);
+    if (r.x0 + w > frame->width) w = frame->width - r.x0;
+    if (r.y0 + h > frame->height) h = frame->height - r.y0;
+    if (w < 8 || h < 8) return 0;
+    /* The region, read in place: zxing takes the plane's stride; zbar gets rows copied if needed. */
+    scan_image picture = {y->data + (size_t)r.y0 * y->stride + r.x0, w, h, y->stride};
 
-    /* zbar takes rows with no padding: use the plane as it is when it has none, else copy rows. */
-    const uint8_t *pixels;
-    if (y->stride == r.w && r.x0 == 0) {
-        pixels = y->data + (size_t)r.y0 * y->stride;
-    } else {
-        uint8_t *copy = scratch(self, (size_t)r.w * r.h * 2);
-        if (!copy) return -ENOMEM;
-        for (uint32_t row = 0; row < r.h; row++)
-            memcpy(copy + (size_t)row * r.w, y->data + (size_t)(r.y0 + row) * y->stride + r.x0, r.w);
-        pixels = copy;
-    }
-
-    char bad[64];
-    zbar_image_scanner_t *scanner = new_scanner(self, bad, sizeof bad);
-    if (!scanner) return -ENOMEM;
     detections found;
     detections_init(&found);
-    int rc = 0;
-    int n = scan(scanner, pixels, &r, frame, &found);
+    int n = read_picture(self, &picture, &r, &found);
     if (n == 0 && (self->retry_inverted || self->retry_mirrored)) {
-        uint8_t *buf = scratch(self, (size_t)r.w * r.h * 2);
+        /* Variants go in the second half of scratch: the first may hold zbar's copy of the rows. */
+        uint8_t *buf = scratch(self, (size_t)w * h * 2);
         if (!buf) {
-            zbar_image_scanner_destroy(scanner);
             detections_free(&found);
             return -ENOMEM;
         }
-        /* The source rows may live in the first half of scratch: variants go in the second half. */
-        uint8_t *variant = buf + (size_t)r.w * r.h;
-        const uint8_t *src = pixels == self->scratch ? buf : pixels;
+        uint8_t *variant = buf + (size_t)w * h;
+        scan_image turned = {variant, w, h, w};
         if (self->retry_inverted) {
-            for (size_t i = 0; i < (size_t)r.w * r.h; i++) variant[i] = (uint8_t)(255 - src[i]);
-            region inv = r;
+            for (uint32_t row = 0; row < h; row++) {
+                const uint8_t *s = picture.pixels + (size_t)row * picture.stride;
+                uint8_t *d = variant + (size_t)row * w;
+                for (uint32_t x = 0; x < w; x++) d[x] = (uint8_t)(255 - s[x]);
+            }
+            scan_region inv = r;
             inv.inverted = true;
-            n = scan(scanner, variant, &inv, frame, &found);
+            n = read_picture(self, &turned, &inv, &found);
         }
         if (n == 0 && self->retry_mirrored) {
-            for (uint32_t row = 0; row < r.h; row++) {
-                const uint8_t *s = src + (size_t)row * r.w;
-                uint8_t *d = variant + (size_t)row * r.w;
-                for (uint32_t x = 0; x < r.w; x++) d[x] = s[r.w - 1 - x];
+            for (uint32_t row = 0; row < h; row++) {
+                const uint8_t *s = picture.pixels + (size_t)row * picture.stride;
+                uint8_t *d = variant + (size_t)row * w;
+                for (uint32_t x = 0; x < w; x++) d[x] = s[w - 1 - x];
             }
-            region mir = r;
+            scan_region mir = r;
             mir.mirrored = true;
-            n = scan(scanner, variant, &mir, frame, &found);
+            n = read_picture(self, &turned, &mir, &found);
         }
     }
-    zbar_image_scanner_destroy(scanner);
-    if (n < 0) rc = n;
+    int rc = n < 0 ? n : 0;
+    qsort(found.items, found.count, sizeof *found.items, reading_order);
 
     /* A new picture: the codes of the last one are gone. */
     if (self->report != REPORT_EVERY && (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT)) emit_lost(self, INT64_MAX, 0);
@@ -307,18 +284,25 @@ static void barcode_destroy(void *instance) {
 static const uint32_t barcode_formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
 
 static const cvhost_option_spec barcode_options[] = {
+    {"engine", CVHOST_OPTION_ENUM, "auto",
+     "auto: zxing-cpp on every frame, zbar too where it found nothing; both: both on every frame; zbar; zxing", 0, 0,
+     "auto|both|zbar|zxing"},
     {"symbologies", CVHOST_OPTION_STRING, "default",
-     "codes to look for, joined with '+' (e.g. qrcode+ean13); 'default' = all but those that misread noise, 'all' = every one zbar knows",
+     "codes to look for, joined with '+' (e.g. qrcode+datamatrix); 'default' = all but those that misread noise, 'all' = every one",
      0, 0, NULL},
-    /* Retries are off by default: each one rescans every frame that yields nothing, and on a live
-     * camera that is most frames (zbar's and ZXing's tools leave them off too). */
-    {"inverted", CVHOST_OPTION_BOOL, "false",
+    {"inverted", CVHOST_OPTION_BOOL, "true",
      "when a frame yields nothing, retry it inverted (light codes on dark, e.g. dark-mode screens)", 0, 0, NULL},
     {"mirrored", CVHOST_OPTION_BOOL, "false", "when a frame yields nothing, retry it mirrored left to right (codes seen in a mirror)",
      0, 0, NULL},
+    /* On by default: on the corpus video it decodes 695 of 780 codes instead of 364, at 18 instead
+     * of 6 CPU-ms a 720p frame (zbar: 694 at 30 ms); on photos it finds DataMatrix and Aztec codes. */
+    {"try_harder", CVHOST_OPTION_BOOL, "true",
+     "zxing: search harder (more scan lines, linear codes turned 90 degrees, 2D codes in busy pictures); false is about 3x faster",
+     0, 0, NULL},
     {"roi", CVHOST_OPTION_STRING, "0:0:1:1", "region of interest X:Y:W:H, normalized to the frame (like rectOfInterest)", 0, 0,
      NULL},
-    {"density", CVHOST_OPTION_INT, "1", "scan every Nth row and column (higher is faster, finds fewer small codes)", 1, 16, NULL},
+    {"density", CVHOST_OPTION_INT, "1", "zbar: scan every Nth row and column (higher is faster, finds fewer small codes)", 1, 16,
+     NULL},
     {"report", CVHOST_OPTION_ENUM, "every",
      "every: each code in each frame; new: once while in view, then barcode.lost; track: new, barcode.update, barcode.lost", 0,
      0, "every|new|track"},
@@ -330,8 +314,8 @@ static const cvhost_plugin_descriptor barcode_descriptor = {
     .abi_version = CVHOST_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(cvhost_plugin_descriptor),
     .name = "barcode",
-    .version = "1.0.0",
-    .description = "barcodes and QR codes with libzbar: text, bytes, corners, bounds, quality, orientation",
+    .version = "2.0.0",
+    .description = "1D and 2D codes (QR, DataMatrix, Aztec, PDF417, EAN, Code 128...) with zxing-cpp and libzbar",
     .pixel_formats = barcode_formats,
     .pixel_format_count = 1,
     .flags = CVHOST_PLUGIN_FLAG_STATELESS, /* with report=every; the stateful modes refuse instances > 1 */

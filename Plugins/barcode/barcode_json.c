@@ -91,27 +91,49 @@ static void put_base64(json_buf *b, const unsigned char *s, size_t n) {
     PUT_LITERAL(b, "\"");
 }
 
-/* symbology, text (null when the payload is not UTF-8 text), raw_base64 (always), binary. */
-static void put_payload(json_buf *b, zbar_symbol_type_t type, const char *data, unsigned length) {
-    bool text = valid_utf8((const unsigned char *)data, length);
+/* symbology, text (the engine's text, else the bytes when they are UTF-8 text; null for binary
+ * payloads), raw_base64 (always), binary. */
+static void put_payload(json_buf *b, symbology_id symbology, const char *data, unsigned length, const char *text, bool binary) {
+    bool utf8 = !binary && (text || valid_utf8((const unsigned char *)data, length));
     PUT_LITERAL(b, "\"symbology\":");
-    const char *name = symbology_name(type);
+    const char *name = symbology_name(symbology);
     put_string(b, name, strlen(name));
     PUT_LITERAL(b, ",\"text\":");
-    if (text) put_string(b, data, length);
+    if (utf8 && text) put_string(b, text, strlen(text));
+    else if (utf8) put_string(b, data, length);
     else PUT_LITERAL(b, "null");
     PUT_LITERAL(b, ",\"raw_base64\":");
     put_base64(b, (const unsigned char *)data, length);
-    putf(b, ",\"binary\":%s", text ? "false" : "true");
+    putf(b, ",\"binary\":%s", utf8 ? "false" : "true");
 }
 
-static const char *orientation_name(zbar_orientation_t o) {
+static const char *orientation_name(code_orientation o) {
     switch (o) {
-    case ZBAR_ORIENT_UP: return "up";
-    case ZBAR_ORIENT_RIGHT: return "right";
-    case ZBAR_ORIENT_DOWN: return "down";
-    case ZBAR_ORIENT_LEFT: return "left";
+    case ORIENT_UP: return "up";
+    case ORIENT_RIGHT: return "right";
+    case ORIENT_DOWN: return "down";
+    case ORIENT_LEFT: return "left";
     default: return "unknown";
+    }
+}
+
+/* What zxing tells beyond the payload, each field only when known. */
+static void put_details(json_buf *b, const code_details *x) {
+    if (!x->known) return;
+    if (x->ec_level[0]) {
+        PUT_LITERAL(b, ",\"ec_level\":");
+        put_string(b, x->ec_level, strlen(x->ec_level));
+    }
+    if (x->content_type[0]) putf(b, ",\"content_type\":\"%s\"", x->content_type);
+    if (x->aim_id[0]) {
+        PUT_LITERAL(b, ",\"aim_id\":");
+        put_string(b, x->aim_id, strlen(x->aim_id));
+    }
+    putf(b, ",\"eci\":%s,\"gs1\":%s", x->has_eci ? "true" : "false", strcmp(x->content_type, "gs1") == 0 ? "true" : "false");
+    if (x->sequence_index >= 0) {
+        putf(b, ",\"structured_append\":{\"index\":%d,\"count\":%d,\"id\":", x->sequence_index, x->sequence_count);
+        put_string(b, x->sequence_id, strlen(x->sequence_id));
+        PUT_LITERAL(b, "}");
     }
 }
 
@@ -126,9 +148,11 @@ int json_detection(json_buf *b, const detection *d) {
     b->ok = true;
     b->length = 0;
     PUT_LITERAL(b, "{");
-    put_payload(b, d->type, d->data, d->length);
-    putf(b, ",\"quality\":%d,\"orientation\":\"%s\",\"inverted\":%s,\"mirrored\":%s,", d->quality,
-         orientation_name(d->orientation), d->inverted ? "true" : "false", d->mirrored ? "true" : "false");
+    put_payload(b, d->symbology, d->data, d->length, d->text, d->binary);
+    putf(b, ",\"engine\":\"%s\",\"quality\":%d,\"orientation\":\"%s\",\"inverted\":%s,\"mirrored\":%s", engine_name(d->engine),
+         d->quality, orientation_name(d->orientation), d->inverted ? "true" : "false", d->mirrored ? "true" : "false");
+    put_details(b, &d->details);
+    PUT_LITERAL(b, ",");
     if (d->id) putf(b, "\"id\":%llu,", (unsigned long long)d->id);
     put_geometry(b, d, 1, 1);
     PUT_LITERAL(b, ",\"normalized\":{");
@@ -141,7 +165,7 @@ int json_lost(json_buf *b, const tracked *t) {
     b->ok = true;
     b->length = 0;
     PUT_LITERAL(b, "{");
-    put_payload(b, t->type, t->data, t->length);
+    put_payload(b, t->symbology, t->data, t->length, t->text, t->binary);
     putf(b, ",\"id\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,\"frames_seen\":%llu}", (unsigned long long)t->id,
          (unsigned long long)t->first_seq, (unsigned long long)t->last_seq, (unsigned long long)t->frames_seen);
     return b->ok ? 0 : -ENOMEM;

@@ -9,9 +9,11 @@
 
 typedef struct tracked {
     uint64_t id;
-    zbar_symbol_type_t type;
-    char *data;
+    symbology_id symbology;
+    char *data;     /* the payload as the detection had it (owned) */
     unsigned length;
+    char *text;     /* owned, or NULL (see detection.text) */
+    bool binary;
     uint64_t first_seq, last_seq, frames_seen;
     int64_t last_pts;
 } tracked;

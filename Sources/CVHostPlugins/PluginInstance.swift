@@ -37,6 +37,11 @@ final class PluginInstance: @unchecked Sendable {
         cvhost_guard_leave()
         guard rc == 0 else {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // The plugin says an option's value is wrong: that is the user's to fix, like a value
+            // the host refuses (exit 18), not a failure of the plugin (exit 16).
+            if rc == CVHOST_ERROR_OPTION_VALUE {
+                throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): \(message.isEmpty ? "an option's value is not valid" : message)")
+            }
             throw PluginLoadError(.createFailed,
                                   "plugin \(plugin.name) failed to start: \(message.isEmpty ? "create() returned \(errnoName(rc))" : message)")
         }

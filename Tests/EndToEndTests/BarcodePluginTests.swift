@@ -29,7 +29,11 @@ struct BarcodePluginTests {
             ("code128.png", ["code128:CVHOST-128"]),
             ("scene.png", ["qrcode:https://example.com/cvhost?id=42", "code128:CVHOST-128", "ean13:4006381333931"]),
             ("blank.png", []),
-            ("qr-inverted.png", []),  // light on dark: only with inverted=true
+            ("qr-inverted.png", ["qrcode:INVERTED-QR"]),  // light on dark: the default inverted retry
+            ("datamatrix.png", ["datamatrix:CVHOST-DM-0042"]),
+            ("aztec.png", ["aztec:CVHOST AZTEC TICKET 0042"]),
+            ("pdf417.png", ["pdf417:CVHOST-PDF417-0042"]),
+            ("microqr.png", ["microqr:CVH42"]),
         ]
         for (image, codes) in expected {
             let r = try BarcodePluginTests.run("barcode", try BarcodeFixtures.path(image))
@@ -47,13 +51,80 @@ struct BarcodePluginTests {
         #expect(d["raw_base64"] as? String == "AAEC/v+A")  // 00 01 02 fe ff 80
     }
 
-    @Test("inverted and mirrored QR codes decode with the retries on")
+    @Test("an inverted QR code decodes with the default options, and not with inverted=false; mirrored with the retry")
     func retries() throws {
-        let inverted = try BarcodePluginTests.run("barcode:inverted=true,mirrored=true", try BarcodeFixtures.path("qr-inverted.png"))
+        let inverted = try BarcodePluginTests.run("barcode", try BarcodeFixtures.path("qr-inverted.png"))
         let d = try #require(inverted.events("result").first?["data"] as? [String: Any])
         #expect(d["text"] as? String == "INVERTED-QR" && d["inverted"] as? Bool == true)
-        let mirrored = try BarcodePluginTests.run("barcode:inverted=true,mirrored=true", try BarcodeFixtures.path("qr-mirrored.png"))
+        for engine in ["zbar", "zxing"] {
+            let one = try BarcodePluginTests.run("barcode:engine=\(engine)", try BarcodeFixtures.path("qr-inverted.png"))
+            #expect(BarcodePluginTests.codes(one) == ["qrcode:INVERTED-QR"], "engine=\(engine)")
+        }
+        let off = try BarcodePluginTests.run("barcode:inverted=false", try BarcodeFixtures.path("qr-inverted.png"))
+        #expect(BarcodePluginTests.codes(off).isEmpty)
+        let mirrored = try BarcodePluginTests.run("barcode:mirrored=true", try BarcodeFixtures.path("qr-mirrored.png"))
         #expect(BarcodePluginTests.codes(mirrored) == ["qrcode:MIRRORED-QR"])
+    }
+
+    @Test("DataMatrix, Aztec, PDF417 and Micro QR from zint: payload, engine and corners clockwise from the code's top-left")
+    func matrixCodes() throws {
+        // make-barcode-images.sh pads each zint symbol (6 px modules) by 40 px: its corners are at
+        // 40 and 40 + its size in pixels.
+        let symbols: [(String, String, Double, Double)] = [
+            ("datamatrix.png", "datamatrix", 96, 96), ("aztec.png", "aztec", 114, 114),
+            ("pdf417.png", "pdf417", 618, 180), ("microqr.png", "microqr", 78, 78),
+        ]
+        for (image, symbology, width, height) in symbols {
+            let r = try BarcodePluginTests.run("barcode", try BarcodeFixtures.path(image))
+            let d = try #require(r.events("result").first?["data"] as? [String: Any], "\(image)")
+            #expect(d["symbology"] as? String == symbology && d["engine"] as? String == "zxing")
+            let corners = try #require(d["corners"] as? [[Double]])
+            let expected: [[Double]] = [[40, 40], [40 + width, 40], [40 + width, 40 + height], [40, 40 + height]]
+            for (c, e) in zip(corners, expected) {
+                #expect(abs(c[0] - e[0]) <= 2 && abs(c[1] - e[1]) <= 2, "\(image): corner \(c) should be near \(e)")
+            }
+        }
+        // Turned a quarter clockwise, the DataMatrix's own top-left is now at the top right.
+        let turned = try BarcodePluginTests.run("barcode:rotate=90", try BarcodeFixtures.path("datamatrix.png"))
+        let t = try #require(turned.events("result").first?["data"] as? [String: Any])
+        let first = try #require((t["corners"] as? [[Double]])?.first)
+        #expect(t["orientation"] as? String == "right" && abs(first[0] - 135) <= 2 && abs(first[1] - 40) <= 2, "\(t)")
+    }
+
+    @Test("what zxing tells beyond the payload: EC level, AIM id, GS1, structured append")
+    func details() throws {
+        let qr = try #require(try BarcodePluginTests.run("barcode", try BarcodeFixtures.path("qr-text.png")).events("result").first?["data"]
+            as? [String: Any])
+        #expect(qr["ec_level"] as? String == "L" && qr["aim_id"] as? String == "]Q1" && qr["gs1"] as? Bool == false)
+        #expect(qr["content_type"] as? String == "text" && qr["eci"] as? Bool == false && qr["structured_append"] == nil)
+        let gs1 = try #require(try BarcodePluginTests.run("barcode", try BarcodeFixtures.path("gs1-datamatrix.png")).events("result").first?["data"]
+            as? [String: Any])
+        #expect(gs1["gs1"] as? Bool == true && gs1["aim_id"] as? String == "]d2")
+        #expect(gs1["text"] as? String == "(01)09501101530003(17)270101(10)AB12")
+        let part = try #require(try BarcodePluginTests.run("barcode", try BarcodeFixtures.path("qr-part1of2.png")).events("result").first?["data"]
+            as? [String: Any])
+        let sequence = try #require(part["structured_append"] as? [String: Any])
+        #expect(sequence["index"] as? Int == 0 && sequence["count"] as? Int == 2 && sequence["id"] as? String == "7")
+        // zbar tells none of it.
+        let zbar = try #require(try BarcodePluginTests.run("barcode:engine=zbar", try BarcodeFixtures.path("qr-text.png")).events("result")
+            .first?["data"] as? [String: Any])
+        #expect(zbar["engine"] as? String == "zbar" && zbar["ec_level"] == nil)
+    }
+
+    @Test("engines: each alone, both with one result per code, and a symbology the chosen engine cannot read refused")
+    func engines() throws {
+        let scene = try BarcodeFixtures.path("scene.png")
+        let all = ["qrcode:https://example.com/cvhost?id=42", "code128:CVHOST-128", "ean13:4006381333931"]
+        for engine in ["zbar", "zxing", "both", "auto"] {
+            let r = try BarcodePluginTests.run("barcode:engine=\(engine)", scene)
+            #expect(BarcodePluginTests.codes(r).sorted() == all.sorted(), "engine=\(engine): each code once")
+            let engines = Set(r.events("result").compactMap { ($0["data"] as? [String: Any])?["engine"] as? String })
+            #expect(engine == "zbar" ? engines == ["zbar"] : engines == ["zxing"], "engine=\(engine): \(engines)")
+        }
+        let refused = try CVHostBinary.run(["run", "--plugin", "barcode:engine=zbar,symbologies=qrcode+datamatrix", "--input", scene])
+        #expect(refused.exitCode == 18 && refused.stderr.contains("engine=zbar cannot read datamatrix"), "\(refused.stderr)")
+        let zbarOnly = try CVHostBinary.run(["run", "--plugin", "barcode:engine=zxing,symbologies=isbn13", "--input", scene])
+        #expect(zbarOnly.exitCode == 18 && zbarOnly.stderr.contains("cannot read isbn13"), "\(zbarOnly.stderr)")
     }
 
     @Test("geometry: corners clockwise from the top-left, bounds, and normalized copies")
@@ -90,10 +161,13 @@ struct BarcodePluginTests {
         #expect(Set(BarcodePluginTests.codes(right)) == ["code128:CVHOST-128", "ean13:4006381333931"])
         let onlyQR = try BarcodePluginTests.run("barcode:symbologies=qrcode", scene)
         #expect(BarcodePluginTests.codes(onlyQR) == ["qrcode:https://example.com/cvhost?id=42"])
+        // A value of the right type that the plugin does not accept is a bad option value (18), not a failed start (16).
         let bad = try CVHostBinary.run(["run", "--plugin", "barcode:symbologies=qrcode+morse", "--input", scene])
-        #expect(bad.exitCode == 16 && bad.stderr.contains("unknown symbology 'morse'"))
+        #expect(bad.exitCode == 18 && bad.stderr.contains("unknown symbology 'morse'") && bad.stderr.contains("datamatrix"), "\(bad.stderr)")
         let badROI = try CVHostBinary.run(["run", "--plugin", "barcode:roi=0.5:0.5:0.9:0.9", "--input", scene])
-        #expect(badROI.exitCode == 16 && badROI.stderr.contains("roi="))
+        #expect(badROI.exitCode == 18 && badROI.stderr.contains("roi="))
+        let mixed = try BarcodePluginTests.run("barcode:symbologies=qrcode+datamatrix", try BarcodeFixtures.path("datamatrix.png"))
+        #expect(BarcodePluginTests.codes(mixed) == ["datamatrix:CVHOST-DM-0042"])
     }
 
     @Test("report=new: each code once, then lost; report=track adds updates; both refuse parallel instances")
@@ -115,7 +189,8 @@ struct BarcodePluginTests {
         let text = try Tool.check("/bin/bash", ["-c", "'\(CVHostBinary.path)' run --plugin barcode:report=new --input '\(BarcodeFixtures.demoVideo)' -q"
             + " | python3 '\(PluginFixtures.packageRoot)/examples/consume_barcodes.py'"])
         let lines = text.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().joined(separator: " ") }
-        #expect(lines == ["qrcode https://example.com/cvhost?id=42", "ean13 4006381333931", "code128 CVHOST-128",
+        // In reading order: the EAN-13's top is above the QR code's.
+        #expect(lines == ["ean13 4006381333931", "qrcode https://example.com/cvhost?id=42", "code128 CVHOST-128",
                           "90 frames, stopped: end_of_input"])
     }
 

@@ -47,7 +47,10 @@
  * Return values
  *   0 on success, a negative errno value on failure (for example -EINVAL).
  *   A process() failure is counted in the plugin's metrics and logged; the
- *   session goes on with the next frame.
+ *   session goes on with the next frame. create() returns
+ *   CVHOST_ERROR_OPTION_VALUE when an option's value has the right type but is not
+ *   one the plugin accepts (an unknown name in a list, a malformed region): the
+ *   host reports it as a bad option value, not as a failed start.
  *
  * Crashes
  *   A plugin runs in the host's process: a bad memory access, abort() or an
@@ -72,6 +75,12 @@ extern "C" {
 
 /** The name of the one symbol a plugin exports. */
 #define CVHOST_PLUGIN_ENTRY_SYMBOL "cvhost_plugin_entry"
+
+/**
+ * create()'s return value for an option value the plugin does not accept (write why into
+ * `error`). It is -EDOM ("argument out of domain"); cvhost exits with code 18 for it.
+ */
+#define CVHOST_ERROR_OPTION_VALUE (-33)
 
 /** Marks the entry point exported even when built with -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)

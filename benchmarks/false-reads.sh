@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Which zbar symbologies read codes where there are none? Runs the barcode plugin with every
-# symbology on (symbologies=all) over code-free video made by FFmpeg's generators (noise,
-# cellular automata, fractals, test patterns, text) and counts reads per symbology. The
-# plugin's default set leaves out those that read anything here.
+# Which symbologies read codes where there are none? Runs the barcode plugin with both engines
+# and every symbology on (engine=both, symbologies=all) over code-free video made by FFmpeg's
+# generators (noise, cellular automata, fractals, test patterns, text) and counts reads per
+# symbology and engine. The plugin's default set leaves out those that read anything here.
 #
 #   benchmarks/false-reads.sh [FRAMES_PER_SOURCE]     (default 300; needs a release build)
 set -euo pipefail
@@ -22,16 +22,16 @@ sources=(
   "testsrc2:testsrc2=s=640x480"
   "smptebars:smptehdbars=s=640x480"
 )
-printf '%-14s %s\n' source "false reads by symbology (symbologies=all)"
+printf '%-14s %s\n' source "false reads by symbology/engine (engine=both, symbologies=all)"
 total=$(mktemp)
 for entry in "${sources[@]}"; do
   name=${entry%%:*}
   graph=${entry#*:}
   ffmpeg -nostdin -loglevel error -f lavfi -i "$graph" -frames:v "$frames" -c:v libx264 -qp 10 -pix_fmt yuv420p "$work/$name.mp4"
-  "$bin" run --plugin barcode:symbologies=all,inverted=true,mirrored=true --input "$work/$name.mp4" -q --metrics-interval 0 |
+  "$bin" run --plugin barcode:engine=both,symbologies=all,inverted=true,mirrored=true --input "$work/$name.mp4" -q --metrics-interval 0 |
     python3 -c '
 import collections, json, sys
-c = collections.Counter(json.loads(l)["data"]["symbology"] for l in sys.stdin if "\"event\":\"result\"" in l)
+c = collections.Counter("{symbology}/{engine}".format(**json.loads(l)["data"]) for l in sys.stdin if "\"event\":\"result\"" in l)
 print(" ".join(f"{k}={v}" for k, v in sorted(c.items())) or "none")' | tee -a "$total" | sed "s/^/$(printf '%-14s ' "$name")/"
 done
 echo

@@ -134,8 +134,8 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         return CVHOST_ERROR_OPTION_VALUE;
     }
     bool with_zxing = engines & (1u << ENGINE_ZXING);
-    if (engines & (1u << ENGINE_ZBAR)) self->zbar_symbologies = symbologies_for_engine(wanted, ENGINE_ZBAR, with_zxing);
-    if (with_zxing) self->zxing_symbologies = symbologies_for_engine(wanted, ENGINE_ZXING, with_zxing);
+    if (engines & (1u << ENGINE_ZBAR)) self->zbar_symbologies = symbologies_for_engine(wanted, named, ENGINE_ZBAR, with_zxing);
+    if (with_zxing) self->zxing_symbologies = symbologies_for_engine(wanted, named, ENGINE_ZXING, with_zxing);
     self->density = atoi(find_option(options, count, "density"));
     tracker_init(&self->tracker);
     *out = self;

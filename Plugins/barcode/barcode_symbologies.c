@@ -84,11 +84,12 @@ bool symbologies_parse(const char *spec, symbology_set *out, symbology_set *name
     return true;
 }
 
-symbology_set symbologies_for_engine(symbology_set wanted, engine_id engine, bool with_zxing) {
+symbology_set symbologies_for_engine(symbology_set wanted, symbology_set named, engine_id engine, bool with_zxing) {
     symbology_set set = 0;
     for (size_t i = 0; i < SYM_COUNT; i++) {
         bool reads = engine == ENGINE_ZXING ? table[i].zxing : table[i].zbar;
         if (engine == ENGINE_ZBAR && with_zxing && i == SYM_PDF417) reads = false;
+        if (engine == ENGINE_ZXING && i == SYM_UPCE && !(named & SYMBOLOGY_BIT(i))) reads = false;
         if (reads && (wanted & SYMBOLOGY_BIT(i))) set |= SYMBOLOGY_BIT(i);
     }
     return set;

@@ -37,8 +37,9 @@ const char *symbologies_known(void);
 bool symbologies_parse(const char *spec, symbology_set *out, symbology_set *named, char *bad, size_t bad_size);
 
 /** The symbologies of `wanted` that `engine` reads. zbar leaves PDF417 to zxing when both engines
- *  run (`with_zxing`): its PDF417 decoder is incomplete. */
-symbology_set symbologies_for_engine(symbology_set wanted, engine_id engine, bool with_zxing);
+ *  run (`with_zxing`): its PDF417 decoder is incomplete. zxing reads UPC-E only when it is `named`
+ *  (it reads false UPC-E codes inside EAN-13 bars; zbar does not). */
+symbology_set symbologies_for_engine(symbology_set wanted, symbology_set named, engine_id engine, bool with_zxing);
 
 /** The names in `set` that no engine of `engines` (a bit per engine_id) reads, joined with ", ",
  *  into `out`; returns false when there are none. */

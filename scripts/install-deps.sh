@@ -17,6 +17,8 @@ packages+=(libv4l-dev v4l-utils linux-image-amd64 qemu-system-x86 busybox-static
 # scripts/build-zxing.sh (with cmake); encoders for its fixtures and demo (zint: EAN-13, Code 128,
 # DataMatrix, Aztec, PDF417).
 packages+=(libzbar-dev cmake zint)
+# Stream tests: a real RTSP server (GStreamer's gst-rtsp-server, through Debian's python3).
+packages+=(gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 python3-gi gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).

@@ -10,4 +10,5 @@
 // Function-like macros do not import into Swift; these constants carry their values.
 static const int CFFmpeg_AVERROR_EOF = AVERROR_EOF;
 static const int CFFmpeg_AVERROR_EAGAIN = AVERROR(EAGAIN);
+static const int CFFmpeg_AVERROR_EXIT = AVERROR_EXIT;
 #endif

@@ -5,6 +5,8 @@ public enum CaptureDeviceKind: String, Sendable {
     case testPattern = "testsrc"
     case stillImages = "images"
     case videoFile = "file"
+    /// A live stream: a network camera or server by URL, standard input, a named pipe.
+    case stream
 }
 
 /// A source of frames: a camera, a video file, still images or a test pattern

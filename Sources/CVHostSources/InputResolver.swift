@@ -4,6 +4,8 @@ import Foundation
 /// Turns what a user gives to `--input` into a capture device:
 ///
 /// - `testsrc[:WxH][@FPS][:unpaced]`: the test pattern (default 640x480@30, live-paced).
+/// - a URL (`rtsp://`, `http://`, `rtmp://`, `srt://`, `udp://`...), `-` (standard input) or a
+///   named pipe: a live stream.
 /// - a folder: every image in it (by extension), in name order.
 /// - a glob such as `'shots/*.png'` (quote it so the shell leaves it alone): the matching images.
 /// - an image file (by extension): that image.
@@ -13,10 +15,17 @@ public enum InputResolver {
     public static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "webp", "ppm", "pgm", "pnm", "bmp", "tif", "tiff"]
 
     public static func device(
-        for spec: String, onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }
+        for spec: String, streamOptions: StreamOptions = StreamOptions(), onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }
     ) throws -> CaptureDevice {
         if spec == "testsrc" || spec.hasPrefix("testsrc:") || spec.hasPrefix("testsrc@") {
             return try testPattern(spec)
+        }
+        if let location = StreamLocation(spec) {
+            return try NetworkStreamDevice(location: location, options: streamOptions)
+        }
+        if let scheme = spec.range(of: "://").map({ spec[..<$0.lowerBound] }), !scheme.contains("/") {
+            throw CaptureError(.unsupportedInput, "cannot read \(StreamLocation.redact(spec)): cvhost reads "
+                               + "\(StreamLocation.networkSchemes.sorted().map { $0 + "://" }.joined(separator: ", ")) URLs")
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: spec, isDirectory: &isDirectory) {
@@ -44,7 +53,7 @@ public enum InputResolver {
             return try StillImageDevice(paths: images, description: spec, onSkip: onSkip)
         }
         throw CaptureError(.inputUnavailable,
-                           "input \(spec) not found: give a video file, an image, a folder, a quoted glob, or testsrc[:WxH@FPS]")
+                           "input \(spec) not found: give a video file, an image, a folder, a quoted glob, a stream URL, - (stdin) or testsrc[:WxH@FPS]")
     }
 
     static func isImage(_ path: String) -> Bool {

@@ -11,6 +11,7 @@ import CVHostCore
 ///
 /// Not thread-safe: one decoder is used by one thread (the session's capture thread).
 final class MediaDecoder {
+    /// What messages call the input: a file's path, or a stream's location without its password.
     let path: String
     private var format: UnsafeMutablePointer<AVFormatContext>?
     private var codec: UnsafeMutablePointer<AVCodecContext>?
@@ -37,21 +38,52 @@ final class MediaDecoder {
     /// Frames in the stream, 0 when the container does not say.
     let frameCountHint: Int64
 
+    /// Bounds blocking reads of a live stream (nil for files).
+    private let interrupt: InterruptDeadline?
+    /// Seconds one packet read may block before `nextFrame` throws `StreamStalled`.
+    private let stallSeconds: Double
+
     /// Opens `path` and its best video stream.
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
     ///   has no decodable video.
-    init(path: String) throws {
-        self.path = path
-        var ctx: UnsafeMutablePointer<AVFormatContext>?
-        var ret = avformat_open_input(&ctx, path, nil, nil)
-        guard ret >= 0, let ctx else {
-            throw CaptureError(.inputUnavailable, "cannot open \(path): \(ffmpegError(ret))")
+    convenience init(path: String) throws {
+        try self.init(url: path, name: path)
+    }
+
+    /// Opens `url` (anything FFmpeg opens: a file, `rtsp://...`, `pipe:0`) with FFmpeg's options
+    /// `options` (e.g. rtsp_transport), and its best video stream.
+    /// - Parameters:
+    ///   - name: what messages call it (without a password).
+    ///   - interrupt: when given, opening may take at most `openTimeout` seconds, a packet read at
+    ///     most `stallSeconds`, and `interrupt.cancel()` ends a blocked call at once.
+    /// - Throws: `.inputUnavailable` when it cannot be opened (in time), `.unsupportedInput` when
+    ///   it has no decodable video.
+    init(url: String, name: String, options: [(String, String)] = [], interrupt: InterruptDeadline? = nil,
+         openTimeout: Double = 0, stallSeconds: Double = 0) throws {
+        self.path = name
+        self.interrupt = interrupt
+        self.stallSeconds = stallSeconds
+        guard var ctx = avformat_alloc_context() else { throw CaptureError(.inputUnavailable, "out of memory opening \(name)") }
+        if let interrupt {
+            ctx.pointee.interrupt_callback = interrupt.callback
+            interrupt.arm(seconds: openTimeout)
         }
+        defer { interrupt?.disarm() }
+        var dictionary: OpaquePointer?
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        var opened: UnsafeMutablePointer<AVFormatContext>? = ctx
+        var ret = avformat_open_input(&opened, url, nil, &dictionary)  // frees the context on failure
+        av_dict_free(&dictionary)
+        guard ret >= 0, let done = opened else {
+            throw CaptureError(.inputUnavailable, "cannot open \(name): \(MediaDecoder.describe(ret, interrupt: interrupt, timeout: openTimeout))")
+        }
+        ctx = done
         format = ctx
         ret = avformat_find_stream_info(ctx, nil)
         guard ret >= 0 else {
             avformat_close_input(&format)
-            throw CaptureError(.unsupportedInput, "cannot read \(path): \(ffmpegError(ret))")
+            let code: CaptureError.Code = interrupt?.expired == true ? .inputUnavailable : .unsupportedInput
+            throw CaptureError(code, "cannot read \(name): \(MediaDecoder.describe(ret, interrupt: interrupt, timeout: openTimeout))")
         }
         var decoder: UnsafePointer<AVCodec>?
         let index = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
@@ -114,7 +146,16 @@ final class MediaDecoder {
                 continue
             }
             if draining { return nil }
+            if let interrupt {
+                if interrupt.isCancelled { return nil }
+                interrupt.arm(seconds: stallSeconds)
+            }
             let read = av_read_frame(format, packet)
+            interrupt?.disarm()
+            if read == CFFmpeg_AVERROR_EXIT, let interrupt {
+                if interrupt.isCancelled { return nil }
+                throw StreamStalled(seconds: stallSeconds)
+            }
             if read == CFFmpeg_AVERROR_EOF {
                 draining = true
                 avcodec_send_packet(codec, nil)
@@ -139,6 +180,15 @@ final class MediaDecoder {
         if damagedInARow > MediaDecoder.maxDamagedInARow {
             throw CaptureError(.streamFailed, "decoding \(path) failed: \(ffmpegError(code)) (\(damagedInARow) damaged packets in a row)")
         }
+    }
+
+    /// FFmpeg's error in words, and "no answer within N s" when the deadline cut it short (FFmpeg's
+    /// own code then varies by protocol: RTSP says invalid data).
+    static func describe(_ code: Int32, interrupt: InterruptDeadline?, timeout: Double) -> String {
+        if let interrupt, !interrupt.isCancelled, interrupt.expired {
+            return "no answer within \(formatSeconds(timeout)) (--open-timeout)"
+        }
+        return ffmpegError(code)
     }
 
     /// FFmpeg's own log (decoder chatter about damaged data) only when asked for: cvhost reports
@@ -229,6 +279,13 @@ final class AVFrameReference {
     init(_ frame: UnsafeMutablePointer<AVFrame>?) { self.frame = frame }
     deinit { av_frame_free(&frame) }
 }
+
+/// A live stream sent nothing for `seconds`: the session reports it as interrupted.
+struct StreamStalled: Error {
+    let seconds: Double
+}
+
+func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : "\(s) s" }
 
 func ffmpegError(_ code: Int32) -> String {
     var buffer = [CChar](repeating: 0, count: 128)

@@ -22,6 +22,13 @@ struct RunCommand: ParsableCommand {
               'shots/*.png'             images matching a glob (quote it)
               testsrc[:WxH][@FPS]       a synthetic live camera (640x480@30)
               testsrc:...:unpaced       the same, as fast as plugins take frames
+              rtsp://[user:pass@]host[:port]/path, rtsps://...
+                                        an IP camera (RTP over TCP; UDP when the server refuses TCP)
+              http(s)://...             an MJPEG stream, an HLS playlist (.m3u8), a progressive MP4
+              rtmp://, srt://, udp://   other live streams
+              -                         a stream on standard input (e.g. from ffmpeg ... -f mpegts -)
+              a named pipe              the same, from a FIFO
+            Streams are live: late frames are dropped by default, frames are stamped on arrival, media time is the stream's. A password in a URL is used, never printed (user:***@). An open that fails (refused, not found, wrong credentials, no answer within --open-timeout) is exit 3; no data for 2 s is session.interrupted; a lost connection is session.error and exit 2, or with --reconnect a new connection with backoff and session.interruption_ended when frames flow.
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
             NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
@@ -43,7 +50,7 @@ struct RunCommand: ParsableCommand {
                                                             valueName: "spec"))
     var plugins: [String] = []
 
-    @Option(help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, or testsrc[:WxH][@FPS].",
+    @Option(help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS].",
                                valueName: "source"))
     var input: String?
 
@@ -62,8 +69,15 @@ struct RunCommand: ParsableCommand {
                                                               valueName: "name=value"))
     var controls: [String] = []
 
-    @Flag(help: "If the camera is unplugged, wait for it to come back and go on (default: end with an error, exit 2).")
+    @Flag(help: "If the camera is unplugged or a stream's connection is lost, wait for it to come back and go on (default: end with an error, exit 2).")
     var reconnect = false
+
+    @Option(name: .customLong("rtsp-transport"), help: ArgumentHelp("RTP over tcp or udp for rtsp:// inputs (default: tcp, and udp when the server refuses tcp).",
+                                                                    valueName: "tcp|udp"))
+    var rtspTransport: String?
+
+    @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open (default 10).", valueName: "seconds"))
+    var openTimeout: Double = 10
 
     @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
     var maxFrames: UInt64?
@@ -91,9 +105,16 @@ struct RunCommand: ParsableCommand {
     func validate() throws {
         if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
         if input != nil && device != nil { throw ValidationError("give either --input or --device, not both") }
-        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty || reconnect) {
-            throw ValidationError("--format, --pixel-format, --control and --reconnect apply to cameras, not to --input")
+        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty) {
+            throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
         }
+        if let input, reconnect, StreamLocation(input) == nil {
+            throw ValidationError("--reconnect applies to cameras and streams (URLs, -, named pipes), not to \(input)")
+        }
+        if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
+            throw ValidationError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")
+        }
+        if openTimeout <= 0 || !openTimeout.isFinite { throw ValidationError("--open-timeout must be more than 0 seconds") }
         for pair in controls {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw ValidationError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
@@ -140,7 +161,11 @@ struct RunCommand: ParsableCommand {
         var cameraSettings: [SettingReport] = []
         do {
             if let input {
-                captureDevice = try InputResolver.device(for: input, onSkip: { path, reason in
+                var streamOptions = StreamOptions()
+                streamOptions.rtspTransport = rtspTransport
+                streamOptions.openTimeout = openTimeout
+                streamOptions.reconnect = reconnect
+                captureDevice = try InputResolver.device(for: input, streamOptions: streamOptions, onSkip: { path, reason in
                     Log.warning("skipped \(path): \(reason)")
                     writer.write(SessionEventLines.inputSkipped(path: path, reason: reason))
                 })
@@ -203,6 +228,9 @@ struct RunCommand: ParsableCommand {
         progress?.finish(frames: session.capturedFrameCount)
         if let file = captureDevice as? VideoFileDevice, file.damagedPackets > 0 {
             Log.warning("\(file.path): \(file.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
+        }
+        if let stream = captureDevice as? NetworkStreamDevice, stream.damagedPackets > 0 {
+            Log.warning("\(stream.localizedName): \(stream.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
         }
         try checkOutput(writer)
         if report.failed { throw ExitCode(ExitCodes.runtimeError) }

@@ -1,0 +1,180 @@
+import CVHostCore
+import Glibc
+import Synchronization
+
+/// How to open and follow a live stream.
+public struct StreamOptions: Sendable {
+    /// RTSP's lower transport. nil: TCP (RTP inside the RTSP connection: through firewalls and NAT,
+    /// no loss), and UDP without being asked when the server refuses TCP (461 Unsupported Transport).
+    public var rtspTransport: String?
+    /// How long opening may take, seconds.
+    public var openTimeout: Double = 10
+    /// Seconds without a packet before the session reports the stream interrupted.
+    public var stallTimeout: Double = 2
+    /// When the connection is lost: retry with backoff and go on (true), or end with an error.
+    public var reconnect = false
+
+    public init() {}
+}
+
+/// A live stream as a capture device: an IP camera or server by URL (RTSP, HTTP MJPEG, HLS, RTMP,
+/// SRT, UDP), or a stream piped into standard input or a named pipe, read with FFmpeg. Live:
+/// frames arrive whether or not plugins keep up, so outputs drop late frames by default. A frame's
+/// capture time is its arrival; its media time is the stream's own.
+public final class NetworkStreamDevice: CaptureDevice {
+    public let location: StreamLocation
+    public let options: StreamOptions
+    public let configurationLock = ConfigurationLock()
+    private let format: DeviceFormat
+    /// The decoder opened to learn the format, handed to the first stream: standard input and
+    /// pipes cannot be opened twice, and a camera need not be asked twice.
+    private let probe: Mutex<SendableDecoder?>
+    /// Bounds and cancels the blocking calls of the probe and of the stream that takes it over.
+    private let interrupt = InterruptDeadline()
+    /// Damaged packets skipped while reading (FFmpeg conceals what it can).
+    public var damagedPackets: Int { damage.value.load(ordering: .relaxed) }
+    private let damage = DamageCount()
+
+    public var uniqueID: String { "stream:\(location.display)" }
+    public var localizedName: String { location.display }
+    public let modelID: String
+    public var kind: CaptureDeviceKind { .stream }
+    public var isConnected: Bool { true }
+    public var isLive: Bool { true }
+    public var formats: [DeviceFormat] { [format] }
+    public var activeFormat: DeviceFormat? { format }
+
+    /// Connects and reads the stream's format.
+    /// - Throws: `.inputUnavailable` (refused, not found, unauthorized, no answer within the open
+    ///   timeout) or `.unsupportedInput` (no video FFmpeg decodes), with a message that names the
+    ///   location without its password.
+    public init(location: StreamLocation, options: StreamOptions = StreamOptions()) throws {
+        self.location = location
+        self.options = options
+        let decoder = try NetworkStreamDevice.open(location, options, interrupt: interrupt)
+        modelID = "ffmpeg-\(decoder.codecName)"
+        let rate = decoder.frameRate
+        format = DeviceFormat(deviceFourCC: decoder.codecName.uppercased(), pixelFormat: nil, width: decoder.width,
+                              height: decoder.height, frameRateRanges: rate > 0 ? [FrameRateRange(minFrameRate: rate, maxFrameRate: rate)] : [])
+        probe = Mutex(SendableDecoder(decoder))
+    }
+
+    public func setActiveFormat(_ format: DeviceFormat) throws {
+        try configurationLock.require(for: "the active format", deviceName: localizedName)
+        guard format == self.format else { throw CaptureError(.unsupported, "\(localizedName) offers only \(self.format)") }
+    }
+
+    public func applyCaptureHints(_ hints: CaptureHints) throws -> [SettingReport] {
+        try configurationLock.require(for: "capture hints", deviceName: localizedName)
+        return reportHintsUnsupported(hints, reason: "a network stream has no focus control cvhost can reach")
+    }
+
+    public func openStream() throws -> FrameStream {
+        let first = probe.withLock { p in
+            defer { p = nil }
+            return p?.decoder
+        }
+        interrupt.reset()
+        let stream = NetworkFrameStream(device: self, interrupt: interrupt, damage: damage)
+        stream.start(with: try first ?? NetworkStreamDevice.open(location, options, interrupt: interrupt))
+        return stream
+    }
+
+    /// Opens a decoder on `location`: RTSP over TCP first, then UDP when the server refuses TCP.
+    static func open(_ location: StreamLocation, _ options: StreamOptions, interrupt: InterruptDeadline) throws -> MediaDecoder {
+        let isRTSP = location.scheme == "rtsp" || location.scheme == "rtsps"
+        let transport = options.rtspTransport ?? "tcp"
+        do {
+            return try MediaDecoder(url: location.url, name: location.display, options: ffmpegOptions(location, rtsp: isRTSP ? transport : nil),
+                                    interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout)
+        } catch let error as CaptureError
+            where isRTSP && options.rtspTransport == nil && error.message.hasSuffix(ffmpegError(-EPROTONOSUPPORT))
+        {
+            // FFmpeg's word for "461 Unsupported Transport" in answer to SETUP.
+            Log.info("\(location.display) refuses RTP over TCP (461 Unsupported Transport): reading it over UDP")
+            return try MediaDecoder(url: location.url, name: location.display, options: ffmpegOptions(location, rtsp: "udp"),
+                                    interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout)
+        }
+    }
+
+    /// FFmpeg's options: the RTSP transport. (Not fflags=nobuffer: it throws away the packets
+    /// read while probing the stream, and with them the first key frame.)
+    private static func ffmpegOptions(_ location: StreamLocation, rtsp transport: String?) -> [(String, String)] {
+        transport.map { [("rtsp_transport", $0)] } ?? []
+    }
+}
+
+/// A decoder handed from the device's probe to its first stream, on another thread.
+private struct SendableDecoder: @unchecked Sendable {
+    // @unchecked Sendable: handed over once under the device's mutex, then used by one thread.
+    let decoder: MediaDecoder
+    init(_ decoder: MediaDecoder) { self.decoder = decoder }
+}
+
+/// Frames of a live stream. A stall is an interruption; a lost connection is an error, or with
+/// `reconnect` an interruption and a new connection with backoff (0.5 s doubling up to 10 s)
+/// until frames flow again, at whatever size the source now sends.
+final class NetworkFrameStream: FrameStream, @unchecked Sendable {
+    // @unchecked Sendable: `decoder` and `backoff` are used by the capture thread only; cancel()
+    // touches only the atomic interrupt.
+    private let interrupt: InterruptDeadline
+    private let device: NetworkStreamDevice
+    private let damage: DamageCount
+    private var decoder: MediaDecoder?
+    private var backoff = 0.5
+
+    init(device: NetworkStreamDevice, interrupt: InterruptDeadline, damage: DamageCount) {
+        self.device = device
+        self.interrupt = interrupt
+        self.damage = damage
+    }
+
+    func start(with decoder: MediaDecoder) { self.decoder = decoder }
+
+    func next() throws -> CapturedFrame? {
+        while !interrupt.isCancelled {
+            guard let decoder = try connected() else { continue }
+            do {
+                defer { damage.value.store(decoder.damaged, ordering: .relaxed) }
+                if let (pixels, pts) = try decoder.nextFrame() {
+                    backoff = 0.5
+                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
+                }
+                if interrupt.isCancelled || !device.location.endMeansDisconnect { return nil }
+                try lost("\(device.location.display) ended the stream")
+            } catch let stall as StreamStalled {
+                throw CaptureInterruption(reason: "no data from \(device.location.display) for \(formatSeconds(stall.seconds))")
+            } catch let error as CaptureError where error.code == .streamFailed {
+                try lost(error.message)
+            }
+        }
+        return nil
+    }
+
+    /// The connection is gone: an error, or with reconnect an interruption and a new connection.
+    private func lost(_ why: String) throws {
+        decoder = nil
+        guard device.options.reconnect else { throw CaptureError(.disconnected, "\(why): the connection is lost (--reconnect waits for it)") }
+        throw CaptureInterruption(reason: "\(why); reconnecting")
+    }
+
+    /// The decoder, connecting again first if the connection was lost (nil: not yet, try again).
+    private func connected() throws -> MediaDecoder? {
+        if let decoder { return decoder }
+        do {
+            decoder = try NetworkStreamDevice.open(device.location, device.options, interrupt: interrupt)
+            Log.info("\(device.location.display): connected again")
+            return decoder
+        } catch let error as CaptureError {
+            Log.debug("\(error.message); next try in \(formatSeconds(backoff))")
+            let until = HostClock.monotonicNs() + UInt64(backoff * 1e9)
+            while !interrupt.isCancelled && HostClock.monotonicNs() < until { usleep(50_000) }
+            backoff = min(backoff * 2, 10)
+            return nil
+        }
+    }
+
+    func cancel() { interrupt.cancel() }
+
+    func close() { decoder = nil }
+}

@@ -1,0 +1,75 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// Network streams from real servers on loopback (GStreamer's RTSP server), and their refusals.
+@Suite("stream inputs")
+struct StreamInputTests {
+    static func codes(_ r: CommandResult) -> Set<String> {
+        Set(r.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String })
+    }
+
+    static let demoCodes: Set<String> = ["https://example.com/cvhost?id=42", "4006381333931", "CVHOST-128"]
+
+    @Test("RTSP over TCP, over UDP, and over UDP without being asked when the server refuses TCP")
+    func rtspTransports() throws {
+        let server = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo])
+        defer { server.stop() }
+        let udpOnly = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo, "--udp-only"])
+        defer { udpOnly.stop() }
+        let url = "rtsp://127.0.0.1:\(server.port)/codes"
+        for extra in [[], ["--rtsp-transport", "udp"]] {
+            let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", url, "--metrics-interval", "0"] + extra, timeout: 30)
+            #expect(StreamInputTests.codes(r) == StreamInputTests.demoCodes, "\(extra): \(r.stderr)")
+            let started = try #require(r.events("session.started").first?["device"] as? [String: Any])
+            #expect(started["kind"] as? String == "stream" && started["live"] as? Bool == true)
+            // The server's file ends: on RTSP that is a lost connection.
+            #expect(r.exitCode == 2 && r.events("session.error").first?["code"] as? String == "disconnected")
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        }
+        let fallback = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", "rtsp://127.0.0.1:\(udpOnly.port)/codes",
+                                             "--metrics-interval", "0"], timeout: 30)
+        #expect(StreamInputTests.codes(fallback) == StreamInputTests.demoCodes && fallback.stderr.contains("over UDP"), "\(fallback.stderr)")
+    }
+
+    @Test("credentials are used and never shown; wrong ones, an unknown path, a refused port and a silent server are exit 3")
+    func refusals() throws {
+        let server = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo, "--user", "cam", "--password", "s3cr3t-pw"])
+        defer { server.stop() }
+        let good = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", "rtsp://cam:s3cr3t-pw@127.0.0.1:\(server.port)/codes",
+                                         "--metrics-interval", "0"], timeout: 30)
+        #expect(StreamInputTests.codes(good) == StreamInputTests.demoCodes, "\(good.stderr)")
+        #expect(!good.stdout.contains("s3cr3t-pw") && !good.stderr.contains("s3cr3t-pw"))
+        #expect(good.stdout.contains("rtsp://cam:***@127.0.0.1:\(server.port)/codes"))
+
+        let wrong = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://cam:not-it@127.0.0.1:\(server.port)/codes"], timeout: 30)
+        #expect(wrong.exitCode == 3 && wrong.stderr.contains("401") && wrong.stderr.contains("cam:***@") && !wrong.stderr.contains("not-it"),
+                "\(wrong.stderr)")
+        let missing = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://cam:s3cr3t-pw@127.0.0.1:\(server.port)/nothing"],
+                                           timeout: 30)
+        #expect(missing.exitCode == 3 && missing.stderr.contains("404") && !missing.stderr.contains("s3cr3t-pw"), "\(missing.stderr)")
+
+        // A port nobody listens on, and a server that accepts and then says nothing.
+        let listener = try TestServer("silent_server.py", [])
+        defer { listener.stop() }
+        let refusedPort = listener.port + 1 == server.port ? listener.port + 2 : listener.port + 1
+        let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:\(refusedPort)/codes"], timeout: 30)
+        #expect(refused.exitCode == 3 && refused.stderr.contains("Connection refused"), "\(refused.stderr)")
+        let start = Date()
+        let silent = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:\(listener.port)/codes",
+                                           "--open-timeout", "2"], timeout: 30)
+        #expect(silent.exitCode == 3 && silent.stderr.contains("no answer within 2 s"), "\(silent.stderr)")
+        #expect(Date().timeIntervalSince(start) < 20, "the open timeout bounds the wait")
+        #expect(silent.stdout.isEmpty)
+    }
+
+    @Test("stream options are checked")
+    func optionRefusals() throws {
+        let transport = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:1/x", "--rtsp-transport", "sctp"])
+        #expect(transport.exitCode == 64 && transport.stderr.contains("--rtsp-transport takes tcp or udp"))
+        let reconnectFile = try CVHostBinary.run(["run", "--plugin", "null", "--input", BarcodeFixtures.demoVideo, "--reconnect"])
+        #expect(reconnectFile.exitCode == 64 && reconnectFile.stderr.contains("--reconnect applies to cameras and streams"))
+        let scheme = try CVHostBinary.run(["run", "--plugin", "null", "--input", "ftp://user:pw@127.0.0.1/x"])
+        #expect(scheme.exitCode == 3 && scheme.stderr.contains("rtsp://") && scheme.stderr.contains("user:***@") && !scheme.stderr.contains(":pw@"))
+    }
+}

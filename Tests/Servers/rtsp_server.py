@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""A real RTSP server for the tests: GStreamer's gst-rtsp-server (Debian's
+gir1.2-gst-rtsp-server-1.0) serving an H.264 MP4 file at rtsp://127.0.0.1:PORT/codes, paced in
+real time like a camera, to as many clients as connect.
+
+    rtsp_server.py [--port PORT] --file clip.mp4 [--user U --password P] [--udp-only]
+
+--user/--password require Basic authentication; --udp-only refuses TCP interleaving (RTP over the
+RTSP connection) as some cameras do, answering SETUP over TCP with 461 Unsupported Transport.
+Prints "ready PORT" on stdout once it listens (--port 0, the default: a free port it picks);
+runs until killed. Runs under Debian's python3
+(/usr/bin/python3), which has the GObject bindings.
+"""
+import argparse
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtsp", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--file", required=True)
+    ap.add_argument("--user")
+    ap.add_argument("--password")
+    ap.add_argument("--udp-only", action="store_true")
+    args = ap.parse_args()
+    Gst.init(None)
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(str(args.port))
+    factory = GstRtspServer.RTSPMediaFactory()
+    # The file's H.264 as it is (no re-encoding), paced by the server's clock.
+    factory.set_launch(f'( filesrc location="{args.file}" ! qtdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=1 )')
+    # Every client gets the file from its start (a camera would give the present moment).
+    factory.set_shared(False)
+    factory.set_protocols(GstRtsp.RTSPLowerTrans.UDP if args.udp_only else
+                          GstRtsp.RTSPLowerTrans.UDP | GstRtsp.RTSPLowerTrans.TCP)
+    if args.user:
+        auth = GstRtspServer.RTSPAuth()
+        token = GstRtspServer.RTSPToken()
+        token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, "user")
+        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(args.user, args.password), token)
+        server.set_auth(auth)
+        permissions = GstRtspServer.RTSPPermissions()
+        permissions.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
+        permissions.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
+        factory.set_permissions(permissions)
+    server.get_mount_points().add_factory("/codes", factory)
+    if server.attach(None) == 0:
+        sys.exit(f"rtsp_server: cannot listen on 127.0.0.1:{args.port}")
+    print(f"ready {server.get_bound_port()}", flush=True)
+    GLib.MainLoop().run()
+
+
+if __name__ == "__main__":
+    main()

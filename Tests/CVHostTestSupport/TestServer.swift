@@ -50,3 +50,15 @@ public enum StreamFixtures {
         try MediaFixtures.make("codes-x\(times).mp4", ["-stream_loop", "\(times - 1)", "-i", BarcodeFixtures.demoVideo, "-c", "copy"])
     }
 }
+
+/// A value set on one thread and read on another (a server restarted from a callback).
+public final class Box<T>: @unchecked Sendable {
+    // @unchecked Sendable: every access holds the lock.
+    private let lock = NSLock()
+    private var stored: T
+    public init(_ value: T) { stored = value }
+    public var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}

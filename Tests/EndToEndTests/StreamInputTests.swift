@@ -63,6 +63,42 @@ struct StreamInputTests {
         #expect(silent.stdout.isEmpty)
     }
 
+    @Test("the server killed mid-run: with --reconnect interrupted, then frames again; without, session.error and exit 2")
+    func serverKilled() throws {
+        let clip = try StreamFixtures.longCodes(times: 10)  // 30 s: longer than the run
+        let first = try TestServer("rtsp_server.py", ["--file", clip])
+        let port = first.port
+        let restarted = Box<TestServer?>(nil)
+        defer { first.stop(); restarted.value?.stop() }
+        let url = "rtsp://127.0.0.1:\(port)/codes"
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", url, "--reconnect", "--duration", "14",
+                                      "--metrics-interval", "0"], timeout: 60) { _ in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 4) {
+                first.stop()
+                Thread.sleep(forTimeInterval: 2)
+                restarted.value = try? TestServer("rtsp_server.py", ["--file", clip, "--port", "\(port)"])
+            }
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(restarted.value != nil, "the server started again on its port")
+        let events = r.events.compactMap { $0["event"] as? String }
+        let interrupted = try #require(events.firstIndex(of: "session.interrupted"), "\(r.stderr)")
+        let ended = try #require(events.firstIndex(of: "session.interruption_ended"), "\(r.stderr)")
+        #expect(interrupted < ended)
+        #expect(events[ended...].contains("result"), "results after the stream came back")
+        #expect(events.last == "session.stopped")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+
+        // Without --reconnect: the lost connection ends the run.
+        let again = try #require(restarted.value)
+        let once = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", url, "--metrics-interval", "0"], timeout: 60) { _ in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 4) { again.stop() }
+        }
+        #expect(once.exitCode == 2 && once.events("session.error").first?["code"] as? String == "disconnected", "\(once.stderr)")
+        #expect(once.events("metrics").last?["final"] as? Bool == true)
+        #expect(once.events.last?["event"] as? String == "session.stopped")
+    }
+
     @Test("stream options are checked")
     func optionRefusals() throws {
         let transport = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:1/x", "--rtsp-transport", "sctp"])

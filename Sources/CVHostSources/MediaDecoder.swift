@@ -1,5 +1,6 @@
 import CFFmpeg
 import CVHostCore
+import Glibc
 
 /// Decodes the video stream of one file with FFmpeg's libavformat and libavcodec: video files
 /// (MP4, MKV, AVI, ... with H.264, MJPEG, ...) and still images (PNG, JPEG, WebP, PPM, ...),
@@ -42,6 +43,8 @@ final class MediaDecoder {
     private let interrupt: InterruptDeadline?
     /// Seconds one packet read may block before `nextFrame` throws `StreamStalled`.
     private let stallSeconds: Double
+    /// A pipe's descriptor FFmpeg reads (`pipe:FD`) and does not close: closed with the decoder.
+    private var ownedDescriptor: Int32?
 
     /// Opens `path` and its best video stream.
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
@@ -59,7 +62,7 @@ final class MediaDecoder {
     /// - Throws: `.inputUnavailable` when it cannot be opened (in time), `.unsupportedInput` when
     ///   it has no decodable video.
     init(url: String, name: String, options: [(String, String)] = [], interrupt: InterruptDeadline? = nil,
-         openTimeout: Double = 0, stallSeconds: Double = 0) throws {
+         openTimeout: Double = 0, stallSeconds: Double = 0, ownedDescriptor: Int32? = nil) throws {
         self.path = name
         self.interrupt = interrupt
         self.stallSeconds = stallSeconds
@@ -116,6 +119,7 @@ final class MediaDecoder {
         height = Int(cc.pointee.height)
         packet = av_packet_alloc()
         frame = av_frame_alloc()
+        self.ownedDescriptor = ownedDescriptor  // only now: until here, a failed open leaves it to the caller
     }
 
     deinit {
@@ -124,6 +128,7 @@ final class MediaDecoder {
         av_packet_free(&packet)
         avcodec_free_context(&codec)
         avformat_close_input(&format)
+        if let ownedDescriptor { Glibc.close(ownedDescriptor) }
     }
 
     /// The next decoded frame and its presentation time in ns from the stream's start; nil at

@@ -17,9 +17,9 @@ public struct StreamOptions: Sendable {
     public init() {}
 }
 
-/// A live stream as a capture device: an IP camera or server by URL (RTSP, HTTP MJPEG, HLS, RTMP,
-/// SRT, UDP), or a stream piped into standard input or a named pipe, read with FFmpeg. Live:
-/// frames arrive whether or not plugins keep up, so outputs drop late frames by default. A frame's
+/// A stream as a capture device: an IP camera or server by URL (RTSP, HTTP MJPEG, HLS, RTMP, SRT,
+/// UDP), live (frames arrive whether or not plugins keep up, so outputs drop late frames by
+/// default), or a stream piped into standard input or a named pipe, read with FFmpeg. A frame's
 /// capture time is its arrival; its media time is the stream's own.
 public final class NetworkStreamDevice: CaptureDevice {
     public let location: StreamLocation
@@ -40,7 +40,9 @@ public final class NetworkStreamDevice: CaptureDevice {
     public let modelID: String
     public var kind: CaptureDeviceKind { .stream }
     public var isConnected: Bool { true }
-    public var isLive: Bool { true }
+    /// Network streams are live. A pipe's writer can wait for cvhost (the pipe fills and it
+    /// blocks), so pipes are read like files: nothing dropped unless --backpressure drop-late.
+    public var isLive: Bool { location.scheme != nil }
     public var formats: [DeviceFormat] { [format] }
     public var activeFormat: DeviceFormat? { format }
 
@@ -82,6 +84,17 @@ public final class NetworkStreamDevice: CaptureDevice {
 
     /// Opens a decoder on `location`: RTSP over TCP first, then UDP when the server refuses TCP.
     static func open(_ location: StreamLocation, _ options: StreamOptions, interrupt: InterruptDeadline) throws -> MediaDecoder {
+        if location.scheme == nil {  // standard input, a named pipe
+            let fd = try PipeDescriptor.open(location, timeout: options.openTimeout, interrupt: interrupt)
+            do {
+                return try MediaDecoder(url: "pipe:\(fd)", name: location.display, interrupt: interrupt, openTimeout: options.openTimeout,
+                                        stallSeconds: options.stallTimeout, ownedDescriptor: fd == STDIN_FILENO ? nil : fd)
+            } catch let error as CaptureError {
+                if fd != STDIN_FILENO { close(fd) }
+                throw CaptureError(error.code, error.message + " (a pipe cannot be rewound: send a format that needs no seeking, "
+                                   + "e.g. MPEG-TS, Matroska or fragmented MP4)")
+            }
+        }
         let isRTSP = location.scheme == "rtsp" || location.scheme == "rtsps"
         let transport = options.rtspTransport ?? "tcp"
         do {

@@ -99,6 +99,25 @@ struct StreamInputTests {
         #expect(once.events.last?["event"] as? String == "session.stopped")
     }
 
+    @Test("a stream on stdin and through a named pipe; a pipe nobody writes to is exit 3 within the open timeout")
+    func pipes() throws {
+        let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])
+        let cvhost = "'\(CVHostBinary.path)' run --plugin barcode --metrics-interval 0 -q"
+        let piped = try Tool.run("/bin/bash", ["-c", "\(cvhost) --input - < '\(ts)'"])
+        #expect(piped.status == 0 && piped.output.contains("\"CVHOST-128\""), "\(piped.output.suffix(500))")
+        #expect(piped.output.contains("\"frames\":90}"), "every frame read, none dropped")
+
+        let fifo = MediaFixtures.folder + "/stream.fifo"
+        unlink(fifo)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let start = Date()
+        let silent = try CVHostBinary.run(["run", "--plugin", "null", "--input", fifo, "--open-timeout", "2"], timeout: 30)
+        #expect(silent.exitCode == 3 && silent.stderr.contains("no data on \(fifo) within 2 s"), "\(silent.stderr)")
+        #expect(Date().timeIntervalSince(start) < 15)
+        let fed = try Tool.run("/bin/bash", ["-c", "(sleep 1; cat '\(ts)' > '\(fifo)') & \(cvhost) --input '\(fifo)'"])
+        #expect(fed.status == 0 && fed.output.contains("\"processed\":90"), "\(fed.output.suffix(500))")
+    }
+
     @Test("stream options are checked")
     func optionRefusals() throws {
         let transport = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:1/x", "--rtsp-transport", "sctp"])

@@ -99,6 +99,32 @@ struct StreamInputTests {
         #expect(once.events.last?["event"] as? String == "session.stopped")
     }
 
+    @Test("HTTP: an MJPEG multipart stream as IP cameras serve it, and an HLS playlist")
+    func http() throws {
+        let root = MediaFixtures.folder + "/http"
+        try FileManager.default.createDirectory(atPath: root + "/frames", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/hls", withIntermediateDirectories: true)
+        try Tool.check("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", BarcodeFixtures.demoVideo, "-q:v", "3", root + "/frames/%03d.jpg"])
+        try Tool.check("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "hls", "-hls_time", "1",
+                                  "-hls_list_size", "0", "-hls_playlist_type", "vod", root + "/hls/index.m3u8"])
+        let server = try TestServer("http_server.py", ["--root", root, "--frames", root + "/frames"])
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        // MJPEG: every frame read; the camera closing the connection is a lost connection.
+        let mjpeg = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", base + "/video.mjpg", "--backpressure", "block",
+                                          "--metrics-interval", "0"], timeout: 60)
+        #expect(StreamInputTests.codes(mjpeg) == StreamInputTests.demoCodes, "\(mjpeg.stderr)")
+        #expect(mjpeg.events("session.stopped").first?["frames"] as? Int == 90)
+        #expect(mjpeg.exitCode == 2 && mjpeg.events("session.error").first?["code"] as? String == "disconnected")
+        // HLS: a playlist that ends is the end of the input.
+        let hls = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", base + "/hls/index.m3u8", "--backpressure", "block",
+                                        "--metrics-interval", "0"], timeout: 60)
+        #expect(hls.exitCode == 0 && StreamInputTests.codes(hls) == StreamInputTests.demoCodes, "\(hls.stderr)")
+        #expect(hls.events("session.stopped").first?["reason"] as? String == "end_of_input")
+        let missing = try CVHostBinary.run(["run", "--plugin", "null", "--input", base + "/nothing.m3u8"], timeout: 30)
+        #expect(missing.exitCode == 3 && missing.stderr.contains("404"))
+    }
+
     @Test("a stream on stdin and through a named pipe; a pipe nobody writes to is exit 3 within the open timeout")
     func pipes() throws {
         let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])

@@ -42,7 +42,9 @@ struct StreamInputTests {
         #expect(!good.stdout.contains("s3cr3t-pw") && !good.stderr.contains("s3cr3t-pw"))
         #expect(good.stdout.contains("rtsp://cam:***@127.0.0.1:\(server.port)/codes"))
 
-        let wrong = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://cam:not-it@127.0.0.1:\(server.port)/codes"], timeout: 30)
+        // -v: FFmpeg's own log too.
+        let wrong = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://cam:not-it@127.0.0.1:\(server.port)/codes", "-v"],
+                                         timeout: 30)
         #expect(wrong.exitCode == 3 && wrong.stderr.contains("401") && wrong.stderr.contains("cam:***@") && !wrong.stderr.contains("not-it"),
                 "\(wrong.stderr)")
         let missing = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://cam:s3cr3t-pw@127.0.0.1:\(server.port)/nothing"],

@@ -20,7 +20,8 @@ import os
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
+
+from benchlib import cvhost_image_decodes, zbarimg_decodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "benchmarks")
@@ -64,18 +65,6 @@ def ensure_set(seed, per_kind):
     return folder, truth
 
 
-def run_zbarimg(paths):
-    found = collections.defaultdict(list)
-    start = time.perf_counter()
-    for i in range(0, len(paths), 100):
-        out = subprocess.run(["zbarimg", "--xml", "-q"] + paths[i:i + 100], capture_output=True, text=True).stdout
-        root = ET.fromstring(out.replace("xmlns='http://zbar.sourceforge.net/2008/barcode'", ""))
-        for source in root.iter("source"):
-            for symbol in source.iter("symbol"):
-                found[os.path.realpath(source.get("href"))].append(canonical(symbol.get("type"), symbol.find("data").text or ""))
-    return found, time.perf_counter() - start
-
-
 def run_zxingcpp(paths):
     import cv2
     import zxingcpp
@@ -86,22 +75,6 @@ def run_zxingcpp(paths):
         for r in zxingcpp.read_barcodes(img):
             found[path].append(canonical(str(r.format).split(".")[-1], r.text))
     return found, time.perf_counter() - start
-
-
-def run_cvhost(binary, plugin, folder):
-    start = time.perf_counter()
-    proc = subprocess.run([binary, "run", "--plugin", plugin, "--input", os.path.join(folder, "images"), "-q",
-                           "--metrics-interval", "0"], capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"cvhost failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
-    found = collections.defaultdict(list)
-    for line in proc.stdout.splitlines():
-        e = json.loads(line)
-        if e["event"] == "result":
-            d = e["data"]
-            found[os.path.realpath(e["source"])].append(canonical(d["symbology"], d["text"] or ""))
-    return found, elapsed
 
 
 def score(found, truth, group):
@@ -136,12 +109,12 @@ def main():
     print(f"photo set {os.path.relpath(folder, ROOT)}: {len(paths)} images, {codes} codes "
           f"({sum(1 for t in truth if not t['codes'])} images without a code)")
 
-    tools = {"zbarimg": run_zbarimg(paths), "zxing-cpp (PyPI)": run_zxingcpp(paths)}
+    tools = {"zbarimg": zbarimg_decodes(paths, canonical), "zxing-cpp (PyPI)": run_zxingcpp(paths)}
     plugins = args.plugins or ["barcode", "barcode:engine=zbar", "barcode:engine=zxing", "barcode:engine=both"]
     if "barcode" not in plugins:
         plugins.insert(0, "barcode")
     for plugin in plugins:
-        tools[f"cvhost {plugin}"] = run_cvhost(args.cvhost, plugin, folder)
+        tools[f"cvhost {plugin}"] = cvhost_image_decodes(args.cvhost, plugin, os.path.join(folder, "images"), canonical)
 
     def table(group, label):
         scored = {name: score(found, truth, group) for name, (found, _) in tools.items()}

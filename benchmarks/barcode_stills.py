@@ -11,45 +11,12 @@ import argparse
 import collections
 import csv
 import glob
-import json
 import os
-import subprocess
 import sys
-import time
-import xml.etree.ElementTree as ET
 
-from benchlib import norm_symbology, score_codes
+from benchlib import cvhost_image_decodes, norm_symbology, score_codes, zbarimg_decodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_zbarimg(images):
-    start = time.perf_counter()
-    out = subprocess.run(["zbarimg", "--xml", "-q"] + images, capture_output=True, text=True).stdout
-    elapsed = time.perf_counter() - start
-    decodes = collections.defaultdict(list)
-    root = ET.fromstring(out.replace("xmlns='http://zbar.sourceforge.net/2008/barcode'", ""))
-    for source in root.iter("source"):
-        image = os.path.realpath(source.get("href"))
-        for symbol in source.iter("symbol"):
-            decodes[image].append((norm_symbology(symbol.get("type")), symbol.find("data").text or ""))
-    return decodes, elapsed
-
-
-def run_cvhost(binary, plugin, images_glob):
-    start = time.perf_counter()
-    proc = subprocess.run([binary, "run", "--plugin", plugin, "--input", images_glob, "-q", "--metrics-interval", "0"],
-                          capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"cvhost failed ({proc.returncode}): {proc.stderr.strip()}")
-    decodes = collections.defaultdict(list)
-    for line in proc.stdout.splitlines():
-        e = json.loads(line)
-        if e["event"] == "result":
-            d = e["data"]
-            decodes[os.path.realpath(e["source"])].append((norm_symbology(d["symbology"]), d["text"] or ""))
-    return decodes, elapsed
 
 
 def main():
@@ -70,8 +37,9 @@ def main():
     codes = sum(sum(c.values()) for c in truth.values())
     print(f"corpus: {len(images)} images, {codes} codes")
     print(f"{'tool':<34} {'images/s':>9} {'correct':>8} {'false':>6}")
-    z, zt = run_zbarimg(images)
-    c, ct = run_cvhost(args.cvhost, args.plugin, pattern)
+    pair = lambda symbology, payload: (norm_symbology(symbology), payload)  # noqa: E731
+    z, zt = zbarimg_decodes(images, pair)
+    c, ct = cvhost_image_decodes(args.cvhost, args.plugin, pattern, pair)
     for name, decodes, elapsed in (("zbarimg", z, zt), (f"cvhost --plugin {args.plugin}", c, ct)):
         correct, false = score_codes(decodes, truth)
         print(f"{name:<34} {len(images) / elapsed:>9.1f} {correct:>8} {false:>6}")

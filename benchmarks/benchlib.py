@@ -1,11 +1,15 @@
-"""Shared by the benchmarks: run a command, timed (wall and CPU of the child), and print a table."""
+"""Shared by the benchmarks: run a command, timed (wall and CPU of the child), print a table, and
+read still images with zbarimg and with cvhost."""
 import collections
+import json
+import os
 import re
 import resource
 import statistics
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 
 def timed(cmd):
@@ -68,3 +72,34 @@ def side_by_side(runs, frames, score, repeat, found_label="found"):
         fps[name] = frames / wall
         print(f"{name:<{width}} {frames / wall:>7.2f} {cpu / frames * 1000:>13.1f} {found:>8} {false:>6}")
     return fps
+
+
+def zbarimg_decodes(images, normalize):
+    """Reads `images` with zbarimg (100 at a time); returns ({realpath: [normalize(symbology, payload)]}, seconds)."""
+    decodes = collections.defaultdict(list)
+    start = time.perf_counter()
+    for i in range(0, len(images), 100):
+        out = subprocess.run(["zbarimg", "--xml", "-q"] + images[i:i + 100], capture_output=True, text=True).stdout
+        root = ET.fromstring(out.replace("xmlns='http://zbar.sourceforge.net/2008/barcode'", ""))
+        for source in root.iter("source"):
+            for symbol in source.iter("symbol"):
+                decodes[os.path.realpath(source.get("href"))].append(normalize(symbol.get("type"), symbol.find("data").text or ""))
+    return decodes, time.perf_counter() - start
+
+
+def cvhost_image_decodes(binary, plugin, images, normalize):
+    """Runs `cvhost run --plugin PLUGIN --input IMAGES` (a folder or a glob); returns
+    ({realpath: [normalize(symbology, text)]}, seconds). Exits if cvhost fails."""
+    start = time.perf_counter()
+    proc = subprocess.run([binary, "run", "--plugin", plugin, "--input", images, "-q", "--metrics-interval", "0"],
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"cvhost failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    decodes = collections.defaultdict(list)
+    for line in proc.stdout.splitlines():
+        e = json.loads(line)
+        if e["event"] == "result":
+            d = e["data"]
+            decodes[os.path.realpath(e["source"])].append(normalize(d["symbology"], d["text"] or ""))
+    return decodes, elapsed

@@ -98,21 +98,21 @@ public final class NetworkStreamDevice: CaptureDevice {
         let isRTSP = location.scheme == "rtsp" || location.scheme == "rtsps"
         let transport = options.rtspTransport ?? "tcp"
         do {
-            return try MediaDecoder(url: location.url, name: location.display, options: ffmpegOptions(location, rtsp: isRTSP ? transport : nil),
+            return try MediaDecoder(url: location.url, name: location.display, options: rtspOptions(isRTSP ? transport : nil),
                                     interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout)
         } catch let error as CaptureError
             where isRTSP && options.rtspTransport == nil && error.message.hasSuffix(ffmpegError(-EPROTONOSUPPORT))
         {
             // FFmpeg's word for "461 Unsupported Transport" in answer to SETUP.
             Log.info("\(location.display) refuses RTP over TCP (461 Unsupported Transport): reading it over UDP")
-            return try MediaDecoder(url: location.url, name: location.display, options: ffmpegOptions(location, rtsp: "udp"),
+            return try MediaDecoder(url: location.url, name: location.display, options: rtspOptions("udp"),
                                     interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout)
         }
     }
 
-    /// FFmpeg's options: the RTSP transport. (Not fflags=nobuffer: it throws away the packets
-    /// read while probing the stream, and with them the first key frame.)
-    private static func ffmpegOptions(_ location: StreamLocation, rtsp transport: String?) -> [(String, String)] {
+    /// FFmpeg's options: the RTSP transport, if any. (Not fflags=nobuffer: it throws away the
+    /// packets read while probing the stream, and with them the first key frame.)
+    private static func rtspOptions(_ transport: String?) -> [(String, String)] {
         transport.map { [("rtsp_transport", $0)] } ?? []
     }
 }

@@ -28,7 +28,7 @@ struct RunCommand: ParsableCommand {
               rtmp://, srt://, udp://   other live streams
               -                         a stream on standard input (e.g. from ffmpeg ... -f mpegts -)
               a named pipe              the same, from a FIFO
-            Streams are live: late frames are dropped by default, frames are stamped on arrival, media time is the stream's. A password in a URL is used, never printed (user:***@). An open that fails (refused, not found, wrong credentials, no answer within --open-timeout) is exit 3; no data for 2 s is session.interrupted; a lost connection is session.error and exit 2, or with --reconnect a new connection with backoff and session.interruption_ended when frames flow.
+            Network streams are live: late frames are dropped by default, frames are stamped on arrival, media time is the stream's. Standard input and pipes are read like files (nothing dropped), in a format that needs no seeking (MPEG-TS, Matroska). A password in a URL is used, never printed (user:***@). An open that fails (refused, not found, wrong credentials, no answer within --open-timeout) is exit 3; no data for 2 s is session.interrupted; a lost connection is session.error and exit 2, or with --reconnect a new connection with backoff and session.interruption_ended when frames flow.
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
             NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
@@ -108,8 +108,8 @@ struct RunCommand: ParsableCommand {
         if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty) {
             throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
         }
-        if let input, reconnect, StreamLocation(input) == nil {
-            throw ValidationError("--reconnect applies to cameras and streams (URLs, -, named pipes), not to \(input)")
+        if let input, reconnect, StreamLocation(input)?.scheme == nil {
+            throw ValidationError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(input)")
         }
         if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
             throw ValidationError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")

@@ -151,7 +151,9 @@ struct StreamInputTests {
         let transport = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:1/x", "--rtsp-transport", "sctp"])
         #expect(transport.exitCode == 64 && transport.stderr.contains("--rtsp-transport takes tcp or udp"))
         let reconnectFile = try CVHostBinary.run(["run", "--plugin", "null", "--input", BarcodeFixtures.demoVideo, "--reconnect"])
-        #expect(reconnectFile.exitCode == 64 && reconnectFile.stderr.contains("--reconnect applies to cameras and streams"))
+        #expect(reconnectFile.exitCode == 64 && reconnectFile.stderr.contains("--reconnect applies to cameras and network streams"))
+        let reconnectStdin = try CVHostBinary.run(["run", "--plugin", "null", "--input", "-", "--reconnect"])
+        #expect(reconnectStdin.exitCode == 64 && reconnectStdin.stderr.contains("not to -"))
         let scheme = try CVHostBinary.run(["run", "--plugin", "null", "--input", "ftp://user:pw@127.0.0.1/x"])
         #expect(scheme.exitCode == 3 && scheme.stderr.contains("rtsp://") && scheme.stderr.contains("user:***@") && !scheme.stderr.contains(":pw@"))
     }

@@ -39,6 +39,13 @@ final class MediaDecoder {
     /// Frames in the stream, 0 when the container does not say.
     let frameCountHint: Int64
 
+    /// What a device reading this offers: the codec's name as its four-character code, the size,
+    /// and the container's frame rate when it gives one.
+    var deviceFormat: DeviceFormat {
+        DeviceFormat(deviceFourCC: codecName.uppercased(), pixelFormat: nil, width: width, height: height,
+                     frameRateRanges: frameRate > 0 ? [FrameRateRange(minFrameRate: frameRate, maxFrameRate: frameRate)] : [])
+    }
+
     /// Bounds blocking reads of a live stream (nil for files).
     private let interrupt: InterruptDeadline?
     /// Seconds one packet read may block before `nextFrame` throws `StreamStalled`.

@@ -21,7 +21,7 @@ public struct StreamOptions: Sendable {
 /// UDP), live (frames arrive whether or not plugins keep up, so outputs drop late frames by
 /// default), or a stream piped into standard input or a named pipe, read with FFmpeg. A frame's
 /// capture time is its arrival; its media time is the stream's own.
-public final class NetworkStreamDevice: CaptureDevice {
+public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
     public let location: StreamLocation
     public let options: StreamOptions
     public let configurationLock = ConfigurationLock()
@@ -55,9 +55,7 @@ public final class NetworkStreamDevice: CaptureDevice {
         self.options = options
         let decoder = try NetworkStreamDevice.open(location, options, interrupt: interrupt)
         modelID = "ffmpeg-\(decoder.codecName)"
-        let rate = decoder.frameRate
-        format = DeviceFormat(deviceFourCC: decoder.codecName.uppercased(), pixelFormat: nil, width: decoder.width,
-                              height: decoder.height, frameRateRanges: rate > 0 ? [FrameRateRange(minFrameRate: rate, maxFrameRate: rate)] : [])
+        format = decoder.deviceFormat
         probe = Mutex(SendableDecoder(decoder))
     }
 

@@ -3,7 +3,7 @@ import Synchronization
 
 /// A video file as a capture device. Not live: by default consumers block the decoder, so
 /// every frame is processed and results are the same on every run.
-public final class VideoFileDevice: CaptureDevice {
+public final class VideoFileDevice: CaptureDevice, DamageReporting {
     public let path: String
     public let configurationLock = ConfigurationLock()
     private let format: DeviceFormat
@@ -32,9 +32,7 @@ public final class VideoFileDevice: CaptureDevice {
         let probe = try MediaDecoder(path: path)
         modelID = "ffmpeg-\(probe.codecName)"
         frameCountHint = probe.frameCountHint
-        let rate = probe.frameRate
-        format = DeviceFormat(deviceFourCC: probe.codecName.uppercased(), pixelFormat: nil, width: probe.width,
-                              height: probe.height, frameRateRanges: rate > 0 ? [FrameRateRange(minFrameRate: rate, maxFrameRate: rate)] : [])
+        format = probe.deviceFormat
     }
 
     public func setActiveFormat(_ format: DeviceFormat) throws {
@@ -77,6 +75,13 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
 }
 
 /// Damaged packets of a file, written by its stream and read by whoever reports on the run.
+/// A device that reads compressed media and skips what it cannot decode: it says how much, so
+/// that a run can report it once at its end.
+public protocol DamageReporting: CaptureDevice {
+    /// Damaged packets and frames skipped so far (FFmpeg conceals what it can).
+    var damagedPackets: Int { get }
+}
+
 final class DamageCount: Sendable {
     let value = Atomic(0)
 }

@@ -226,11 +226,8 @@ struct RunCommand: ParsableCommand {
             }
         }
         progress?.finish(frames: session.capturedFrameCount)
-        if let file = captureDevice as? VideoFileDevice, file.damagedPackets > 0 {
-            Log.warning("\(file.path): \(file.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
-        }
-        if let stream = captureDevice as? NetworkStreamDevice, stream.damagedPackets > 0 {
-            Log.warning("\(stream.localizedName): \(stream.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
+        if let source = captureDevice as? DamageReporting, source.damagedPackets > 0 {
+            Log.warning("\(source.localizedName): \(source.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
         }
         try checkOutput(writer)
         if report.failed { throw ExitCode(ExitCodes.runtimeError) }

@@ -101,5 +101,5 @@ def cvhost_image_decodes(binary, plugin, images, normalize):
         e = json.loads(line)
         if e["event"] == "result":
             d = e["data"]
-            decodes[os.path.realpath(e["source"])].append(normalize(d["symbology"], d["text"] or ""))
+            decodes[os.path.realpath(e["image"])].append(normalize(d["symbology"], d["text"] or ""))
     return decodes, elapsed

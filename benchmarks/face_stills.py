@@ -54,7 +54,7 @@ def main():
         e = json.loads(line)
         if e["event"] == "result" and e["type"] == "face":
             b = e["data"]["bounds"]
-            cv[index[os.path.realpath(e["source"])]].append((b["x"], b["y"], b["width"], b["height"]))
+            cv[index[os.path.realpath(e["image"])]].append((b["x"], b["y"], b["width"], b["height"]))
     for name, found, elapsed in (("gstreamer facedetect", gst, gst_time), (f"cvhost {args.plugin}", cv, cv_time)):
         hits, false = score(found, truth, ignore)
         print(f"{name:<30} {len(images) / elapsed:>9.2f} {hits:>6} {false:>6}")

@@ -115,7 +115,8 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         line_t json = {.len = 0};
-        put(&json, "{\"event\":\"session.error\",\"plugin\":\"");
+        /* source null: the crash ends every input of the run, not only the one the plugin served. */
+        put(&json, "{\"event\":\"session.error\",\"source\":null,\"plugin\":\"");
         put(&json, current_plugin); /* plugin names are [a-z][a-z0-9_-]*: nothing to escape */
         put(&json, "\",\"plugin_index\":");
         put_u64(&json, (uint64_t)current_index, 1);

@@ -262,7 +262,7 @@ public final class CaptureSession: @unchecked Sendable {
             let sample = SampleBuffer(
                 sequence: sequence, captureTimeNs: frame.captureTimeNs ?? HostClock.wallNs(),
                 monotonicCaptureNs: HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
-                pixelBuffer: frame.pixelBuffer, sourceName: frame.sourceName, isIndependent: frame.isIndependent)
+                pixelBuffer: frame.pixelBuffer, imagePath: frame.imagePath, isIndependent: frame.isIndependent)
             sequence += 1
             cond.withLock { framesCaptured = sequence }
             for output in outputs { output.offer(sample) }

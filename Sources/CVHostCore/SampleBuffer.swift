@@ -10,14 +10,14 @@ public struct SampleBuffer: Sendable {
     /// Media time from the start of the source, in nanoseconds (a file's own timestamps).
     public let presentationTimeNs: Int64
     public let pixelBuffer: PixelBuffer
-    /// Where the frame came from when the input is a list of files (the image's path).
-    public let sourceName: String?
+    /// The image file the frame came from, for inputs of still images (a result line's `image`).
+    public let imagePath: String?
     /// The frame has nothing to do with the one before (a still image of a list).
     public let isIndependent: Bool
 
     public init(sequence: UInt64, captureTimeNs: Int64, monotonicCaptureNs: UInt64, presentationTimeNs: Int64,
-                pixelBuffer: PixelBuffer, sourceName: String? = nil, isIndependent: Bool = false) {
-        self.sourceName = sourceName
+                pixelBuffer: PixelBuffer, imagePath: String? = nil, isIndependent: Bool = false) {
+        self.imagePath = imagePath
         self.isIndependent = isIndependent
         self.sequence = sequence
         self.captureTimeNs = captureTimeNs
@@ -36,14 +36,14 @@ public struct CapturedFrame: Sendable {
     public let captureTimeNs: Int64?
     /// Frames the device knows it lost just before this one (driver sequence gaps).
     public let framesLostBefore: UInt64
-    /// The file the frame came from, for inputs made of several files.
-    public let sourceName: String?
+    /// The image file the frame came from, for inputs of still images.
+    public let imagePath: String?
     /// The frame has nothing to do with the one before (a still image of a list).
     public let isIndependent: Bool
 
     public init(pixelBuffer: PixelBuffer, presentationTimeNs: Int64, captureTimeNs: Int64? = nil,
-                framesLostBefore: UInt64 = 0, sourceName: String? = nil, isIndependent: Bool = false) {
-        self.sourceName = sourceName
+                framesLostBefore: UInt64 = 0, imagePath: String? = nil, isIndependent: Bool = false) {
+        self.imagePath = imagePath
         self.isIndependent = isIndependent
         self.pixelBuffer = pixelBuffer
         self.presentationTimeNs = presentationTimeNs

@@ -9,6 +9,8 @@ final class HostServices: @unchecked Sendable {
     // @unchecked Sendable: `current` and `lines` are touched only from the instance's own thread
     // (the ABI allows host calls only from within create/process/flush); the refusal count,
     // read by the metrics writer on another thread, is atomic.
+    /// The `source` of the result lines: the input this instance serves.
+    let source: String
     let pluginName: String
     let pluginIndex: Int
     let logSource: String
@@ -21,13 +23,14 @@ final class HostServices: @unchecked Sendable {
         let sequence: UInt64
         let captureTimeNs: Int64
         let presentationTimeNs: Int64
-        let sourceName: String?
+        /// The image file the frame came from (inputs of still images).
+        let imagePath: String?
 
         init(_ sample: SampleBuffer) {
             sequence = sample.sequence
             captureTimeNs = sample.captureTimeNs
             presentationTimeNs = sample.presentationTimeNs
-            sourceName = sample.sourceName
+            imagePath = sample.imagePath
         }
     }
 
@@ -38,7 +41,8 @@ final class HostServices: @unchecked Sendable {
     private let refused = Atomic<UInt64>(0)
     var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
 
-    init(pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
+    init(source: String, pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
+        self.source = source
         self.pluginName = pluginName
         self.pluginIndex = pluginIndex
         self.logSource = logSource
@@ -77,9 +81,9 @@ final class HostServices: @unchecked Sendable {
             return reject("result of type \(typeName) dropped: \(error)")
         }
         var event = JSONObject.envelope(
-            event: "result", plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
+            event: "result", source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
             tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
-        if let source = current?.sourceName { event.set("source", source) }
+        if let image = current?.imagePath { event.set("image", image) }
         event.set("type", typeName)
         event.set("data", validatedJSON: data)
         var line = event.finished()

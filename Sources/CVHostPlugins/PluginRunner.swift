@@ -4,13 +4,16 @@ import CVHostPluginABI
 import Histogram
 import Synchronization
 
-/// Runs one `--plugin` of a session: its instances, its video data output (delivery queue
-/// and connection), its metrics, and the ordering and writing of its results.
+/// Runs one `--plugin` on one input: its instances, its video data output (delivery queue
+/// and connection), its metrics, and the ordering and writing of its results. A run with
+/// several inputs has a runner per input and plugin.
 public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     // @unchecked Sendable: `instances` is fixed after init and each instance is used by one
     // worker; the rest is immutable or behind a Mutex.
 
     public let plugin: LoadedPlugin
+    /// The input this runner serves: the `source` of its lines.
+    public let source: String
     /// The position of this `--plugin` on the command line, 0-based: tells apart two runs of one plugin.
     public let index: Int
     /// The output that feeds this plugin; add it to the session.
@@ -31,13 +34,16 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
 
     /// Creates the plugin's instances and its output.
     /// - Parameters:
+    ///   - source: the input's id, written in every line; `logPrefix`: put before the plugin's
+    ///     name in log messages (the source, when a run has several).
     ///   - options: what the user wrote after `NAME:`, host options (instances, queue_depth,
     ///     backpressure, max_fps, mirror, rotate) included.
     ///   - queueDepth, backpressure: the session-wide defaults (`--queue-depth`, `--backpressure`).
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed).
-    public init(plugin: LoadedPlugin, index: Int, options: [(key: String, value: String)], queueDepth: Int,
+    public init(plugin: LoadedPlugin, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
                 backpressure: BackpressurePolicy?, writer: JSONLineWriter) throws {
         self.plugin = plugin
+        self.source = source
         self.index = index
         self.writer = writer
         sequencer = ResultSequencer(write: { [writer] line in writer.writeLine(line) })
@@ -61,13 +67,14 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             : try hostValue("instances").flatMap { Int($0) } ?? 1
         if count > 1 && !plugin.isStateless {
             Log.warning("plugin \(plugin.name) keeps state between frames; with instances=\(count) each instance sees only some frames",
-                        source: plugin.name)
+                        source: [logPrefix, plugin.name].compactMap { $0 }.joined(separator: " "))
         }
         resolvedOptions = try plugin.options.map { spec in
             (spec.name, try spec.normalize(given[spec.name] ?? spec.defaultValue, plugin: plugin.name))
         }
 
-        let label = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
+        let name = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
+        let label = [logPrefix, name].compactMap { $0 }.joined(separator: " ")
         output = VideoDataOutput(label: label)
         output.acceptedPixelFormats = plugin.pixelFormats
         output.captureHints = plugin.hints
@@ -84,7 +91,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         var made: [PluginInstance] = []
         do {
             for worker in 0..<count {
-                let services = HostServices(pluginName: plugin.name, pluginIndex: index,
+                let services = HostServices(source: source, pluginName: plugin.name, pluginIndex: index,
                                             logSource: count == 1 ? label : "\(label) instance \(worker)",
                                             instance: worker, instanceCount: count, group: group)
                 made.append(try PluginInstance(plugin: plugin, options: resolvedOptions, services: services))
@@ -164,7 +171,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             guard now > since else { return nil }
             return Double(m.processed + m.failed - last.processed) / (Double(now - since) / 1e9)
         }
-        var e = JSONObject.envelope(event: "metrics", plugin: plugin.name, pluginIndex: index, seq: m.lastSequence,
+        var e = JSONObject.envelope(event: "metrics", source: source, plugin: plugin.name, pluginIndex: index, seq: m.lastSequence,
                                     tsNs: HostClock.wallNs())
         e.set("final", final)
         var frames = JSONObject()

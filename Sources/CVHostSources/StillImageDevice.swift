@@ -66,7 +66,7 @@ final class StillImageStream: FrameStream, @unchecked Sendable {
             do {
                 let decoder = try MediaDecoder(path: path)
                 if let (pixels, _) = try decoder.nextFrame() {
-                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, sourceName: path, isIndependent: true)
+                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, imagePath: path, isIndependent: true)
                 }
                 onSkip(path, "no image in the file")
             } catch {

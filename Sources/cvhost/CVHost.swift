@@ -13,6 +13,9 @@ struct CVHost: ParsableCommand {
               cvhost run --plugin barcode --input clip.mp4
               cvhost run --plugin barcode --device /dev/video2 \\
                          --format 1280x720@30 --control brightness=140
+              cvhost run --plugin barcode --reconnect \\
+                         --input gate=rtsp://user:pass@10.0.0.5/stream1 \\
+                         --device desk=/dev/video0
               cvhost run --plugin null:delay_ms=50 --plugin null \\
                          --input testsrc:640x480@60 --duration 5
               cvhost devices

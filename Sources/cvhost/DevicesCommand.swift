@@ -62,7 +62,7 @@ struct DevicesCommand: ParsableCommand {
     }
 
     static func line(_ d: V4L2CaptureDevice) -> JSONObject {
-        var e = JSONObject.envelope(event: "device", tsNs: HostClock.wallNs())
+        var e = JSONObject.envelope(event: "device", source: nil, tsNs: HostClock.wallNs())
         SessionEventLines.setNode(d.node, in: &e)
         e.set("connected", d.isConnected)
         if let a = d.activeFormat {

@@ -25,8 +25,8 @@ enum ExitCodes {
         EXIT CODES
           0    success: input ended, limit reached, SIGINT/SIGTERM, or stdout closed
           1    internal error
-          2    the input failed while running (session.error, then final metrics)
-          3    the input or camera cannot be opened or set up as asked
+          2    an input failed while running (session.error, then final metrics)
+          3    an input or camera cannot be opened or set up as asked
           4    stdout could not be written (e.g. disk full); later lines lost
           10   plugin not found
           11   plugin file is not a shared object

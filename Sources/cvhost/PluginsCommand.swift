@@ -62,7 +62,7 @@ struct PluginsCommand: ParsableCommand {
     }
 
     static func descriptorLine(_ p: LoadedPlugin) -> JSONObject {
-        var e = JSONObject.envelope(event: "plugin", plugin: p.name, tsNs: HostClock.wallNs())
+        var e = JSONObject.envelope(event: "plugin", source: nil, plugin: p.name, tsNs: HostClock.wallNs())
         e.set("version", p.version)
         e.set("description", p.summary)
         e.set("path", p.path)

@@ -28,6 +28,8 @@ struct RunCommand: ParsableCommand {
               rtmp://, srt://, udp://   other live streams
               -                         a stream on standard input (e.g. from ffmpeg ... -f mpegts -)
               a named pipe              the same, from a FIFO
+            Several --input and --device flags run several inputs at once, each with its own capture thread, plugin instances, queues and metrics. NAME= in front names an input (--input gate=rtsp://..., --device desk=/dev/video0): every line's "source" is that name, or else the input as written (a URL without its password) or the camera's path. Every input must open for the run to start (else exit 3, naming it); an input that fails later is reported (session.error with its source) and the others go on; the run's exit code is then 2. --max-frames counts per input; --format, --pixel-format and --control apply to every camera.
+
             Network streams are live: late frames are dropped by default, frames are stamped on arrival, media time is the stream's. Standard input and pipes are read like files (nothing dropped), in a format that needs no seeking (MPEG-TS, Matroska). A password in a URL is used, never printed (user:***@). An open that fails (refused, not found, wrong credentials, no answer within --open-timeout) is exit 3; no data for 2 s is session.interrupted; a lost connection is session.error and exit 2, or with --reconnect a new connection with backoff and session.interruption_ended when frames flow.
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
@@ -43,19 +45,22 @@ struct RunCommand: ParsableCommand {
             drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.
 
             OUTPUT
-            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out). The final metrics of every plugin and then session.stopped are always the last lines. Messages for people go to stderr.
+            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out). Every line names its input ("source"). The final metrics of every plugin and then session.stopped are always an input's last lines. Messages for people go to stderr.
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
                                                             valueName: "spec"))
     var plugins: [String] = []
 
-    @Option(help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS].",
-                               valueName: "source"))
-    var input: String?
+    @Option(name: .customLong("input"),
+            help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS]. Repeatable; NAME= in front names it.",
+                               valueName: "[name=]source"))
+    var inputs: [String] = []
 
-    @Option(help: ArgumentHelp("A V4L2 camera, e.g. /dev/video0 (default, with no --input: the first camera).", valueName: "path"))
-    var device: String?
+    @Option(name: .customLong("device"),
+            help: ArgumentHelp("A V4L2 camera, e.g. /dev/video0 (default, with no --input: the first camera). Repeatable; NAME= in front names it.",
+                               valueName: "[name=]path"))
+    var devices: [String] = []
 
     @Option(help: ArgumentHelp("Camera format: WxH[@FPS], high, medium, low or input-priority (default: medium, the size nearest 1280x720).",
                                valueName: "format"))
@@ -79,7 +84,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open (default 10).", valueName: "seconds"))
     var openTimeout: Double = 10
 
-    @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
+    @Option(name: .customLong("max-frames"), help: "Stop each input after this many frames.")
     var maxFrames: UInt64?
 
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
@@ -104,12 +109,15 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
-        if input != nil && device != nil { throw ValidationError("give either --input or --device, not both") }
-        if input != nil && (format != nil || pixelFormat != nil || !controls.isEmpty) {
+        let specs = try InputSpec.parse(inputs: inputs, devices: devices)
+        if !specs.contains(where: \.isCamera) && (format != nil || pixelFormat != nil || !controls.isEmpty) {
             throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
         }
-        if let input, reconnect, StreamLocation(input)?.scheme == nil {
-            throw ValidationError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(input)")
+        if reconnect && !specs.contains(where: { spec in
+            if case .input(let text) = spec.kind { return StreamLocation(text)?.scheme != nil }
+            return true
+        }) {
+            throw ValidationError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(inputs.joined(separator: ", "))")
         }
         if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
             throw ValidationError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")
@@ -137,235 +145,107 @@ struct RunCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // Plugins run in this process: if one crashes it, say which one, on which frame.
         cvhost_guard_install(ExitCodes.pluginCrashed, STDOUT_FILENO)
-        let session = CaptureSession()
-        // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
-        let writer = JSONLineWriter(onClosed: { session.requestStop(reason: .outputClosed) })
 
-        // Plugins first: a bad --plugin is reported before any input is opened.
-        let loader = PluginLoader()
-        var runners: [PluginRunner] = []
+        let specs = try InputSpec.parse(inputs: inputs, devices: devices)
+        let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil
+        let ids = specs.map { $0.sourceID(cameraPath: firstCamera?.path) }
+        let sessions = specs.map { _ in CaptureSession() }
+        let stop = RunStop(sessions: sessions)
+        // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
+        let writer = JSONLineWriter(onClosed: { stop.request(.outputClosed) })
+        let lines = RunLines(writer: writer, sources: specs.count)
+
+        // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
+        // its own runner of every plugin (own instances, queues and metrics).
+        var runners: [[PluginRunner]] = []
+        defer { runners.joined().forEach { $0.shutdown() } }
         do {
-            for (index, spec) in plugins.enumerated() {
+            let loader = PluginLoader()
+            let requests = try plugins.map { spec in
                 let request = try PluginRequest(parsing: spec)
-                let plugin = try loader.load(request.nameOrPath, isPath: request.isPath)
-                runners.append(try PluginRunner(plugin: plugin, index: index, options: request.options, queueDepth: queueDepth,
-                                                backpressure: backpressure, writer: writer))
+                return (request, try loader.load(request.nameOrPath, isPath: request.isPath))
+            }
+            for id in ids {
+                var forInput: [PluginRunner] = []
+                defer { runners.append(forInput) }
+                for (index, (request, plugin)) in requests.enumerated() {
+                    forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
+                                                     options: request.options, queueDepth: queueDepth, backpressure: backpressure,
+                                                     writer: writer))
+                }
             }
         } catch let error as PluginLoadError {
-            runners.forEach { $0.shutdown() }
             throw fail(error.message, code: error.kind.exitCode)
         }
-        defer { runners.forEach { $0.shutdown() } }
 
-        let captureDevice: CaptureDevice
-        var cameraSettings: [SettingReport] = []
-        do {
-            if let input {
-                var streamOptions = StreamOptions()
-                streamOptions.rtspTransport = rtspTransport
-                streamOptions.openTimeout = openTimeout
-                streamOptions.reconnect = reconnect
-                captureDevice = try InputResolver.device(for: input, streamOptions: streamOptions, onSkip: { path, reason in
+        // Then every input: one that cannot be opened ends the run before any starts (exit 3).
+        var sources: [SourceRun] = []
+        for (i, spec) in specs.enumerated() {
+            let id = ids[i]
+            do {
+                let (device, settings) = try open(spec, firstCamera: firstCamera, onSkip: { path, reason in
                     Log.warning("skipped \(path): \(reason)")
-                    writer.write(SessionEventLines.inputSkipped(path: path, reason: reason))
+                    writer.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
                 })
-            } else {
-                let camera = try openCamera()
-                cameraSettings = try configure(camera)
-                camera.reconnects = reconnect
-                captureDevice = camera
+                sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
+                                             deviceSettings: settings, frameLimit: maxFrames, tagLogs: specs.count > 1))
+            } catch let error as CaptureError {
+                throw fail(spec.name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
+            } catch {
+                throw fail("\(error)", code: ExitCodes.internalError)
             }
-        } catch let error as CaptureError {
-            throw fail(error.message, code: ExitCodes.inputUnavailable)
         }
 
-        let report = RunReport(runners: runners, writer: writer, deviceSettings: cameraSettings)
-        session.frameLimit = maxFrames
-        session.eventHandler = { event in report.handle(event) }
-        do {
-            try session.addInput(CaptureDeviceInput(device: captureDevice))
-            session.beginConfiguration()
-            for r in runners { try session.addOutput(r.output) }
-            session.commitConfiguration()
-        } catch {
-            throw fail("\(error)", code: ExitCodes.internalError)
-        }
-
-        let signals = SignalHandler { session.requestStop(reason: .signal) }
+        let signals = SignalHandler { stop.request(.signal) }
         defer { signals.cancel() }
         // With a camera, cameras plugged in or out while running are reported (not for files).
-        let monitor = captureDevice is V4L2CaptureDevice ? startDeviceMonitor(report) : nil
+        let monitor = sources.contains { $0.device is V4L2CaptureDevice } ? startDeviceMonitor(lines) : nil
         defer { monitor?.cancel() }
-        do {
-            try session.startRunning()
-        } catch let error as CaptureError {
-            throw fail(error.message, code: ExitCodes.inputUnavailable)
+        for (i, source) in sources.enumerated() {
+            do {
+                try source.session.startRunning()
+                stop.started(source.session)
+            } catch let error as CaptureError {
+                // The inputs already running end cleanly (their final lines) before the exit.
+                stop.request(.requested)
+                sources[..<i].forEach { $0.session.waitUntilStopped() }
+                throw fail(specs[i].name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
+            }
+            Log.debug("running \(source.device.localizedName) with \(source.runners.map(\.output.label).joined(separator: ", "))")
         }
-        Log.debug("running \(captureDevice.localizedName) with \(runners.map(\.output.label).joined(separator: ", "))")
 
-        // The main thread paces periodic metrics, progress and the duration limit until the session stops.
+        paceUntilStopped(sources, stop: stop)
+        sources.forEach { $0.warnOfDamage() }
+        try checkOutput(writer)
+        // One input that failed while others went on still makes the run's exit code 2.
+        if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
+    }
+
+    /// On the main thread, until every input has stopped: periodic metrics, progress (one input
+    /// with a known length) and the --duration limit.
+    private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop) {
         let startNs = HostClock.monotonicNs()
         let deadline = duration.map { startNs + UInt64($0 * 1e9) }
         let interval = metricsInterval > 0 ? UInt64(metricsInterval * 1e9) : nil
         var nextMetrics = interval.map { startNs + $0 }
-        let progress = Progress(device: captureDevice, enabled: !quiet)
+        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !quiet) : nil
         var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
-        while true {
+        // Waiting on the first input still running is enough: the loop ends when none is left.
+        while let running = sources.first(where: { !$0.isStopped }) {
             let wakeAt = [deadline, nextMetrics, nextProgress].compactMap { $0 }.min()
             let waitSeconds = wakeAt.map { Double($0 > HostClock.monotonicNs() ? $0 - HostClock.monotonicNs() : 0) / 1e9 } ?? 3600
-            if session.waitUntilStopped(timeout: waitSeconds) { break }
+            if running.session.waitUntilStopped(timeout: waitSeconds) { continue }
             let now = HostClock.monotonicNs()
-            if let d = deadline, now >= d { session.requestStop(reason: .duration) }
+            if let d = deadline, now >= d { stop.request(.duration) }
             if let n = nextMetrics, now >= n {
-                report.writePeriodicMetrics()
+                sources.forEach { $0.report.writePeriodicMetrics() }
                 nextMetrics = n + interval!
             }
             if let n = nextProgress, now >= n {
-                progress?.show(frames: session.capturedFrameCount, elapsedNs: now - startNs)
+                progress?.show(frames: sources[0].session.capturedFrameCount, elapsedNs: now - startNs)
                 nextProgress = n + 1_000_000_000
             }
         }
-        progress?.finish(frames: session.capturedFrameCount)
-        if let source = captureDevice as? DamageReporting, source.damagedPackets > 0 {
-            Log.warning("\(source.localizedName): \(source.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)")
-        }
-        try checkOutput(writer)
-        if report.failed { throw ExitCode(ExitCodes.runtimeError) }
+        progress?.finish(frames: sources[0].session.capturedFrameCount)
     }
-}
-
-extension RunCommand {
-    /// The camera of --device, or the first one.
-    func openCamera() throws -> V4L2CaptureDevice {
-        if let device { return try V4L2CaptureDevice(path: device) }
-        guard let first = V4L2Discovery.captureNodes().first else {
-            throw CaptureError(.inputUnavailable, "no camera found (cvhost devices lists them): give --device or --input")
-        }
-        Log.info("using \(first.path) (\(first.card))")
-        return try V4L2CaptureDevice(path: first.path)
-    }
-
-    func startDeviceMonitor(_ report: RunReport) -> V4L2DeviceMonitor? {
-        do {
-            return try V4L2DeviceMonitor { change in
-                switch change {
-                case .connected(let node): Log.info("camera connected: \(node.path) (\(node.card))")
-                case .disconnected(let node): Log.info("camera disconnected: \(node.path) (\(node.card))")
-                }
-                report.writeDeviceChange(change)
-            }
-        } catch let error as CaptureError {
-            Log.warning("\(error.message); cameras plugged in or out will not be reported")
-            return nil
-        } catch {
-            return nil
-        }
-    }
-
-    /// Applies --format, --pixel-format and --control under the configuration lock; returns
-    /// what was requested and applied for each control.
-    func configure(_ camera: V4L2CaptureDevice) throws -> [SettingReport] {
-        try camera.lockForConfiguration()
-        defer { camera.unlockForConfiguration() }
-        let request = try FormatRequest(parsing: format ?? "medium", pixelFormat: pixelFormat)
-        if request.size != .inputPriority {
-            let (chosen, fps) = try request.choose(from: camera.formats)
-            try camera.setActiveFormat(chosen, frameRate: fps)
-            Log.debug("format \(camera.activeFormat.map(\.description) ?? "?") at \(camera.activeFrameRate) fps")
-        }
-        return try controls.map { pair in
-            let eq = pair.firstIndex(of: "=")!
-            let report = try camera.setControl(String(pair[..<eq]), to: String(pair[pair.index(after: eq)...]))
-            if report.status != .applied {
-                Log.warning("control \(report.setting)=\(report.requested): \(report.status.rawValue)\(report.message.map { ": " + $0 } ?? "")")
-            }
-            return report
-        }
-    }
-}
-
-/// Writes session events, keeping the promise that final metrics and then `session.stopped`
-/// are the last lines, with no periodic metrics after them.
-final class RunReport: Sendable {
-    let runners: [PluginRunner]
-    let writer: JSONLineWriter
-    /// What became of --control settings, reported in session.started with the plugins' hints.
-    let deviceSettings: [SettingReport]
-    private let state = Mutex<(finalWritten: Bool, failed: Bool)>((false, false))
-
-    init(runners: [PluginRunner], writer: JSONLineWriter, deviceSettings: [SettingReport] = []) {
-        self.runners = runners
-        self.writer = writer
-        self.deviceSettings = deviceSettings
-    }
-
-    var failed: Bool { state.withLock { $0.failed } }
-
-    func handle(_ event: SessionEvent) {
-        switch event {
-        case .stopped:
-            state.withLock { s in
-                s.finalWritten = true
-                for r in runners { writer.write(r.metricsEvent(final: true)) }
-                writer.write(SessionEventLines.line(for: event, runners: runners))
-            }
-        case .runtimeError(let error):
-            state.withLock { $0.failed = true }
-            Log.error(error.message)
-            writer.write(SessionEventLines.line(for: event, runners: runners))
-        case .started(let device, let format, let settings):
-            writer.write(SessionEventLines.line(for: .started(device: device, format: format, settings: deviceSettings + settings),
-                                                runners: runners))
-        default:
-            writer.write(SessionEventLines.line(for: event, runners: runners))
-        }
-    }
-
-    /// A camera plugged in or out; nothing after the final lines.
-    func writeDeviceChange(_ change: V4L2DeviceMonitor.Change) {
-        state.withLock { s in
-            guard !s.finalWritten else { return }
-            writer.write(SessionEventLines.deviceChange(change))
-        }
-    }
-
-    func writePeriodicMetrics() {
-        state.withLock { s in
-            guard !s.finalWritten else { return }
-            for r in runners { writer.write(r.metricsEvent(final: false)) }
-        }
-    }
-}
-
-/// SIGINT and SIGTERM: the first asks the session to stop cleanly (final metrics are written);
-/// a second one exits at once with 130.
-final class SignalHandler: @unchecked Sendable {
-    // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
-    private let sources: [DispatchSourceSignal]
-    private let count = Atomic(0)
-
-    init(onFirst: @escaping @Sendable () -> Void) {
-        let queue = DispatchQueue(label: "cvhost.signals")
-        var made: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
-        }
-        sources = made
-        for source in sources {
-            source.setEventHandler { [weak self] in
-                guard let self else { return }
-                if self.count.add(1, ordering: .relaxed).newValue == 1 {
-                    Log.info("stopping (signal again to exit at once)")
-                    onFirst()
-                } else {
-                    Log.warning("exiting without final metrics")
-                    exit(ExitCodes.forcedStop)
-                }
-            }
-            source.resume()
-        }
-    }
-
-    func cancel() { sources.forEach { $0.cancel() } }
 }

@@ -4,11 +4,11 @@ import CVHostV4L2
 
 /// The JSON lines of session-level events (see schema/cvhost-events.schema.json).
 enum SessionEventLines {
-    static func line(for event: SessionEvent, runners: [PluginRunner]) -> JSONObject {
+    static func line(for event: SessionEvent, source: String, runners: [PluginRunner]) -> JSONObject {
         let now = HostClock.wallNs()
         switch event {
         case .started(let device, let format, let settings):
-            var e = JSONObject.envelope(event: "session.started", tsNs: now)
+            var e = JSONObject.envelope(event: "session.started", source: source, tsNs: now)
             var d = JSONObject()
             d.set("unique_id", device.uniqueID)
             d.set("name", device.localizedName)
@@ -33,23 +33,23 @@ enum SessionEventLines {
             e.set("plugins", array: runners.map(pluginSummary))
             return e
         case .stopped(let reason, let frames):
-            var e = JSONObject.envelope(event: "session.stopped", tsNs: now)
+            var e = JSONObject.envelope(event: "session.stopped", source: source, tsNs: now)
             e.set("reason", reason.rawValue)
             e.set("frames", frames)
             return e
         case .runtimeError(let error):
-            var e = JSONObject.envelope(event: "session.error", tsNs: now)
+            var e = JSONObject.envelope(event: "session.error", source: source, tsNs: now)
             e.set("code", error.code.name)
             e.set("message", error.message)
             return e
         case .interrupted(let reason):
-            var e = JSONObject.envelope(event: "session.interrupted", tsNs: now)
+            var e = JSONObject.envelope(event: "session.interrupted", source: source, tsNs: now)
             e.set("reason", reason)
             return e
         case .interruptionEnded:
-            return JSONObject.envelope(event: "session.interruption_ended", tsNs: now)
+            return JSONObject.envelope(event: "session.interruption_ended", source: source, tsNs: now)
         case .framesLost(let count, let before):
-            var e = JSONObject.envelope(event: "session.frames_lost", seq: before, tsNs: now)
+            var e = JSONObject.envelope(event: "session.frames_lost", source: source, seq: before, tsNs: now)
             e.set("count", count)
             return e
         }
@@ -90,7 +90,7 @@ enum SessionEventLines {
         case .connected(let node): ("device.connected", node)
         case .disconnected(let node): ("device.disconnected", node)
         }
-        var e = JSONObject.envelope(event: event, tsNs: HostClock.wallNs())
+        var e = JSONObject.envelope(event: event, source: nil, tsNs: HostClock.wallNs())
         setNode(node, in: &e)
         return e
     }
@@ -105,8 +105,8 @@ enum SessionEventLines {
         e.set("bus_info", node.busInfo)
     }
 
-    static func inputSkipped(path: String, reason: String) -> JSONObject {
-        var e = JSONObject.envelope(event: "input.skipped", tsNs: HostClock.wallNs())
+    static func inputSkipped(source: String, path: String, reason: String) -> JSONObject {
+        var e = JSONObject.envelope(event: "input.skipped", source: source, tsNs: HostClock.wallNs())
         e.set("path", path)
         e.set("reason", reason)
         return e

@@ -89,7 +89,7 @@ struct PluginLoaderTests {
         try PluginFixtures.build(name: "nocreate", defines: ["BREAK_CREATE"], in: folder)
         let plugin = try loader().load("nocreate", isPath: false)
         let e = refusal {
-            _ = try PluginRunner(plugin: plugin, index: 0, options: [], queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
+            _ = try PluginRunner(plugin: plugin, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
         }
         #expect(e?.kind == .createFailed && e?.kind.exitCode == 16)
         #expect(e?.message.contains("model file /nonexistent/model.bin is missing") == true)
@@ -101,7 +101,7 @@ struct PluginLoaderTests {
         let plugin = try loader().load("opts", isPath: false)
         func start(_ options: [(String, String)]) -> PluginLoadError? {
             refusal {
-                let r = try PluginRunner(plugin: plugin, index: 0, options: options.map { (key: $0.0, value: $0.1) },
+                let r = try PluginRunner(plugin: plugin, source: "test", index: 0, options: options.map { (key: $0.0, value: $0.1) },
                                          queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
                 r.shutdown()
             }

@@ -107,7 +107,7 @@ struct FacePluginTests {
         for name in ["a.jpg", "b.jpg", "c.jpg"] { try FileManager.default.copyItem(atPath: photo, toPath: dir + "/" + name) }
         let r = try FacePluginTests.run("face:full_every=10", dir)
         let faces = r.events("result").filter { $0["type"] as? String == "face" }
-        #expect(faces.compactMap { $0["source"] as? String } == ["a.jpg", "b.jpg", "c.jpg"].map { dir + "/" + $0 })
+        #expect(faces.compactMap { $0["image"] as? String } == ["a.jpg", "b.jpg", "c.jpg"].map { dir + "/" + $0 })
         let ids = faces.compactMap { ($0["data"] as? [String: Any])?["face_id"] as? Int }
         #expect(Set(ids).count == 3, "the same face in three pictures is three faces: \(ids)")
         #expect(r.events("result").filter { $0["type"] as? String == "face.lost" }.count == 3)

@@ -198,7 +198,7 @@ struct RunCommandTests {
         let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", dir + "/*.*"])
         #expect(r.exitCode == 0, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
-        #expect(r.events("result").compactMap { $0["source"] as? String } == [dir + "/a.png", dir + "/b.jpg"])
+        #expect(r.events("result").compactMap { $0["image"] as? String } == [dir + "/a.png", dir + "/b.jpg"])
         #expect((r.events("session.started").first?["device"] as? [String: Any])?["kind"] as? String == "images")
     }
 }

@@ -57,7 +57,7 @@ struct HostBenchmark {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 1000, paced: false)))
         let runners = try (0..<plugins).map { i in
-            try PluginRunner(plugin: plugin, index: i, options: [], queueDepth: 2, backpressure: .block, writer: writer)
+            try PluginRunner(plugin: plugin, source: "testsrc", index: i, options: [], queueDepth: 2, backpressure: .block, writer: writer)
         }
         for r in runners { try session.addOutput(r.output) }
         session.frameLimit = UInt64(frames)
@@ -72,9 +72,9 @@ struct HostBenchmark {
     static func isolation(seconds: Double, plugin: LoadedPlugin, writer: JSONLineWriter) throws {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 60, paced: true)))
-        let slow = try PluginRunner(plugin: plugin, index: 0, options: [(key: "delay_ms", value: "50")], queueDepth: 2,
+        let slow = try PluginRunner(plugin: plugin, source: "testsrc", index: 0, options: [(key: "delay_ms", value: "50")], queueDepth: 2,
                                     backpressure: nil, writer: writer)
-        let fast = try PluginRunner(plugin: plugin, index: 1, options: [], queueDepth: 2, backpressure: nil, writer: writer)
+        let fast = try PluginRunner(plugin: plugin, source: "testsrc", index: 1, options: [], queueDepth: 2, backpressure: nil, writer: writer)
         try session.addOutput(slow.output)
         try session.addOutput(fast.output)
         try session.startRunning()

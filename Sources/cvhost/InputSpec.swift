@@ -1,0 +1,73 @@
+import ArgumentParser
+import CVHostSources
+import Foundation
+
+/// One input of a run as the command line gives it: `--input [NAME=]SOURCE` or
+/// `--device [NAME=]PATH`, or no input at all (the first camera).
+///
+/// Its `sourceID` is the `source` of every line that belongs to it: the name given, or else the
+/// input as written (a URL without its password) or the camera's path.
+struct InputSpec: Equatable {
+    enum Kind: Equatable {
+        /// `--input`: a file, images, a stream or the test pattern (InputResolver).
+        case input(String)
+        /// `--device`: a V4L2 camera by path.
+        case camera(String)
+        /// Neither was given: the first camera found.
+        case firstCamera
+    }
+
+    let kind: Kind
+    /// The name given before `=`, if any.
+    let name: String?
+
+    /// The `source` of this input's lines. For the first camera, the path found when it is opened.
+    func sourceID(cameraPath: String? = nil) -> String {
+        if let name { return name }
+        switch kind {
+        case .input(let text): return StreamLocation.redact(text)
+        case .camera(let path): return path
+        case .firstCamera: return cameraPath ?? "camera"
+        }
+    }
+
+    var isCamera: Bool { if case .input = kind { false } else { true } }
+
+    /// Splits `NAME=` off `text`. A name is 1 to 64 letters, digits, `_`, `-` or `.` before the
+    /// first `=`, so URLs (`rtsp://h/p?a=b`) and paths (`./a=b.mp4`) are never cut; an existing
+    /// file whose name looks like `a=b` is read as that file.
+    static func splitName(_ text: String) -> (name: String?, rest: String) {
+        guard let eq = text.firstIndex(of: "="), !FileManager.default.fileExists(atPath: text) else { return (nil, text) }
+        let name = text[..<eq]
+        let allowed = name.utf8.allSatisfy { c in
+            (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+                || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+                || c == UInt8(ascii: ".")
+        }
+        guard !name.isEmpty, name.utf8.count <= 64, allowed else { return (nil, text) }
+        return (String(name), String(text[text.index(after: eq)...]))
+    }
+
+    /// The inputs of `--input` and `--device` flags (inputs first, each in the order given), or
+    /// the first camera when there are none.
+    /// - Throws: ValidationError for an empty input, two inputs with one source id, or stdin twice.
+    static func parse(inputs: [String], devices: [String]) throws -> [InputSpec] {
+        var specs: [InputSpec] = []
+        for (flag, texts) in [("--input", inputs), ("--device", devices)] {
+            for text in texts {
+                let (name, rest) = splitName(text)
+                guard !rest.isEmpty else { throw ValidationError("\(flag) \(text): give what to read after the name, e.g. \(flag) gate=...") }
+                specs.append(InputSpec(kind: flag == "--input" ? .input(rest) : .camera(rest), name: name))
+            }
+        }
+        if specs.isEmpty { return [InputSpec(kind: .firstCamera, name: nil)] }
+        if specs.filter({ $0.kind == .input("-") }).count > 1 {
+            throw ValidationError("standard input (-) can be read by one --input only")
+        }
+        var seen: Set<String> = []
+        for spec in specs where !seen.insert(spec.sourceID()).inserted {
+            throw ValidationError("two inputs are called '\(spec.sourceID())': give each its own name, e.g. --input gate=...")
+        }
+        return specs
+    }
+}

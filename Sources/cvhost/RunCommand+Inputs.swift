@@ -1,0 +1,73 @@
+import CVHostCore
+import CVHostSources
+import CVHostV4L2
+
+/// Opening the inputs of `cvhost run`: files, images, streams and the test pattern through
+/// InputResolver, cameras through V4L2 with --format, --pixel-format and --control applied.
+extension RunCommand {
+    /// Opens one input. `onSkip` hears of images that cannot be read.
+    /// - Returns: the device, and what became of --control settings (cameras only).
+    /// - Throws: CaptureError (the caller's exit 3).
+    func open(_ spec: InputSpec, firstCamera: V4L2NodeInfo?,
+              onSkip: @escaping @Sendable (String, String) -> Void) throws -> (CaptureDevice, [SettingReport]) {
+        let camera: V4L2CaptureDevice
+        switch spec.kind {
+        case .input(let text):
+            var streamOptions = StreamOptions()
+            streamOptions.rtspTransport = rtspTransport
+            streamOptions.openTimeout = openTimeout
+            streamOptions.reconnect = reconnect
+            return (try InputResolver.device(for: text, streamOptions: streamOptions, onSkip: onSkip), [])
+        case .camera(let path):
+            camera = try V4L2CaptureDevice(path: path)
+        case .firstCamera:
+            guard let firstCamera else {
+                throw CaptureError(.inputUnavailable, "no camera found (cvhost devices lists them): give --device or --input")
+            }
+            Log.info("using \(firstCamera.path) (\(firstCamera.card))")
+            camera = try V4L2CaptureDevice(path: firstCamera.path)
+        }
+        let settings = try configure(camera)
+        camera.reconnects = reconnect
+        return (camera, settings)
+    }
+
+    /// Applies --format, --pixel-format and --control under the configuration lock; returns
+    /// what was requested and applied for each control.
+    func configure(_ camera: V4L2CaptureDevice) throws -> [SettingReport] {
+        try camera.lockForConfiguration()
+        defer { camera.unlockForConfiguration() }
+        let request = try FormatRequest(parsing: format ?? "medium", pixelFormat: pixelFormat)
+        if request.size != .inputPriority {
+            let (chosen, fps) = try request.choose(from: camera.formats)
+            try camera.setActiveFormat(chosen, frameRate: fps)
+            Log.debug("format \(camera.activeFormat.map(\.description) ?? "?") at \(camera.activeFrameRate) fps")
+        }
+        return try controls.map { pair in
+            let eq = pair.firstIndex(of: "=")!
+            let report = try camera.setControl(String(pair[..<eq]), to: String(pair[pair.index(after: eq)...]))
+            if report.status != .applied {
+                Log.warning("control \(report.setting)=\(report.requested): \(report.status.rawValue)\(report.message.map { ": " + $0 } ?? "")")
+            }
+            return report
+        }
+    }
+
+    /// Reports cameras plugged in or out while running (lines of no input), as long as an input runs.
+    func startDeviceMonitor(_ lines: RunLines) -> V4L2DeviceMonitor? {
+        do {
+            return try V4L2DeviceMonitor { change in
+                switch change {
+                case .connected(let node): Log.info("camera connected: \(node.path) (\(node.card))")
+                case .disconnected(let node): Log.info("camera disconnected: \(node.path) (\(node.card))")
+                }
+                lines.writeWhileRunning(SessionEventLines.deviceChange(change))
+            }
+        } catch let error as CaptureError {
+            Log.warning("\(error.message); cameras plugged in or out will not be reported")
+            return nil
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Dispatch
+import Glibc
+import CVHostCore
+import Synchronization
+
+/// SIGINT and SIGTERM: the first asks the session to stop cleanly (final metrics are written);
+/// a second one exits at once with 130.
+final class SignalHandler: @unchecked Sendable {
+    // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
+    private let sources: [DispatchSourceSignal]
+    private let count = Atomic(0)
+
+    init(onFirst: @escaping @Sendable () -> Void) {
+        let queue = DispatchQueue(label: "cvhost.signals")
+        var made: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
+        }
+        sources = made
+        for source in sources {
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                if self.count.add(1, ordering: .relaxed).newValue == 1 {
+                    Log.info("stopping (signal again to exit at once)")
+                    onFirst()
+                } else {
+                    Log.warning("exiting without final metrics")
+                    exit(ExitCodes.forcedStop)
+                }
+            }
+            source.resume()
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}

@@ -1,0 +1,83 @@
+import CVHostCore
+import CVHostPlugins
+import CVHostV4L2
+import Synchronization
+
+/// The lines of a whole run, shared by its inputs: keeps the promise that each input's final
+/// metrics and then its `session.stopped` are its last lines, and that lines of no input (a
+/// camera plugged in) stop once every input has written its final lines.
+final class RunLines: Sendable {
+    let writer: JSONLineWriter
+    private let openSources: Mutex<Int>
+
+    init(writer: JSONLineWriter, sources: Int) {
+        self.writer = writer
+        openSources = Mutex(sources)
+    }
+
+    /// Writes an input's last lines; after the last input's, lines of no input are dropped.
+    func writeFinal(_ lines: [JSONObject]) {
+        openSources.withLock { open in
+            lines.forEach(writer.write)
+            open -= 1
+        }
+    }
+
+    /// Writes a line of no input while some input still runs.
+    func writeWhileRunning(_ line: JSONObject) {
+        openSources.withLock { open in
+            if open > 0 { writer.write(line) }
+        }
+    }
+}
+
+/// Writes one input's session events, each tagged with its source id, and its plugins' metrics:
+/// periodic ones until its final ones, which come just before its `session.stopped`.
+final class SourceReport: Sendable {
+    let source: String
+    /// Put in front of this input's messages on stderr (its id, when a run has several inputs).
+    let logSource: String?
+    let runners: [PluginRunner]
+    let lines: RunLines
+    /// What became of --control settings, reported in session.started with the plugins' hints.
+    let deviceSettings: [SettingReport]
+    private let state = Mutex<(finalWritten: Bool, failed: Bool)>((false, false))
+
+    init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = []) {
+        self.source = source
+        self.logSource = logSource
+        self.runners = runners
+        self.lines = lines
+        self.deviceSettings = deviceSettings
+    }
+
+    /// The input failed while running (a session.error was written).
+    var failed: Bool { state.withLock { $0.failed } }
+
+    func handle(_ event: SessionEvent) {
+        switch event {
+        case .stopped:
+            state.withLock { s in
+                s.finalWritten = true
+                lines.writeFinal(runners.map { $0.metricsEvent(final: true) }
+                                 + [SessionEventLines.line(for: event, source: source, runners: runners)])
+            }
+        case .runtimeError(let error):
+            state.withLock { $0.failed = true }
+            Log.error(error.message, source: logSource)
+            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+        case .started(let device, let format, let settings):
+            let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
+            lines.writer.write(SessionEventLines.line(for: all, source: source, runners: runners))
+        default:
+            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+        }
+    }
+
+    func writePeriodicMetrics() {
+        state.withLock { s in
+            guard !s.finalWritten else { return }
+            for r in runners { lines.writer.write(r.metricsEvent(final: false)) }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import CVHostCore
+import CVHostPlugins
+import CVHostSources
+
+/// One input of a run and all that serves it: its capture device and session (with its own
+/// capture thread), a PluginRunner per --plugin (its own instances, queues and metrics), and
+/// the report that writes its lines under its source id. Inputs of one run share nothing but
+/// the plugins' code and stdout: one that fails or ends leaves the others running.
+final class SourceRun {
+    let id: String
+    let device: CaptureDevice
+    let session: CaptureSession
+    let report: SourceReport
+    var runners: [PluginRunner] { report.runners }
+
+    /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
+    init(id: String, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
+         deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool) throws {
+        self.id = id
+        self.device = device
+        self.session = session
+        report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings)
+        session.frameLimit = frameLimit
+        session.eventHandler = { [report] event in report.handle(event) }
+        try session.addInput(CaptureDeviceInput(device: device))
+        session.beginConfiguration()
+        for r in runners { try session.addOutput(r.output) }
+        session.commitConfiguration()
+    }
+
+    var isStopped: Bool { session.waitUntilStopped(timeout: 0) }
+
+    /// Says on stderr how many damaged packets were skipped, if any.
+    func warnOfDamage() {
+        if let source = device as? DamageReporting, source.damagedPackets > 0 {
+            Log.warning("\(source.localizedName): \(source.damagedPackets) damaged packets skipped (FFmpeg concealed what it could; -v shows its messages)",
+                        source: report.logSource)
+        }
+    }
+}

@@ -21,10 +21,11 @@ packages+=(libzbar-dev cmake zint)
 packages+=(gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 python3-gi gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
-# --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element).
+# --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), and the live
+# RTSP camera of the latency benchmark (x264enc, in plugins-ugly).
 if [ "${1:-}" = "--benchmarks" ]; then
   packages+=(zbar-tools gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-             gstreamer1.0-libav gstreamer1.0-opencv)
+             gstreamer1.0-libav gstreamer1.0-opencv gstreamer1.0-plugins-ugly)
 fi
 
 missing=()

@@ -62,3 +62,20 @@ public final class Box<T>: @unchecked Sendable {
         set { lock.withLock { stored = newValue } }
     }
 }
+
+/// A loopback port free at the moment of asking, for servers that cannot pick their own and say
+/// which (FFmpeg listening for SRT or RTMP). Another process could take it before the server does:
+/// good enough for tests on one machine.
+public func freeLoopbackPort(udp: Bool = false) -> Int {
+    let fd = socket(AF_INET, udp ? Int32(SOCK_DGRAM.rawValue) : Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

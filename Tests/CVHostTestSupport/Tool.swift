@@ -32,6 +32,19 @@ public enum Tool {
         return Outcome(status: p.terminationStatus, output: output)
     }
 
+    /// Starts a tool in the background (a server, a sender); its output goes to the test's stderr.
+    /// Stop it with terminate() and waitUntilExit().
+    public static func start(_ executable: String, _ arguments: [String]) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [executable] + arguments
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.standardError
+        p.standardError = FileHandle.standardError
+        try p.run()
+        return p
+    }
+
     /// Runs and throws unless the tool exits 0; the error names the command and shows its output.
     @discardableResult
     public static func check(_ executable: String, _ arguments: [String], environment: [String: String] = [:],

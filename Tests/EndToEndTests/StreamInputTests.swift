@@ -127,6 +127,35 @@ struct StreamInputTests {
         #expect(missing.exitCode == 3 && missing.stderr.contains("404"))
     }
 
+    @Test("SRT and RTMP from FFmpeg listening, and MPEG-TS over UDP from FFmpeg sending")
+    func srtRtmpUdp() throws {
+        let demo = BarcodeFixtures.demoVideo
+        for (scheme, format, query) in [("srt", "mpegts", "?mode=listener"), ("rtmp", "flv", "")] {
+            let port = freeLoopbackPort(udp: scheme == "srt")
+            let path = scheme == "rtmp" ? "/live/cam" : ""
+            let sender = try Tool.start("ffmpeg", ["-nostdin", "-v", "error", "-re", "-i", demo, "-c", "copy", "-f", format]
+                                        + (scheme == "rtmp" ? ["-listen", "1"] : []) + ["\(scheme)://127.0.0.1:\(port)\(path)\(query)"])
+            defer { sender.terminate(); sender.waitUntilExit() }
+            Thread.sleep(forTimeInterval: 1)
+            let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", "\(scheme)://127.0.0.1:\(port)\(path)",
+                                          "--backpressure", "block", "--metrics-interval", "0"], timeout: 60)
+            #expect(StreamInputTests.codes(r) == StreamInputTests.demoCodes, "\(scheme): \(r.stderr)")
+            // The sender finished: on these protocols that is a lost connection.
+            #expect(r.exitCode == 2 && r.events("session.error").first?["code"] as? String == "disconnected", "\(scheme): \(r.stderr)")
+        }
+        // UDP has no connection: when the sender stops, the stream is interrupted, not lost.
+        let port = freeLoopbackPort(udp: true)
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", "udp://127.0.0.1:\(port)", "--duration", "8",
+                                      "--metrics-interval", "0"], timeout: 60) { _ in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) {
+                _ = try? Tool.run("ffmpeg", ["-nostdin", "-v", "error", "-re", "-i", demo, "-c", "copy", "-f", "mpegts",
+                                             "udp://127.0.0.1:\(port)?pkt_size=1316"])
+            }
+        }
+        #expect(r.exitCode == 0 && StreamInputTests.codes(r) == StreamInputTests.demoCodes, "udp: \(r.stderr)")
+        #expect(r.events("session.interrupted").count == 1)
+    }
+
     @Test("a stream on stdin and through a named pipe; a pipe nobody writes to is exit 3 within the open timeout")
     func pipes() throws {
         let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])

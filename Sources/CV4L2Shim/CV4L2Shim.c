@@ -36,6 +36,8 @@ const uint32_t CV4L2Shim_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
 const uint32_t CV4L2Shim_PIX_FMT_RGB24 = V4L2_PIX_FMT_RGB24;
 const uint32_t CV4L2Shim_PIX_FMT_BGR24 = V4L2_PIX_FMT_BGR24;
 const uint32_t CV4L2Shim_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+const uint32_t CV4L2Shim_PIX_FMT_NV12M = V4L2_PIX_FMT_NV12M;
+const uint32_t CV4L2Shim_PIX_FMT_YUV420M = V4L2_PIX_FMT_YUV420M;
 
 /* Struct layouts Swift relies on (it imports them, but a mismatch would be silent). */
 _Static_assert(sizeof(struct v4l2_buffer) == 88, "v4l2_buffer layout (LP64)");

@@ -121,9 +121,6 @@ public final class CaptureSession: @unchecked Sendable {
 
     public var isRunning: Bool { cond.withLock { state == .running } }
 
-    /// True between an `interrupted` event and the frame that ends it (AVCaptureSession.isInterrupted).
-    public var isInterrupted: Bool { cond.withLock { interrupted } }
-
     /// Frames read from the device so far in this run.
     public var capturedFrameCount: UInt64 { cond.withLock { framesCaptured } }
 
@@ -220,6 +217,7 @@ public final class CaptureSession: @unchecked Sendable {
     private func captureLoop(stream: FrameStream, outputs: [VideoDataOutput]) {
         var sequence: UInt64 = 0
         var reason = StopReason.endOfInput
+        var lost: [FrameLossReason: UInt64] = [:]
         let limit = frameLimit
         while true {
             if let stop = cond.withLock({ stopReason }) {
@@ -256,12 +254,13 @@ public final class CaptureSession: @unchecked Sendable {
                 return interrupted
             }
             if resumed { eventHandler?(.interruptionEnded) }
-            if frame.framesLostBefore > 0 {
-                eventHandler?(.framesLost(count: frame.framesLostBefore, beforeSequence: sequence))
+            for (count, why) in [(frame.framesLostBefore, FrameLossReason.gap), (frame.corruptBefore, .corrupt)] where count > 0 {
+                lost[why, default: 0] += count
+                eventHandler?(.framesLost(count: count, beforeSequence: sequence, reason: why))
             }
             let sample = SampleBuffer(
                 sequence: sequence, captureTimeNs: frame.captureTimeNs ?? HostClock.wallNs(),
-                monotonicCaptureNs: HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
+                monotonicCaptureNs: frame.monotonicCaptureNs ?? HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
                 pixelBuffer: frame.pixelBuffer, imagePath: frame.imagePath, isIndependent: frame.isIndependent)
             sequence += 1
             cond.withLock { framesCaptured = sequence }
@@ -275,7 +274,7 @@ public final class CaptureSession: @unchecked Sendable {
         // Drain: every frame already accepted by an output reaches its delegate.
         for output in outputs { output.finish() }
         let captured = sequence
-        eventHandler?(.stopped(reason: reason, framesCaptured: captured))
+        eventHandler?(.stopped(reason: reason, framesCaptured: captured, framesLost: lost))
         cond.withLock {
             state = .stopped
             self.stream = nil

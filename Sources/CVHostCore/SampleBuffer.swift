@@ -36,13 +36,21 @@ public struct CapturedFrame: Sendable {
     public let captureTimeNs: Int64?
     /// Frames the device knows it lost just before this one (driver sequence gaps).
     public let framesLostBefore: UInt64
+    /// Frames the source dropped just before this one because they were damaged (the driver
+    /// flagged an error, or delivered fewer bytes than the format needs).
+    public let corruptBefore: UInt64
+    /// When the frame was captured on CLOCK_MONOTONIC (the driver's timestamp); nil: on arrival.
+    public let monotonicCaptureNs: UInt64?
     /// The image file the frame came from, for inputs of still images.
     public let imagePath: String?
     /// The frame has nothing to do with the one before (a still image of a list).
     public let isIndependent: Bool
 
     public init(pixelBuffer: PixelBuffer, presentationTimeNs: Int64, captureTimeNs: Int64? = nil,
-                framesLostBefore: UInt64 = 0, imagePath: String? = nil, isIndependent: Bool = false) {
+                framesLostBefore: UInt64 = 0, corruptBefore: UInt64 = 0, monotonicCaptureNs: UInt64? = nil,
+                imagePath: String? = nil, isIndependent: Bool = false) {
+        self.corruptBefore = corruptBefore
+        self.monotonicCaptureNs = monotonicCaptureNs
         self.imagePath = imagePath
         self.isIndependent = isIndependent
         self.pixelBuffer = pixelBuffer

@@ -16,16 +16,24 @@ public enum StopReason: String, Sendable {
     case error
 }
 
+/// Why frames never reached the session.
+public enum FrameLossReason: String, Sendable, CaseIterable {
+    /// The driver's frame sequence skipped: frames it never delivered.
+    case gap
+    /// Delivered damaged: flagged with an error by the driver, or shorter than the format needs.
+    case corrupt
+}
+
 /// What a session tells its observer (AVCaptureSession's notifications).
 public enum SessionEvent: Sendable {
     /// The session runs: the device, its format, and what became of each requested setting.
     case started(device: DeviceSummary, format: DeviceFormat?, settings: [SettingReport])
     /// The session stopped; every output has delivered its last frame.
-    case stopped(reason: StopReason, framesCaptured: UInt64)
+    case stopped(reason: StopReason, framesCaptured: UInt64, framesLost: [FrameLossReason: UInt64])
     /// The source failed while running; a `stopped` event follows.
     case runtimeError(CaptureError)
-    /// The source reported frames lost before reaching the session (e.g. driver sequence gaps).
-    case framesLost(count: UInt64, beforeSequence: UInt64)
+    /// The source reported frames lost before reaching the session, and why.
+    case framesLost(count: UInt64, beforeSequence: UInt64, reason: FrameLossReason)
     /// Frames stopped arriving for a reason that may pass; the session keeps running.
     case interrupted(reason: String)
     /// Frames arrive again after an interruption.

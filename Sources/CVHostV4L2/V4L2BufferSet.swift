@@ -3,54 +3,88 @@ import CVHostCore
 import Glibc
 import Synchronization
 
-/// The driver's mapped buffers. Lives until the stream is closed and no frame uses a buffer.
+/// The driver's mapped buffers: for each buffer, one mapping per memory plane (one in the
+/// single-planar API). Lives until the stream is closed and no frame uses a buffer.
 final class V4L2BufferSet: @unchecked Sendable {
     // @unchecked Sendable: mappings are fixed after init; counters are behind `state`.
     private let fd: Int32
     private let device: String
-    private let mappings: [(address: UnsafeMutableRawPointer, length: Int)]
+    let type: V4L2BufferType
+    /// Memory planes per buffer (1 in the single-planar API).
+    let planeCount: Int
+    private let mappings: [[(address: UnsafeMutableRawPointer, length: Int)]]
     /// `gone`: the camera was unplugged and its descriptor closed; the number may already belong
     /// to a newly opened device, so nothing may be asked of it any more.
     private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64, gone: Bool)>((0, false, 0, false))
 
-    init(fd: Int32, count: UInt32, device: String) throws {
+    init(fd: Int32, count: UInt32, type: V4L2BufferType, planeCount: Int, device: String) throws {
         self.fd = fd
         self.device = device
+        self.type = type
+        self.planeCount = type.isMultiPlanar ? max(1, min(planeCount, Int(VIDEO_MAX_PLANES))) : 1
         var req = v4l2_requestbuffers()
         req.count = count
-        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.type = type.rawValue
         req.memory = V4L2_MEMORY_MMAP.rawValue
         try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_REQBUFS, &req, "VIDIOC_REQBUFS", device: device)
         guard req.count >= 2 else { throw CaptureError(.streamFailed, "\(device) gave \(req.count) buffers; 2 or more are needed") }
-        var maps: [(UnsafeMutableRawPointer, Int)] = []
+        var maps: [[(UnsafeMutableRawPointer, Int)]] = []
+        func unmapAll() { maps.joined().forEach { _ = CV4L2Shim_munmap($0.0, $0.1) } }
         for i in 0..<req.count {
-            var buf = v4l2_buffer()
-            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-            buf.memory = V4L2_MEMORY_MMAP.rawValue
-            buf.index = i
-            try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, &buf, "VIDIOC_QUERYBUF", device: device)
-            guard let p = CV4L2Shim_mmap(Int(buf.length), fd, Int64(buf.m.offset)), p != UnsafeMutableRawPointer(bitPattern: -1) else {
-                maps.forEach { _ = CV4L2Shim_munmap($0.0, $0.1) }
-                throw V4L2IO.error(errno, "mmap", device: device)
+            var planes = [v4l2_plane](repeating: v4l2_plane(), count: self.planeCount)
+            var buf = V4L2BufferSet.describe(type: type, index: i)
+            let located: [(length: Int, offset: Int64)] = try planes.withUnsafeMutableBufferPointer { p in
+                if type.isMultiPlanar {
+                    buf.m.planes = p.baseAddress
+                    buf.length = UInt32(p.count)
+                }
+                do {
+                    try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, &buf, "VIDIOC_QUERYBUF", device: device)
+                } catch {
+                    unmapAll()
+                    throw error
+                }
+                return type.isMultiPlanar ? p.prefix(Int(buf.length)).map { (Int($0.length), Int64($0.m.mem_offset)) }
+                    : [(Int(buf.length), Int64(buf.m.offset))]
             }
-            maps.append((p, Int(buf.length)))
+            var bufferMaps: [(UnsafeMutableRawPointer, Int)] = []
+            for plane in located {
+                guard let address = CV4L2Shim_mmap(plane.length, fd, plane.offset), address != UnsafeMutableRawPointer(bitPattern: -1) else {
+                    let code = errno
+                    bufferMaps.forEach { _ = CV4L2Shim_munmap($0.0, $0.1) }
+                    unmapAll()
+                    throw V4L2IO.error(code, "mmap", device: device)
+                }
+                bufferMaps.append((address, plane.length))
+            }
+            maps.append(bufferMaps)
         }
         mappings = maps
         for i in 0..<maps.count { requeue(i) }
     }
 
+    /// A v4l2_buffer naming buffer `index` of this type (MMAP memory); the caller points
+    /// `m.planes` at a plane array for the multi-planar API.
+    static func describe(type: V4L2BufferType, index: UInt32) -> v4l2_buffer {
+        var buf = v4l2_buffer()
+        buf.type = type.rawValue
+        buf.memory = V4L2_MEMORY_MMAP.rawValue
+        buf.index = index
+        return buf
+    }
+
     deinit {
-        for m in mappings { _ = CV4L2Shim_munmap(m.address, m.length) }
+        for m in mappings.joined() { _ = CV4L2Shim_munmap(m.address, m.length) }
         if state.withLock({ $0.gone }) { return }
         var req = v4l2_requestbuffers()
         req.count = 0
-        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.type = type.rawValue
         req.memory = V4L2_MEMORY_MMAP.rawValue
         _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_REQBUFS, &req)
     }
 
-    func address(of index: Int) -> UnsafeMutableRawPointer { mappings[index].address }
-    func length(of index: Int) -> Int { mappings[index].length }
+    /// Memory plane `plane` of buffer `index`.
+    func mapping(of index: Int, plane: Int) -> (address: UnsafeMutableRawPointer, length: Int) { mappings[index][plane] }
     var queuedCount: Int { state.withLock { $0.queued } }
     var starvationCopies: UInt64 { state.withLock { $0.copies } }
     func countStarvationCopy() { state.withLock { $0.copies += 1 } }
@@ -60,11 +94,16 @@ final class V4L2BufferSet: @unchecked Sendable {
     func requeue(_ index: Int) {
         state.withLock { s in
             guard !s.stopped else { return }
-            var buf = v4l2_buffer()
-            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-            buf.memory = V4L2_MEMORY_MMAP.rawValue
-            buf.index = UInt32(index)
-            if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QBUF, &buf) == 0 { s.queued += 1 }
+            var planes = [v4l2_plane](repeating: v4l2_plane(), count: planeCount)
+            var buf = V4L2BufferSet.describe(type: type, index: UInt32(index))
+            let rc = planes.withUnsafeMutableBufferPointer { p in
+                if type.isMultiPlanar {
+                    buf.m.planes = p.baseAddress
+                    buf.length = UInt32(p.count)
+                }
+                return V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QBUF, &buf)
+            }
+            if rc == 0 { s.queued += 1 }
         }
     }
 
@@ -74,8 +113,8 @@ final class V4L2BufferSet: @unchecked Sendable {
             s.stopped = true
             s.gone = s.gone || deviceGone
             if streamOff && !s.gone {
-                var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-                _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_STREAMOFF, &type)
+                var raw = type.rawValue
+                _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_STREAMOFF, &raw)
             }
         }
     }

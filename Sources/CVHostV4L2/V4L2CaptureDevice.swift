@@ -13,6 +13,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     public let node: V4L2NodeInfo
     public let configurationLock = ConfigurationLock()
     public let formats: [DeviceFormat]
+    /// Single- or multi-planar: which buffer API the node speaks.
+    let bufferType: V4L2BufferType
     private let state: Mutex<State>
 
     /// The node now open; after a reconnection it may be another /dev/videoN.
@@ -35,8 +37,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         var chosen: (format: DeviceFormat, frameRate: Double)?
         var controlsSet: [(id: UInt32, value: Int64)] = []
         var active: DeviceFormat?
-        /// bytes per line and the pixel format the driver (or libv4l2) delivers, from G_FMT.
-        var delivered: (fourcc: UInt32, bytesPerLine: Int, sizeImage: Int)?
+        /// The layout of the frames the driver (or libv4l2) delivers, from G_FMT.
+        var delivered: V4L2Layout?
         var frameRate: Double = 0
         var connected = true
         var streaming = false
@@ -49,10 +51,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     public var isConnected: Bool { state.withLock { $0.connected } }
     public var isLive: Bool { true }
     public var activeFormat: DeviceFormat? { state.withLock { $0.active } }
-    /// The frame rate set with the active format (1 / activeVideoMinFrameDuration).
+    /// The frame rate set with the active format.
     public var activeFrameRate: Double { state.withLock { $0.frameRate } }
-    /// AVCaptureDevice.activeVideoMinFrameDuration, seconds.
-    public var activeVideoMinFrameDuration: Double { activeFrameRate > 0 ? 1 / activeFrameRate : 0 }
 
     /// Opens the node and reads its formats, its current format and frame rate.
     /// - Throws: `.inputUnavailable` when it is missing or not a video-capture node, `.deviceBusy`.
@@ -63,12 +63,22 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         guard node.isVideoCapture else {
             throw CaptureError(.inputUnavailable, "\(path) (\(node.card)) is not a video-capture node: `cvhost devices` lists cameras")
         }
-        let fd = CV4L2Shim_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        let type = V4L2BufferType(deviceCaps: node.deviceCaps)
+        let fd = V4L2CaptureDevice.open(path, type)
         guard fd >= 0 else { throw V4L2IO.error(errno, "open", device: path) }
         self.node = node
         self.state = Mutex(State(path: path, fd: fd))
-        self.formats = V4L2FormatEnumeration.formats(fd: fd)
+        bufferType = type
+        self.formats = V4L2FormatEnumeration.formats(fd: fd, type: bufferType)
         readBack()
+    }
+
+    /// Opens a node: through libv4l2 for the single-planar API (it converts formats cvhost cannot
+    /// read), straight for the multi-planar one (libv4l2's converting layer knows only the
+    /// single-planar API and hides the other). The other libv4l2 calls pass a descriptor
+    /// libv4l2 did not open straight to the kernel.
+    private static func open(_ path: String, _ type: V4L2BufferType) -> Int32 {
+        type.isMultiPlanar ? Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : CV4L2Shim_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
     }
 
     deinit {
@@ -92,7 +102,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     /// format, frame rate and controls set before. - Returns: false while it is not back.
     func reopenAfterUnplug() -> Bool {
         guard let node = V4L2Discovery.captureNodes().first(where: { $0.uniqueID == uniqueID }) else { return false }
-        let fd = CV4L2Shim_open(node.path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        let fd = V4L2CaptureDevice.open(node.path, bufferType)
         guard fd >= 0 else { return false }
         let (chosen, controls) = state.withLock { s -> ((format: DeviceFormat, frameRate: Double)?, [(id: UInt32, value: Int64)]) in
             s.fd = fd
@@ -110,17 +120,18 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     private func readBack() {
         let fd = self.fd
         var f = v4l2_format()
-        f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        f.type = bufferType.rawValue
         guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_FMT, &f) == 0 else { return }
+        let layout = V4L2Layout(f, type: bufferType)
         var p = v4l2_streamparm()
-        p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        p.type = bufferType.rawValue
         let rate: Double
         if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_PARM, &p) == 0, p.parm.capture.timeperframe.numerator > 0 {
             rate = Double(p.parm.capture.timeperframe.denominator) / Double(p.parm.capture.timeperframe.numerator)
         } else {
             rate = 0
         }
-        let w = Int(f.fmt.pix.width), h = Int(f.fmt.pix.height), fourcc = f.fmt.pix.pixelformat
+        let w = layout.width, h = layout.height, fourcc = layout.fourcc
         // The active format as the device lists it (its own four-character code), when it does.
         let listed = formats.first { $0.width == w && $0.height == h && $0.deviceFourCC == V4L2IO.fourCC(fourcc) }
         // The active format carries the active frame rate only (the listed one carries all it offers).
@@ -129,7 +140,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
             s.active = DeviceFormat(deviceFourCC: listed?.deviceFourCC ?? V4L2IO.fourCC(fourcc),
                                     pixelFormat: V4L2FormatEnumeration.pixelFormat(for: fourcc), width: w, height: h,
                                     frameRateRanges: rates)
-            s.delivered = (fourcc, Int(f.fmt.pix.bytesperline), Int(f.fmt.pix.sizeimage))
+            s.delivered = layout
             s.frameRate = rate
         }
     }
@@ -155,15 +166,24 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     private func applyFormat(_ format: DeviceFormat, frameRate: Double) throws {
         let fd = self.fd, path = self.path
         var f = v4l2_format()
-        f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        f.fmt.pix.width = UInt32(format.width)
-        f.fmt.pix.height = UInt32(format.height)
-        f.fmt.pix.pixelformat = format.pixelFormat != nil ? (V4L2IO.fourCC(format.deviceFourCC) ?? 0) : CV4L2Shim_PIX_FMT_YUV420
-        f.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        f.type = bufferType.rawValue
+        let fourcc = format.pixelFormat != nil ? (V4L2IO.fourCC(format.deviceFourCC) ?? 0) : CV4L2Shim_PIX_FMT_YUV420
+        if bufferType.isMultiPlanar {
+            // The driver fills in the planes (their number, bytes per line and sizes).
+            f.fmt.pix_mp.width = UInt32(format.width)
+            f.fmt.pix_mp.height = UInt32(format.height)
+            f.fmt.pix_mp.pixelformat = fourcc
+            f.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
+        } else {
+            f.fmt.pix.width = UInt32(format.width)
+            f.fmt.pix.height = UInt32(format.height)
+            f.fmt.pix.pixelformat = fourcc
+            f.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        }
         try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_S_FMT, &f, "VIDIOC_S_FMT", device: path)
         if frameRate > 0 {
             var p = v4l2_streamparm()
-            p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            p.type = bufferType.rawValue
             // 1000/(rate*1000) keeps fractional rates such as 29.97.
             p.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((frameRate * 1000).rounded()))
             _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_S_PARM, &p)  // some drivers have no frame-rate control
@@ -171,13 +191,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         readBack()
     }
 
-    /// The pixel format of delivered frames, their bytes per line, and the buffer size.
-    var deliveredLayout: (format: PixelFormat?, bytesPerLine: Int, sizeImage: Int, width: Int, height: Int)? {
-        state.withLock { s in
-            guard let d = s.delivered, let a = s.active else { return nil }
-            return (V4L2FormatEnumeration.pixelFormat(for: d.fourcc), d.bytesPerLine, d.sizeImage, a.width, a.height)
-        }
-    }
+    /// The layout of delivered frames, as the driver reported it.
+    var deliveredLayout: V4L2Layout? { state.withLock { $0.delivered } }
 
     // MARK: - Controls
 
@@ -224,72 +239,10 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         }
     }
 
-    /// The value of a control by stable name, as text; nil when the camera lacks it.
-    public func controlValue(_ name: String) -> String? {
-        guard let id = V4L2Controls.id(named: name), let info = V4L2Controls.query(fd: fd, id: id) else { return nil }
-        return value(of: info)
-    }
-
     /// The value of a control already described (one of `controls`), as text; nil when unreadable.
     public func value(of info: V4L2ControlInfo) -> String? {
         guard let v = try? V4L2Controls.get(fd: fd, id: info.id, device: path) else { return nil }
         return V4L2Controls.describe(v, for: info)
-    }
-
-    // MARK: - The seeds' focus, exposure, white balance, zoom and torch
-
-    /// AVCaptureDevice.isAutoFocusRangeRestrictionSupported: the camera has V4L2_CID_AUTO_FOCUS_RANGE.
-    public var isAutoFocusRangeRestrictionSupported: Bool { V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_AUTO_FOCUS_RANGE)) != nil }
-
-    public func isFocusModeSupported(_ mode: FocusMode) -> Bool {
-        switch mode {
-        case .locked: V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_FOCUS_ABSOLUTE)) != nil
-                || V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_FOCUS_AUTO)) != nil
-        case .continuousAutoFocus: V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_FOCUS_AUTO)) != nil
-        }
-    }
-
-    public func isExposureModeSupported(_ mode: ExposureMode) -> Bool {
-        V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_EXPOSURE_AUTO)) != nil
-    }
-
-    public var isWhiteBalanceModeSupported: Bool { V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_AUTO_WHITE_BALANCE)) != nil }
-    public var isZoomSupported: Bool { V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_ZOOM_ABSOLUTE)) != nil }
-    public var hasTorch: Bool { V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_FLASH_LED_MODE)) != nil }
-
-    /// AVCaptureDevice.FocusMode as V4L2 has it: continuous = FOCUS_AUTO on; locked = off.
-    public enum FocusMode: String, Sendable { case locked, continuousAutoFocus = "continuous" }
-    /// AVCaptureDevice.ExposureMode: locked = manual, continuous = auto.
-    public enum ExposureMode: String, Sendable { case locked, continuousAutoExposure = "continuous" }
-
-    public func setFocusMode(_ mode: FocusMode) throws -> SettingReport {
-        try setControl("focus_auto", to: mode == .continuousAutoFocus ? "1" : "0")
-    }
-
-    public func setExposureMode(_ mode: ExposureMode) throws -> SettingReport {
-        // V4L2_EXPOSURE_MANUAL = 1; V4L2_EXPOSURE_APERTURE_PRIORITY = 3 is what UVC cameras call auto.
-        try setControl("exposure_auto", to: mode == .locked ? "1" : "3")
-    }
-
-    public func setWhiteBalanceAuto(_ on: Bool) throws -> SettingReport {
-        try setControl("white_balance_auto", to: on ? "1" : "0")
-    }
-
-    /// AVCaptureDevice.videoZoomFactor: 1 is the camera's widest, mapped onto ZOOM_ABSOLUTE's range.
-    public func setZoomFactor(_ factor: Double) throws -> SettingReport {
-        guard let info = V4L2Controls.query(fd: fd, id: UInt32(V4L2_CID_ZOOM_ABSOLUTE)) else {
-            try configurationLock.require(for: "zoom", deviceName: localizedName)
-            return SettingReport(setting: "zoom_factor", requested: String(factor), applied: nil, status: .unsupported,
-                                 message: "\(localizedName) has no zoom control")
-        }
-        let span = Double(info.maximum - info.minimum)
-        let value = info.minimum + Int64((min(max(factor, 1), 10) - 1) / 9 * span)
-        return try setControl("zoom_absolute", to: String(value))
-    }
-
-    /// AVCaptureDevice.torchMode on/off through V4L2_CID_FLASH_LED_MODE (0 none, 2 torch).
-    public func setTorch(_ on: Bool) throws -> SettingReport {
-        try setControl("torch", to: on ? "2" : "0")
     }
 
     // MARK: - CaptureDevice
@@ -324,12 +277,11 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         guard let layout = deliveredLayout else {
             throw CaptureError(.unsupported, "\(path): cannot read its current format")
         }
-        guard let pixelFormat = layout.format else {
+        guard layout.pixelFormat != nil else {
             throw CaptureError(.unsupported,
                                "\(path) delivers \(activeFormat?.deviceFourCC ?? "?"), which cvhost cannot read: choose another with --pixel-format")
         }
-        let stream = try V4L2Stream(device: self, pixelFormat: pixelFormat, width: layout.width, height: layout.height,
-                                    bytesPerLine: layout.bytesPerLine)
+        let stream = try V4L2Stream(device: self, layout: layout)
         state.withLock { $0.streaming = true }
         return stream
     }

@@ -15,13 +15,14 @@ public struct V4L2NodeInfo: Sendable {
     /// The camera model (AVCaptureDevice.modelID): the same for two cameras of one kind.
     public var modelID: String { "\(driver):\(card)" }
 
+    /// Video capture with streaming, through either buffer API (single- or multi-planar).
     public var isVideoCapture: Bool {
-        deviceCaps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 && deviceCaps & UInt32(V4L2_CAP_STREAMING) != 0
+        deviceCaps & UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_VIDEO_CAPTURE_MPLANE) != 0 && deviceCaps & UInt32(V4L2_CAP_STREAMING) != 0
     }
 }
 
 /// Finds V4L2 video-capture nodes (AVCaptureDevice.devices): every /dev/videoN in sysfs whose
-/// device capabilities include video capture and streaming. Metadata-only and output nodes
+/// device capabilities include video capture (single- or multi-planar) and streaming. Metadata-only and output nodes
 /// (which UVC cameras and vivid also create) are left out.
 public enum V4L2Discovery {
     public static func captureNodes() -> [V4L2NodeInfo] {

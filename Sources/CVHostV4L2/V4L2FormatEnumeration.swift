@@ -8,8 +8,8 @@ enum V4L2FormatEnumeration {
     static func pixelFormat(for fourcc: UInt32) -> PixelFormat? {
         switch fourcc {
         case CV4L2Shim_PIX_FMT_GREY: .gray8
-        case CV4L2Shim_PIX_FMT_YUV420: .i420
-        case CV4L2Shim_PIX_FMT_NV12: .nv12
+        case CV4L2Shim_PIX_FMT_YUV420, CV4L2Shim_PIX_FMT_YUV420M: .i420
+        case CV4L2Shim_PIX_FMT_NV12, CV4L2Shim_PIX_FMT_NV12M: .nv12
         case CV4L2Shim_PIX_FMT_YUYV: .yuyv
         case CV4L2Shim_PIX_FMT_RGB24: .rgb24
         case CV4L2Shim_PIX_FMT_BGR24: .bgr24
@@ -23,24 +23,24 @@ enum V4L2FormatEnumeration {
 
     /// Every (format, size, frame rates) the node offers. Formats libv4l2 only emulates are left
     /// out: cvhost asks libv4l2 for conversion itself when the device's format needs it.
-    static func formats(fd: Int32) -> [DeviceFormat] {
+    static func formats(fd: Int32, type: V4L2BufferType) -> [DeviceFormat] {
         var result: [DeviceFormat] = []
         for index in 0..<UInt32(256) {
             var desc = v4l2_fmtdesc()
             desc.index = index
-            desc.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            desc.type = type.rawValue
             guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_ENUM_FMT, &desc) == 0 else { break }
             if desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { continue }
             let fourcc = desc.pixelformat
-            for (w, h) in sizes(fd: fd, fourcc: fourcc) {
+            for (w, h) in sizes(fd: fd, fourcc: fourcc, type: type) {
                 result.append(DeviceFormat(deviceFourCC: V4L2IO.fourCC(fourcc), pixelFormat: pixelFormat(for: fourcc), width: w,
-                                           height: h, frameRateRanges: frameRates(fd: fd, fourcc: fourcc, width: w, height: h)))
+                                           height: h, frameRateRanges: frameRates(fd: fd, fourcc: fourcc, width: w, height: h, type: type)))
             }
         }
         return result
     }
 
-    static func sizes(fd: Int32, fourcc: UInt32) -> [(Int, Int)] {
+    static func sizes(fd: Int32, fourcc: UInt32, type: V4L2BufferType) -> [(Int, Int)] {
         var out: [(Int, Int)] = []
         for index in 0..<UInt32(512) {
             var s = v4l2_frmsizeenum()
@@ -65,13 +65,16 @@ enum V4L2FormatEnumeration {
         if out.isEmpty {
             // Drivers without ENUM_FRAMESIZES (HDMI inputs follow their timings): the current size.
             var f = v4l2_format()
-            f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-            if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_FMT, &f) == 0 { out.append((Int(f.fmt.pix.width), Int(f.fmt.pix.height))) }
+            f.type = type.rawValue
+            if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_FMT, &f) == 0 {
+                let layout = V4L2Layout(f, type: type)
+                out.append((layout.width, layout.height))
+            }
         }
         return out
     }
 
-    static func frameRates(fd: Int32, fourcc: UInt32, width: Int, height: Int) -> [FrameRateRange] {
+    static func frameRates(fd: Int32, fourcc: UInt32, width: Int, height: Int, type: V4L2BufferType) -> [FrameRateRange] {
         var out: [FrameRateRange] = []
         func fps(_ f: v4l2_fract) -> Double { f.numerator == 0 ? 0 : Double(f.denominator) / Double(f.numerator) }
         for index in 0..<UInt32(256) {
@@ -92,7 +95,7 @@ enum V4L2FormatEnumeration {
         }
         if out.isEmpty {
             var p = v4l2_streamparm()
-            p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            p.type = type.rawValue
             if V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_G_PARM, &p) == 0 {
                 let r = fps(p.parm.capture.timeperframe)
                 if r > 0 { out.append(FrameRateRange(minFrameRate: r, maxFrameRate: r)) }

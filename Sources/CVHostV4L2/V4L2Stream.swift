@@ -3,7 +3,11 @@ import CVHostCore
 import Glibc
 import Synchronization
 
-/// Frames of a streaming V4L2 camera: memory-mapped driver buffers.
+/// Frames of a streaming V4L2 camera: memory-mapped driver buffers, single- or multi-planar,
+/// read by the layout the driver reported.
+///
+/// A frame the driver flags with an error, or that holds fewer bytes than its format needs, is
+/// dropped and counted (`corrupt`), never handed on with stale data.
 ///
 /// A frame is handed to plugins without a copy; its driver buffer goes back to the driver
 /// (QBUF) as soon as the last plugin lets go of it. When plugins hold so many buffers that the
@@ -20,8 +24,9 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     private let device: V4L2CaptureDevice
     /// nil while the camera is unplugged: its mappings must not keep the driver in use.
     private var buffers: V4L2BufferSet!
+    private var layout: V4L2Layout
     private var pixelFormat: PixelFormat
-    private var width: Int, height: Int, bytesPerLine: Int
+    private var planes: [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)]
     /// The camera was unplugged and `device.reconnects` is on: waiting for it to come back.
     private var unplugged = false
     private let cancelled = Atomic(false)
@@ -29,19 +34,30 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     private var lastFrameNs = HostClock.monotonicNs()
     private var stallReported = false
     private var firstTimestampNs: Int64?
+    /// Damaged frames dropped since the last frame handed on.
+    private var corruptSinceLast: UInt64 = 0
 
-    init(device: V4L2CaptureDevice, pixelFormat: PixelFormat, width: Int, height: Int, bytesPerLine: Int) throws {
+    init(device: V4L2CaptureDevice, layout: V4L2Layout) throws {
         self.device = device
-        self.pixelFormat = pixelFormat
-        self.width = width
-        self.height = height
-        self.bytesPerLine = bytesPerLine
-        buffers = try V4L2Stream.startStreaming(device)
+        (self.layout, pixelFormat, planes) = try V4L2Stream.readable(layout, device: device.path)
+        buffers = try V4L2Stream.startStreaming(device, layout: layout)
     }
 
-    private static func startStreaming(_ device: V4L2CaptureDevice) throws -> V4L2BufferSet {
-        let buffers = try V4L2BufferSet(fd: device.fd, count: V4L2Stream.bufferCount, device: device.path)
-        var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+    /// The pixel format and image planes of `layout`, or an error when cvhost cannot read it.
+    private static func readable(_ layout: V4L2Layout, device: String) throws
+        -> (V4L2Layout, PixelFormat, [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)])
+    {
+        guard let format = layout.pixelFormat, let planes = layout.imagePlanes(format) else {
+            throw CaptureError(.unsupported, "\(device) reports a \(V4L2IO.fourCC(layout.fourcc)) \(layout.width)x\(layout.height) layout "
+                               + "cvhost cannot read (\(layout.memoryPlanes.map { "\($0.bytesPerLine) bytes a line, \($0.sizeImage) bytes" }))")
+        }
+        return (layout, format, planes)
+    }
+
+    private static func startStreaming(_ device: V4L2CaptureDevice, layout: V4L2Layout) throws -> V4L2BufferSet {
+        let buffers = try V4L2BufferSet(fd: device.fd, count: V4L2Stream.bufferCount, type: device.bufferType,
+                                        planeCount: layout.memoryPlanes.count, device: device.path)
+        var type = device.bufferType.rawValue
         do {
             try V4L2IO.ioctl(device.fd, CV4L2Shim_VIDIOC_STREAMON, &type, "VIDIOC_STREAMON", device: device.path)
         } catch {
@@ -56,11 +72,11 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     private func resumeAfterUnplug() throws -> Bool {
         while !cancelled.load(ordering: .relaxed) {
             if device.reopenAfterUnplug() {
-                guard let layout = device.deliveredLayout, let format = layout.format else {
+                guard let back = device.deliveredLayout else {
                     throw CaptureError(.unsupported, "\(device.path) came back with a format cvhost cannot read")
                 }
-                (pixelFormat, width, height, bytesPerLine) = (format, layout.width, layout.height, layout.bytesPerLine)
-                buffers = try V4L2Stream.startStreaming(device)
+                (layout, pixelFormat, planes) = try V4L2Stream.readable(back, device: device.path)
+                buffers = try V4L2Stream.startStreaming(device, layout: layout)
                 unplugged = false
                 lastSequence = nil
                 lastFrameNs = HostClock.monotonicNs()
@@ -84,26 +100,44 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
                 }
                 continue
             }
-            var buf = v4l2_buffer()
-            buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-            buf.memory = V4L2_MEMORY_MMAP.rawValue
-            if V4L2IO.tryIoctl(device.fd, CV4L2Shim_VIDIOC_DQBUF, &buf) != 0 {
-                let code = errno
-                if code == EAGAIN { continue }
-                throw failure(code, "VIDIOC_DQBUF")
+            var planeInfo = [v4l2_plane](repeating: v4l2_plane(), count: buffers.planeCount)
+            var buf = V4L2BufferSet.describe(type: buffers.type, index: 0)
+            let rc = planeInfo.withUnsafeMutableBufferPointer { p in
+                if buffers.type.isMultiPlanar {
+                    buf.m.planes = p.baseAddress
+                    buf.length = UInt32(p.count)
+                }
+                return V4L2IO.tryIoctl(device.fd, CV4L2Shim_VIDIOC_DQBUF, &buf)
+            }
+            if rc != 0 {
+                if rc == EAGAIN { continue }
+                throw failure(rc, "VIDIOC_DQBUF")
             }
             buffers.dequeued()
             lastFrameNs = HostClock.monotonicNs()
             stallReported = false
-            if buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || buf.bytesused == 0 {
-                buffers.requeue(Int(buf.index))  // a damaged frame: the driver said so
-                continue
-            }
             var lost: UInt64 = 0
             if let last = lastSequence, buf.sequence > last &+ 1 { lost = UInt64(buf.sequence &- last &- 1) }
             lastSequence = buf.sequence
-            return CapturedFrame(pixelBuffer: try pixels(of: buf), presentationTimeNs: presentationTime(buf),
-                                 captureTimeNs: wallClock(buf), framesLostBefore: lost)
+            // What the driver filled in each memory plane (multi-planar: from data_offset on).
+            let filled: [(start: Int, used: Int)] = buffers.type.isMultiPlanar
+                ? planeInfo.prefix(Int(buf.length)).map { (Int($0.data_offset), Int($0.bytesused) - Int($0.data_offset)) }
+                : [(0, Int(buf.bytesused))]
+            let short = planes.contains { p in
+                p.memoryPlane >= filled.count || filled[p.memoryPlane].used < p.needed
+                    || filled[p.memoryPlane].start + p.needed > buffers.mapping(of: Int(buf.index), plane: p.memoryPlane).length
+            }
+            if buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || short {
+                buffers.requeue(Int(buf.index))
+                corruptSinceLast += 1
+                continue
+            }
+            let corrupt = corruptSinceLast
+            corruptSinceLast = 0
+            let captured = driverTime(buf)
+            return CapturedFrame(pixelBuffer: pixels(of: Int(buf.index), filled: filled), presentationTimeNs: presentationTime(buf),
+                                 captureTimeNs: captured?.wall, framesLostBefore: lost, corruptBefore: corrupt,
+                                 monotonicCaptureNs: captured?.monotonic)
         }
         return nil
     }
@@ -127,12 +161,14 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         return e
     }
 
-    /// The driver's timestamp (CLOCK_MONOTONIC for almost every driver) on the wall clock.
-    private func wallClock(_ buf: v4l2_buffer) -> Int64? {
+    /// When the driver captured the frame: its timestamp (CLOCK_MONOTONIC for almost every
+    /// driver), and the same moment on the wall clock. nil when the driver stamps another clock.
+    private func driverTime(_ buf: v4l2_buffer) -> (monotonic: UInt64, wall: Int64)? {
         guard buf.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) else { return nil }
         let ts = Int64(buf.timestamp.tv_sec) * 1_000_000_000 + Int64(buf.timestamp.tv_usec) * 1000
-        let age = Int64(HostClock.monotonicNs()) - ts
-        return HostClock.wallNs() - max(0, age)
+        let now = Int64(HostClock.monotonicNs())
+        guard ts > 0, ts <= now else { return nil }
+        return (UInt64(ts), HostClock.wallNs() - (now - ts))
     }
 
     private func presentationTime(_ buf: v4l2_buffer) -> Int64 {
@@ -141,23 +177,13 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         return ts - firstTimestampNs!
     }
 
-    private func pixels(of buf: v4l2_buffer) throws -> PixelBuffer {
-        let index = Int(buf.index)
-        let base = buffers.address(of: index)
-        let layout = pixelFormat.planeLayout(width: width, height: height)
-        // Planes follow each other in the buffer; chroma rows of planar formats are half as long.
-        var planes: [PixelBuffer.Plane] = []
-        var offset = 0
-        for (i, p) in layout.enumerated() {
-            let stride = i == 0 || pixelFormat == .nv12 ? bytesPerLine : bytesPerLine / 2
-            planes.append(PixelBuffer.Plane(base: UnsafeRawPointer(base + offset), bytesPerRow: stride, rows: p.rows,
-                                            samplesPerRow: p.samplesPerRow))
-            offset += stride * p.rows
+    /// Buffer `index` as a pixel buffer, its planes where the layout puts them (within the bytes filled).
+    private func pixels(of index: Int, filled: [(start: Int, used: Int)]) -> PixelBuffer {
+        let planes = self.planes.map { p in
+            PixelBuffer.Plane(base: UnsafeRawPointer(buffers.mapping(of: index, plane: p.memoryPlane).address + filled[p.memoryPlane].start + p.offset),
+                              bytesPerRow: p.bytesPerRow, rows: p.rows, samplesPerRow: p.samplesPerRow)
         }
-        guard offset <= buffers.length(of: index) else {
-            buffers.requeue(index)
-            throw CaptureError(.streamFailed, "\(device.path) delivered a \(buffers.length(of: index))-byte buffer, \(offset) needed")
-        }
+        let width = layout.width, height = layout.height
         if buffers.queuedCount >= V4L2Stream.minimumQueued {
             let lease = V4L2BufferLease(set: buffers, index: index)
             return PixelBuffer(format: pixelFormat, width: width, height: height, planes: planes, owner: lease)

@@ -32,10 +32,13 @@ enum SessionEventLines {
             })
             e.set("plugins", array: runners.map(pluginSummary))
             return e
-        case .stopped(let reason, let frames):
+        case .stopped(let reason, let frames, let lost):
             var e = JSONObject.envelope(event: "session.stopped", source: source, tsNs: now)
             e.set("reason", reason.rawValue)
             e.set("frames", frames)
+            var byReason = JSONObject()
+            for why in FrameLossReason.allCases { byReason.set(why.rawValue, lost[why] ?? 0) }
+            e.set("frames_lost", object: byReason)
             return e
         case .runtimeError(let error):
             var e = JSONObject.envelope(event: "session.error", source: source, tsNs: now)
@@ -48,9 +51,10 @@ enum SessionEventLines {
             return e
         case .interruptionEnded:
             return JSONObject.envelope(event: "session.interruption_ended", source: source, tsNs: now)
-        case .framesLost(let count, let before):
+        case .framesLost(let count, let before, let why):
             var e = JSONObject.envelope(event: "session.frames_lost", source: source, seq: before, tsNs: now)
             e.set("count", count)
+            e.set("reason", why.rawValue)
             return e
         }
     }

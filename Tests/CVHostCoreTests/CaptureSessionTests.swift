@@ -27,7 +27,7 @@ struct CaptureSessionTests {
         #expect(delegate.sequences == Array(0..<100))
         #expect(output.statistics.droppedTotal == 0)
         #expect(delegate.finishedWorkers == 1)
-        guard case .stopped(let reason, let frames) = events.last else {
+        guard case .stopped(let reason, let frames, _) = events.last else {
             Issue.record("last event is not stopped: \(events)")
             return
         }
@@ -92,7 +92,7 @@ struct CaptureSessionTests {
         let output = VideoDataOutput(label: "o")
         output.setSampleBufferDelegate(RecordingDelegate())
         let limited = try CaptureSessionTests.run(CountingDevice(count: 100), outputs: [output], limit: 10)
-        guard case .stopped(.frameLimit, 10) = limited.last else {
+        guard case .stopped(.frameLimit, 10, _) = limited.last else {
             Issue.record("expected frame_limit after 10 frames: \(limited)")
             return
         }
@@ -100,7 +100,7 @@ struct CaptureSessionTests {
         output2.setSampleBufferDelegate(RecordingDelegate())
         let failed = try CaptureSessionTests.run(CountingDevice(count: 100, failAfter: 5), outputs: [output2])
         #expect(failed.count == 3)
-        guard case .started = failed[0], case .runtimeError(let e) = failed[1], case .stopped(.error, 5) = failed[2] else {
+        guard case .started = failed[0], case .runtimeError(let e) = failed[1], case .stopped(.error, 5, _) = failed[2] else {
             Issue.record("expected started, runtimeError, stopped(error): \(failed)")
             return
         }

@@ -29,7 +29,7 @@ public enum VividVM {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var folders: [String: String] = [:]
 
-    /// The result of one step of camera-checks.sh in `mode` (webcam or loop).
+    /// The result of one step of camera-checks.sh in `mode` (webcam, loop or multiplanar).
     public static func step(_ name: String, mode: String) throws -> Step {
         let dir = try run(mode: mode)
         func read(_ ext: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).\(ext)", encoding: .utf8)) ?? "" }
@@ -52,9 +52,14 @@ public enum VividVM {
         let work = TestFolders.make("vivid")
         let root = PluginFixtures.packageRoot
         var command = "Tests/vivid/camera-checks.sh \(mode) \(work)/\(mode) \(CVHostBinary.path)"
-        if mode == "loop" { command += " " + (try BarcodeFixtures.path("qr-text.png")) }
-        try Tool.check(root + "/scripts/vivid-run.sh", [command], environment: ["VIVID_MODE": mode, "VIVID_RWDIR": work, "VIVID_TIMEOUT": "600"],
-                       currentDirectory: root)
+        if mode != "webcam" { command += " " + (try BarcodeFixtures.path("qr-text.png")) }
+        var environment = ["VIVID_MODE": mode, "VIVID_RWDIR": work, "VIVID_TIMEOUT": "600"]
+        if mode == "multiplanar" {
+            // The loop set-up, on nodes that speak only the multi-planar API.
+            environment["VIVID_MODE"] = "loop"
+            environment["VIVID_MODOPTS"] = "n_devs=1 node_types=0x101 multiplanar=2"
+        }
+        try Tool.check(root + "/scripts/vivid-run.sh", [command], environment: environment, currentDirectory: root)
         folders[mode] = work + "/" + mode
         return work + "/" + mode
     }

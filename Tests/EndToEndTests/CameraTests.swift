@@ -136,4 +136,35 @@ struct CameraTests {
         let texts = s.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String }
         #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" })
     }
+
+    @Test("a multi-planar capture node (vivid multiplanar=2): listed, and streamed in YUYV, NV12M and YUV420M")
+    func multiPlanar() throws {
+        let devices = try VividVM.step("mp-devices", mode: "multiplanar")
+        let formats = (devices.events("device").first?["formats"] as? [[String: Any]] ?? []).compactMap { $0["fourcc"] as? String }
+        #expect(Set(["YUYV", "NM12", "YM12"]).isSubset(of: formats), "\(devices.stderr)")
+        // The QR code through the loop, in a one-buffer format and in one with a buffer per plane.
+        for step in ["mp-yuyv", "mp-nv12m"] {
+            let s = try VividVM.step(step, mode: "multiplanar")
+            #expect(s.exitCode == 0, "\(step): \(s.stderr)")
+            let texts = s.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String }
+            #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" }, "\(step)")
+        }
+        let nv12m = try VividVM.step("mp-nv12m", mode: "multiplanar")
+        #expect((nv12m.events("session.started").first?["format"] as? [String: Any])?["fourcc"] as? String == "NM12")
+        let yuv420m = try VividVM.step("mp-yuv420m", mode: "multiplanar")
+        #expect(yuv420m.exitCode == 0, "\(yuv420m.stderr)")
+        CameraTests.expectEveryFrameAccounted(yuv420m, plugin: "null", frames: 10)
+        #expect(try VividVM.schemaProblems(mode: "multiplanar", steps: ["mp-devices", "mp-yuyv", "mp-nv12m", "mp-yuv420m", "mp-corrupt"]) == nil)
+    }
+
+    @Test("frames the driver flags as errored are dropped and counted as corrupt, never handed on")
+    func corruptFrames() throws {
+        let s = try VividVM.step("mp-corrupt", mode: "multiplanar")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        let corrupt = s.events("session.frames_lost").filter { $0["reason"] as? String == "corrupt" }
+        let total = corrupt.compactMap { $0["count"] as? Int }.reduce(0, +)
+        #expect(total >= 1 && total <= 3, "three errors injected: \(corrupt)")
+        let stopped = try #require(s.events("session.stopped").first)
+        #expect((stopped["frames_lost"] as? [String: Int])?["corrupt"] == total)
+    }
 }

@@ -162,7 +162,7 @@ struct StreamInputTests {
         let cvhost = "'\(CVHostBinary.path)' run --plugin barcode --metrics-interval 0 -q"
         let piped = try Tool.run("/bin/bash", ["-c", "\(cvhost) --input - < '\(ts)'"])
         #expect(piped.status == 0 && piped.output.contains("\"CVHOST-128\""), "\(piped.output.suffix(500))")
-        #expect(piped.output.contains("\"frames\":90}"), "every frame read, none dropped")
+        #expect(piped.output.contains("\"frames\":90,"), "every frame read, none dropped")
 
         let fifo = MediaFixtures.folder + "/stream.fifo"
         unlink(fifo)

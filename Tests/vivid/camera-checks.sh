@@ -3,7 +3,7 @@
 # vivid driver and leaves each step's stdout, stderr and exit code in OUTDIR for the Swift tests
 # (Tests/EndToEndTests/CameraTests.swift) to check. Every capture has its own time limit, and
 # the module is reloaded between format combinations (vivid 6.1 oopses after several changes).
-#   camera-checks.sh webcam|loop OUTDIR CVHOST [QR_PNG]
+#   camera-checks.sh webcam|loop|multiplanar OUTDIR CVHOST [QR_PNG]
 set -u
 mode=$1 out=$2 cvhost=$3 qr=${4:-}
 mkdir -p "$out"
@@ -57,5 +57,29 @@ elif [ "$mode" = loop ]; then
   vivid_inject /tmp/qr.yuyv YUYV 640 480
   step loop 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin barcode --max-frames 20 \
     --metrics-interval 0
+elif [ "$mode" = multiplanar ]; then
+  # vivid loaded with multiplanar=2: its nodes speak only the multi-planar API.
+  step mp-devices 60 "$cvhost" devices --json
+  # The loop in a one-buffer format (YUYV) and in one with a buffer per plane (NV12M: Y, then UV).
+  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=yuyv422" \
+    -f rawvideo -frames:v 1 /tmp/qr.yuyv
+  vivid_inject /tmp/qr.yuyv YUYV 640 480
+  step mp-yuyv 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin barcode --max-frames 20 \
+    --metrics-interval 0
+  vivid_reload
+  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=nv12" \
+    -f rawvideo -frames:v 1 /tmp/qr.nv12
+  vivid_inject /tmp/qr.nv12 NM12 640 480
+  step mp-nv12m 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format NM12 --plugin barcode --max-frames 20 \
+    --metrics-interval 0
+  vivid_reload
+  step mp-yuv420m 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YM12 --plugin null:results=1 --max-frames 10 \
+    --metrics-interval 0
+  vivid_reload
+  # Frames the driver flags with V4L2_BUF_FLAG_ERROR are dropped and counted as corrupt.
+  (sleep 3; for i in 1 2 3; do v4l2-ctl -d /dev/video0 -c inject_v4l2_buf_flag_error=1; sleep 0.5; done) &
+  step mp-corrupt 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin null --duration 7 \
+    --metrics-interval 0
+  wait
 fi
 exit 0

@@ -43,6 +43,9 @@ extern const uint32_t CV4L2Shim_PIX_FMT_YUYV;
 extern const uint32_t CV4L2Shim_PIX_FMT_RGB24;
 extern const uint32_t CV4L2Shim_PIX_FMT_BGR24;
 extern const uint32_t CV4L2Shim_PIX_FMT_MJPEG;
+/* Multi-planar: one memory plane per image plane. */
+extern const uint32_t CV4L2Shim_PIX_FMT_NV12M;
+extern const uint32_t CV4L2Shim_PIX_FMT_YUV420M;
 
 /* libv4l2 (format conversion for cameras that give only MJPEG or vendor formats). */
 int CV4L2Shim_open(const char *path, int flags);

@@ -11,7 +11,6 @@ const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMESIZES = VIDIOC_ENUM_FRAMESIZES;
 const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMEINTERVALS = VIDIOC_ENUM_FRAMEINTERVALS;
 const unsigned long CV4L2Shim_VIDIOC_G_FMT = VIDIOC_G_FMT;
 const unsigned long CV4L2Shim_VIDIOC_S_FMT = VIDIOC_S_FMT;
-const unsigned long CV4L2Shim_VIDIOC_TRY_FMT = VIDIOC_TRY_FMT;
 const unsigned long CV4L2Shim_VIDIOC_G_PARM = VIDIOC_G_PARM;
 const unsigned long CV4L2Shim_VIDIOC_S_PARM = VIDIOC_S_PARM;
 const unsigned long CV4L2Shim_VIDIOC_REQBUFS = VIDIOC_REQBUFS;
@@ -21,13 +20,9 @@ const unsigned long CV4L2Shim_VIDIOC_DQBUF = VIDIOC_DQBUF;
 const unsigned long CV4L2Shim_VIDIOC_STREAMON = VIDIOC_STREAMON;
 const unsigned long CV4L2Shim_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
 const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL = VIDIOC_QUERYCTRL;
-const unsigned long CV4L2Shim_VIDIOC_QUERY_EXT_CTRL = VIDIOC_QUERY_EXT_CTRL;
 const unsigned long CV4L2Shim_VIDIOC_QUERYMENU = VIDIOC_QUERYMENU;
 const unsigned long CV4L2Shim_VIDIOC_G_CTRL = VIDIOC_G_CTRL;
 const unsigned long CV4L2Shim_VIDIOC_S_CTRL = VIDIOC_S_CTRL;
-const unsigned long CV4L2Shim_VIDIOC_G_INPUT = VIDIOC_G_INPUT;
-const unsigned long CV4L2Shim_VIDIOC_S_INPUT = VIDIOC_S_INPUT;
-const unsigned long CV4L2Shim_VIDIOC_ENUMINPUT = VIDIOC_ENUMINPUT;
 
 const uint32_t CV4L2Shim_PIX_FMT_GREY = V4L2_PIX_FMT_GREY;
 const uint32_t CV4L2Shim_PIX_FMT_YUV420 = V4L2_PIX_FMT_YUV420;
@@ -52,7 +47,7 @@ int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg) {
     do {
         r = v4l2_ioctl(fd, request, arg);
     } while (r == -1 && errno == EINTR);
-    return r;
+    return r == -1 ? -errno : r;
 }
 
 void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset) {
@@ -67,9 +62,9 @@ int CV4L2Shim_wait_readable(int fd, int timeout_ms) {
     do {
         r = poll(&p, 1, timeout_ms);
     } while (r == -1 && errno == EINTR);
+    if (r == -1) return -errno;
     if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) && !(p.revents & POLLIN)) {
-        errno = (p.revents & POLLNVAL) ? EBADF : ENODEV;
-        return -1;
+        return (p.revents & POLLNVAL) ? -EBADF : -ENODEV;
     }
     return r;
 }

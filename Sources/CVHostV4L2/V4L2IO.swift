@@ -2,22 +2,22 @@ import CV4L2Shim
 import CVHostCore
 import Glibc
 
-/// The one path for V4L2 ioctls: retries EINTR (in the shim) and turns failures into
-/// `CaptureError`s that name the call, the device and the errno.
+/// The one path for V4L2 ioctls: retries EINTR and reads errno right after the call (both in
+/// the shim), and turns failures into `CaptureError`s that name the call, the device and the errno.
 enum V4L2IO {
     /// Calls `ioctl(fd, request, &arg)` through libv4l2.
     /// - Throws: `CaptureError` (`.deviceBusy` for EBUSY, `.streamFailed` for ENODEV, `.unsupported` for EINVAL/ENOTTY).
     @discardableResult
     static func ioctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T, _ name: String, device: String) throws -> Int32 {
         let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-        if r == -1 { throw error(errno, name, device: device) }
+        if r < 0 { throw error(-r, name, device: device) }
         return r
     }
 
     /// Like `ioctl`, but returns the errno instead of throwing (for enumerations that end with EINVAL).
     static func tryIoctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T) -> Int32 {
         let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-        return r == -1 ? errno : 0
+        return r < 0 ? -r : 0
     }
 
     static func error(_ code: Int32, _ call: String, device: String) -> CaptureError {

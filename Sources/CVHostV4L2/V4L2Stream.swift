@@ -91,7 +91,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         if unplugged, try !resumeAfterUnplug() { return nil }
         while !cancelled.load(ordering: .relaxed) {
             let ready = CV4L2Shim_wait_readable(device.fd, 200)
-            if ready < 0 { throw failure(errno, "poll") }
+            if ready < 0 { throw failure(-ready, "poll") }
             if ready == 0 {
                 let idle = Double(HostClock.monotonicNs() - lastFrameNs) / 1e9
                 if idle >= V4L2Stream.stallSeconds && !stallReported {

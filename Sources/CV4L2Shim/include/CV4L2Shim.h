@@ -18,7 +18,6 @@ extern const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMESIZES;
 extern const unsigned long CV4L2Shim_VIDIOC_ENUM_FRAMEINTERVALS;
 extern const unsigned long CV4L2Shim_VIDIOC_G_FMT;
 extern const unsigned long CV4L2Shim_VIDIOC_S_FMT;
-extern const unsigned long CV4L2Shim_VIDIOC_TRY_FMT;
 extern const unsigned long CV4L2Shim_VIDIOC_G_PARM;
 extern const unsigned long CV4L2Shim_VIDIOC_S_PARM;
 extern const unsigned long CV4L2Shim_VIDIOC_REQBUFS;
@@ -28,13 +27,9 @@ extern const unsigned long CV4L2Shim_VIDIOC_DQBUF;
 extern const unsigned long CV4L2Shim_VIDIOC_STREAMON;
 extern const unsigned long CV4L2Shim_VIDIOC_STREAMOFF;
 extern const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL;
-extern const unsigned long CV4L2Shim_VIDIOC_QUERY_EXT_CTRL;
 extern const unsigned long CV4L2Shim_VIDIOC_QUERYMENU;
 extern const unsigned long CV4L2Shim_VIDIOC_G_CTRL;
 extern const unsigned long CV4L2Shim_VIDIOC_S_CTRL;
-extern const unsigned long CV4L2Shim_VIDIOC_G_INPUT;
-extern const unsigned long CV4L2Shim_VIDIOC_S_INPUT;
-extern const unsigned long CV4L2Shim_VIDIOC_ENUMINPUT;
 
 extern const uint32_t CV4L2Shim_PIX_FMT_GREY;
 extern const uint32_t CV4L2Shim_PIX_FMT_YUV420;
@@ -50,10 +45,11 @@ extern const uint32_t CV4L2Shim_PIX_FMT_YUV420M;
 /* libv4l2 (format conversion for cameras that give only MJPEG or vendor formats). */
 int CV4L2Shim_open(const char *path, int flags);
 int CV4L2Shim_close(int fd);
-/* Retries on EINTR; returns -1 with errno set on failure. */
+/* Retries on EINTR; returns the ioctl's result, or -errno on failure (errno is read here, right
+ * after the call: Swift code between the call and a read of errno could change it). */
 int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg);
 void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset);
 int CV4L2Shim_munmap(void *start, size_t length);
-/* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -1 error (errno). */
+/* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -errno on error. */
 int CV4L2Shim_wait_readable(int fd, int timeout_ms);
 #endif

@@ -13,6 +13,13 @@ step() { # step NAME TIMEOUT COMMAND...: run, keep stdout/stderr/exit code
   timeout -k 5 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
   echo $? > "$out/$name.rc"
 }
+loop_qr() { # loop_qr NAME FFMPEG_PIXFMT FOURCC: show the camera the QR code through vivid's loop, read it with barcode
+  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=$2" \
+    -f rawvideo -frames:v 1 "/tmp/qr.$2"
+  vivid_inject "/tmp/qr.$2" "$3" 640 480
+  step "$1" 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format "$3" --plugin barcode --max-frames 20 \
+    --metrics-interval 0
+}
 
 if [ "$mode" = webcam ]; then
   step devices 60 "$cvhost" devices --json
@@ -52,26 +59,14 @@ if [ "$mode" = webcam ]; then
   wait
 elif [ "$mode" = loop ]; then
   # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
-  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=yuyv422" \
-    -f rawvideo -frames:v 1 /tmp/qr.yuyv
-  vivid_inject /tmp/qr.yuyv YUYV 640 480
-  step loop 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin barcode --max-frames 20 \
-    --metrics-interval 0
+  loop_qr loop yuyv422 YUYV
 elif [ "$mode" = multiplanar ]; then
   # vivid loaded with multiplanar=2: its nodes speak only the multi-planar API.
   step mp-devices 60 "$cvhost" devices --json
   # The loop in a one-buffer format (YUYV) and in one with a buffer per plane (NV12M: Y, then UV).
-  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=yuyv422" \
-    -f rawvideo -frames:v 1 /tmp/qr.yuyv
-  vivid_inject /tmp/qr.yuyv YUYV 640 480
-  step mp-yuyv 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin barcode --max-frames 20 \
-    --metrics-interval 0
+  loop_qr mp-yuyv yuyv422 YUYV
   vivid_reload
-  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=nv12" \
-    -f rawvideo -frames:v 1 /tmp/qr.nv12
-  vivid_inject /tmp/qr.nv12 NM12 640 480
-  step mp-nv12m 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format NM12 --plugin barcode --max-frames 20 \
-    --metrics-interval 0
+  loop_qr mp-nv12m nv12 NM12
   vivid_reload
   step mp-yuv420m 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YM12 --plugin null:results=1 --max-frames 10 \
     --metrics-interval 0

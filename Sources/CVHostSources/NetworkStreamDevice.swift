@@ -94,19 +94,18 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
             }
         }
         let isRTSP = location.scheme == "rtsp" || location.scheme == "rtsps"
-        let transport = options.rtspTransport ?? "tcp"
+        func decoder(rtspTransport: String?) throws -> MediaDecoder {
+            try MediaDecoder(url: location.url, name: location.display, options: rtspOptions(rtspTransport), interrupt: interrupt,
+                             openTimeout: options.openTimeout, stallSeconds: options.stallTimeout, lowDelay: true)
+        }
         do {
-            return try MediaDecoder(url: location.url, name: location.display, options: rtspOptions(isRTSP ? transport : nil),
-                                    interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout,
-                                    lowDelay: true)
+            return try decoder(rtspTransport: isRTSP ? options.rtspTransport ?? "tcp" : nil)
         } catch let error as CaptureError
             where isRTSP && options.rtspTransport == nil && error.message.hasSuffix(ffmpegError(-EPROTONOSUPPORT))
         {
             // FFmpeg's word for "461 Unsupported Transport" in answer to SETUP.
             Log.info("\(location.display) refuses RTP over TCP (461 Unsupported Transport): reading it over UDP")
-            return try MediaDecoder(url: location.url, name: location.display, options: rtspOptions("udp"),
-                                    interrupt: interrupt, openTimeout: options.openTimeout, stallSeconds: options.stallTimeout,
-                                    lowDelay: true)
+            return try decoder(rtspTransport: "udp")
         }
     }
 

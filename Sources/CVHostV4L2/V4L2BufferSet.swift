@@ -31,22 +31,13 @@ final class V4L2BufferSet: @unchecked Sendable {
         var maps: [[(UnsafeMutableRawPointer, Int)]] = []
         func unmapAll() { maps.joined().forEach { _ = CV4L2Shim_munmap($0.0, $0.1) } }
         for i in 0..<req.count {
-            var planes = [v4l2_plane](repeating: v4l2_plane(), count: self.planeCount)
-            var buf = V4L2BufferSet.describe(type: type, index: i)
-            let located: [(length: Int, offset: Int64)] = try planes.withUnsafeMutableBufferPointer { p in
-                if type.isMultiPlanar {
-                    buf.m.planes = p.baseAddress
-                    buf.length = UInt32(p.count)
-                }
-                do {
-                    try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, &buf, "VIDIOC_QUERYBUF", device: device)
-                } catch {
-                    unmapAll()
-                    throw error
-                }
-                return type.isMultiPlanar ? p.prefix(Int(buf.length)).map { (Int($0.length), Int64($0.m.mem_offset)) }
-                    : [(Int(buf.length), Int64(buf.m.offset))]
+            let (rc, buf, planes) = V4L2BufferSet.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, type: type, planeCount: self.planeCount, index: i)
+            guard rc == 0 else {
+                unmapAll()
+                throw V4L2IO.error(rc, "VIDIOC_QUERYBUF", device: device)
             }
+            let located: [(length: Int, offset: Int64)] = type.isMultiPlanar ? planes.map { (Int($0.length), Int64($0.m.mem_offset)) }
+                : [(Int(buf.length), Int64(buf.m.offset))]
             var bufferMaps: [(UnsafeMutableRawPointer, Int)] = []
             for plane in located {
                 guard let address = CV4L2Shim_mmap(plane.length, fd, plane.offset), address != UnsafeMutableRawPointer(bitPattern: -1) else {
@@ -63,14 +54,33 @@ final class V4L2BufferSet: @unchecked Sendable {
         for i in 0..<maps.count { requeue(i) }
     }
 
-    /// A v4l2_buffer naming buffer `index` of this type (MMAP memory); the caller points
-    /// `m.planes` at a plane array for the multi-planar API.
-    static func describe(type: V4L2BufferType, index: UInt32) -> v4l2_buffer {
+    /// Makes a buffer request (QUERYBUF, QBUF, DQBUF) about buffer `index` (MMAP memory), with
+    /// the plane array the multi-planar API needs.
+    /// - Returns: the errno (0: done), the buffer as the driver filled it in, and its planes
+    ///   (as many as the driver says; none in the single-planar API).
+    static func ioctl(_ fd: Int32, _ request: UInt, type: V4L2BufferType, planeCount: Int,
+                      index: UInt32) -> (errno: Int32, buffer: v4l2_buffer, planes: [v4l2_plane]) {
         var buf = v4l2_buffer()
         buf.type = type.rawValue
         buf.memory = V4L2_MEMORY_MMAP.rawValue
         buf.index = index
-        return buf
+        guard type.isMultiPlanar else {
+            let rc = V4L2IO.tryIoctl(fd, request, &buf)
+            return (rc, buf, [])
+        }
+        var planes = [v4l2_plane](repeating: v4l2_plane(), count: planeCount)
+        let rc = planes.withUnsafeMutableBufferPointer { p in
+            buf.m.planes = p.baseAddress
+            buf.length = UInt32(p.count)
+            return V4L2IO.tryIoctl(fd, request, &buf)
+        }
+        buf.m.planes = nil  // pointed into `planes`, which does not outlive this call
+        return (rc, buf, Array(planes.prefix(Int(buf.length))))
+    }
+
+    /// `ioctl` on this set's descriptor, type and planes.
+    func ioctl(_ request: UInt, index: UInt32) -> (errno: Int32, buffer: v4l2_buffer, planes: [v4l2_plane]) {
+        V4L2BufferSet.ioctl(fd, request, type: type, planeCount: planeCount, index: index)
     }
 
     deinit {
@@ -94,16 +104,7 @@ final class V4L2BufferSet: @unchecked Sendable {
     func requeue(_ index: Int) {
         state.withLock { s in
             guard !s.stopped else { return }
-            var planes = [v4l2_plane](repeating: v4l2_plane(), count: planeCount)
-            var buf = V4L2BufferSet.describe(type: type, index: UInt32(index))
-            let rc = planes.withUnsafeMutableBufferPointer { p in
-                if type.isMultiPlanar {
-                    buf.m.planes = p.baseAddress
-                    buf.length = UInt32(p.count)
-                }
-                return V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QBUF, &buf)
-            }
-            if rc == 0 { s.queued += 1 }
+            if ioctl(CV4L2Shim_VIDIOC_QBUF, index: UInt32(index)).errno == 0 { s.queued += 1 }
         }
     }
 

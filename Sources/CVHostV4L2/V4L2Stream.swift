@@ -100,15 +100,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
                 }
                 continue
             }
-            var planeInfo = [v4l2_plane](repeating: v4l2_plane(), count: buffers.planeCount)
-            var buf = V4L2BufferSet.describe(type: buffers.type, index: 0)
-            let rc = planeInfo.withUnsafeMutableBufferPointer { p in
-                if buffers.type.isMultiPlanar {
-                    buf.m.planes = p.baseAddress
-                    buf.length = UInt32(p.count)
-                }
-                return V4L2IO.tryIoctl(device.fd, CV4L2Shim_VIDIOC_DQBUF, &buf)
-            }
+            let (rc, buf, planeInfo) = buffers.ioctl(CV4L2Shim_VIDIOC_DQBUF, index: 0)
             if rc != 0 {
                 if rc == EAGAIN { continue }
                 throw failure(rc, "VIDIOC_DQBUF")
@@ -121,7 +113,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
             lastSequence = buf.sequence
             // What the driver filled in each memory plane (multi-planar: from data_offset on).
             let filled: [(start: Int, used: Int)] = buffers.type.isMultiPlanar
-                ? planeInfo.prefix(Int(buf.length)).map { (Int($0.data_offset), Int($0.bytesused) - Int($0.data_offset)) }
+                ? planeInfo.map { (Int($0.data_offset), Int($0.bytesused) - Int($0.data_offset)) }
                 : [(0, Int(buf.bytesused))]
             let short = planes.contains { p in
                 p.memoryPlane >= filled.count || filled[p.memoryPlane].used < p.needed

@@ -29,6 +29,17 @@ struct V4L2Layout: Equatable, Sendable {
         let sizeImage: Int
     }
 
+    /// Where one image plane lies: in which memory plane, from which offset, at which stride;
+    /// `needed`: the bytes of that memory plane a frame must fill for this plane to be whole.
+    struct ImagePlane: Equatable, Sendable {
+        let memoryPlane: Int
+        let offset: Int
+        let bytesPerRow: Int
+        let rows: Int
+        let samplesPerRow: Int
+        let needed: Int
+    }
+
     let fourcc: UInt32
     let width: Int
     let height: Int
@@ -72,13 +83,14 @@ struct V4L2Layout: Equatable, Sendable {
     ///   other and the chroma planes' lines are the luma's bytes per line (NV12) or half of it
     ///   (YU12), as the V4L2 specification defines those formats.
     /// - Returns: nil when the memory planes cannot hold the format (a driver answer cvhost cannot read).
-    func imagePlanes(_ format: PixelFormat) -> [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)]? {
+    func imagePlanes(_ format: PixelFormat) -> [ImagePlane]? {
         let geometry = format.planeLayout(width: width, height: height)
-        var out: [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)] = []
+        var out: [ImagePlane] = []
         if memoryPlanes.count == geometry.count {
             for (i, g) in geometry.enumerated() {
                 let stride = max(memoryPlanes[i].bytesPerLine, g.rowBytes)
-                out.append((i, 0, stride, g.rows, g.samplesPerRow, stride * (g.rows - 1) + g.rowBytes))
+                out.append(ImagePlane(memoryPlane: i, offset: 0, bytesPerRow: stride, rows: g.rows, samplesPerRow: g.samplesPerRow,
+                                      needed: stride * (g.rows - 1) + g.rowBytes))
             }
         } else if memoryPlanes.count == 1 {
             let lumaStride = max(memoryPlanes[0].bytesPerLine, geometry[0].rowBytes)
@@ -86,7 +98,8 @@ struct V4L2Layout: Equatable, Sendable {
             for (i, g) in geometry.enumerated() {
                 let stride = i == 0 || format == .nv12 ? lumaStride : lumaStride / 2
                 guard stride >= g.rowBytes else { return nil }
-                out.append((0, offset, stride, g.rows, g.samplesPerRow, offset + stride * (g.rows - 1) + g.rowBytes))
+                out.append(ImagePlane(memoryPlane: 0, offset: offset, bytesPerRow: stride, rows: g.rows, samplesPerRow: g.samplesPerRow,
+                                      needed: offset + stride * (g.rows - 1) + g.rowBytes))
                 offset += stride * g.rows
             }
         } else {

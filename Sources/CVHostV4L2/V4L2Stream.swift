@@ -26,7 +26,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     private var buffers: V4L2BufferSet!
     private var layout: V4L2Layout
     private var pixelFormat: PixelFormat
-    private var planes: [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)]
+    private var planes: [V4L2Layout.ImagePlane]
     /// The camera was unplugged and `device.reconnects` is on: waiting for it to come back.
     private var unplugged = false
     private let cancelled = Atomic(false)
@@ -39,19 +39,18 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
 
     init(device: V4L2CaptureDevice, layout: V4L2Layout) throws {
         self.device = device
-        (self.layout, pixelFormat, planes) = try V4L2Stream.readable(layout, device: device.path)
+        self.layout = layout
+        (pixelFormat, planes) = try V4L2Stream.readable(layout, device: device.path)
         buffers = try V4L2Stream.startStreaming(device, layout: layout)
     }
 
     /// The pixel format and image planes of `layout`, or an error when cvhost cannot read it.
-    private static func readable(_ layout: V4L2Layout, device: String) throws
-        -> (V4L2Layout, PixelFormat, [(memoryPlane: Int, offset: Int, bytesPerRow: Int, rows: Int, samplesPerRow: Int, needed: Int)])
-    {
+    private static func readable(_ layout: V4L2Layout, device: String) throws -> (PixelFormat, [V4L2Layout.ImagePlane]) {
         guard let format = layout.pixelFormat, let planes = layout.imagePlanes(format) else {
             throw CaptureError(.unsupported, "\(device) reports a \(V4L2IO.fourCC(layout.fourcc)) \(layout.width)x\(layout.height) layout "
                                + "cvhost cannot read (\(layout.memoryPlanes.map { "\($0.bytesPerLine) bytes a line, \($0.sizeImage) bytes" }))")
         }
-        return (layout, format, planes)
+        return (format, planes)
     }
 
     private static func startStreaming(_ device: V4L2CaptureDevice, layout: V4L2Layout) throws -> V4L2BufferSet {
@@ -75,7 +74,8 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
                 guard let back = device.deliveredLayout else {
                     throw CaptureError(.unsupported, "\(device.path) came back with a format cvhost cannot read")
                 }
-                (layout, pixelFormat, planes) = try V4L2Stream.readable(back, device: device.path)
+                (pixelFormat, planes) = try V4L2Stream.readable(back, device: device.path)
+                layout = back
                 buffers = try V4L2Stream.startStreaming(device, layout: layout)
                 unplugged = false
                 lastSequence = nil

@@ -33,6 +33,12 @@ struct InputSpec: Equatable {
 
     var isCamera: Bool { if case .input = kind { false } else { true } }
 
+    /// Whether --reconnect means something for it: a camera or a network stream (not a file or a pipe).
+    var canReconnect: Bool {
+        if case .input(let text) = kind { return StreamLocation(text)?.scheme != nil }
+        return true
+    }
+
     /// Splits `NAME=` off `text`. A name is 1 to 64 letters, digits, `_`, `-` or `.` before the
     /// first `=`, so URLs (`rtsp://h/p?a=b`) and paths (`./a=b.mp4`) are never cut; an existing
     /// file whose name looks like `a=b` is read as that file.

@@ -113,10 +113,7 @@ struct RunCommand: ParsableCommand {
         if !specs.contains(where: \.isCamera) && (format != nil || pixelFormat != nil || !controls.isEmpty) {
             throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
         }
-        if reconnect && !specs.contains(where: { spec in
-            if case .input(let text) = spec.kind { return StreamLocation(text)?.scheme != nil }
-            return true
-        }) {
+        if reconnect && !specs.contains(where: \.canReconnect) {
             throw ValidationError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(inputs.joined(separator: ", "))")
         }
         if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {

@@ -28,22 +28,23 @@ let package = Package(
         // The one public header plugin authors compile against.
         .target(name: "CVHostPluginABI", path: "Sources/CVHostPluginABI"),
 
-        // Session, devices, formats, connections, video data output, pixel buffers, events.
-        .target(name: "CVHostCore", path: "Sources/CVHostCore"),
+        // Session, devices, formats, connections, video data output, pixel buffers, events; pixel
+        // conversions and frames decoded by FFmpeg as pixel buffers (libswscale, libavutil).
+        .target(name: "CVHostCore", dependencies: ["CFFmpeg"], path: "Sources/CVHostCore"),
 
         // The signal handler that names a plugin that crashed the process (C: async-signal-safe).
         .target(name: "CPluginGuard", path: "Sources/CPluginGuard"),
 
-        // FFmpeg's libav* (decoding of video files and still images).
+        // FFmpeg's libav* (decoding of video files, streams, still images and MJPEG; pixel conversions).
         .systemLibrary(
             name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
 
-        // V4L2 ioctl numbers (function-like macros in C) and libv4l2's variadic calls, for Swift.
-        .target(name: "CV4L2Shim", path: "Sources/CV4L2Shim", linkerSettings: [.linkedLibrary("v4l2")]),
+        // V4L2 ioctl numbers (function-like macros in C) and ioctl itself, for Swift; libv4lconvert.
+        .target(name: "CV4L2Shim", path: "Sources/CV4L2Shim", linkerSettings: [.linkedLibrary("v4lconvert")]),
 
-        // Linux cameras: discovery, formats, controls, streaming (through libv4l2).
-        .target(name: "CVHostV4L2", dependencies: ["CVHostCore", "CV4L2Shim"], path: "Sources/CVHostV4L2"),
+        // Linux cameras: discovery, formats, controls, streaming; MJPEG decoded with FFmpeg, Bayer and vendor formats with libv4lconvert.
+        .target(name: "CVHostV4L2", dependencies: ["CVHostCore", "CV4L2Shim", "CFFmpeg"], path: "Sources/CVHostV4L2"),
 
         // Capture devices that are not cameras: test pattern, still images, video files.
         .target(name: "CVHostSources", dependencies: ["CVHostCore", "CFFmpeg"], path: "Sources/CVHostSources"),
@@ -65,9 +66,9 @@ let package = Package(
             ],
             path: "Sources/cvhost"),
 
-        // What the host itself costs, measured with the null plugin (not a test: prints figures).
+        // What the host itself costs, measured with the null plugin, and its MJPEG decoding (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
 
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)
@@ -93,11 +94,11 @@ let package = Package(
 
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
         .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),
-        .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore"]),
+        .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
-        // Format selection and control parsing; streaming itself is tested on vivid (EndToEndTests/CameraTests).
-        .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore"]),
+        // Format selection, control parsing, plane layouts, MJPEG decoding; streaming itself is tested on vivid (EndToEndTests/CameraTests).
+        .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
         .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],

@@ -11,7 +11,7 @@ packages=(
   # Real encoders for test fixtures and demo media; the schema validator's library.
   ffmpeg qrencode python3-jsonschema
 )
-# Cameras: libv4l2. Their tests boot Debian's kernel (which carries the vivid driver) in a QEMU VM.
+# Cameras: libv4l (libv4lconvert, for Bayer and vendor formats). Their tests boot Debian's kernel (which carries the vivid driver) in a QEMU VM.
 packages+=(libv4l-dev v4l-utils linux-image-amd64 qemu-system-x86 busybox-static cpio kmod xz-utils)
 # The barcode plugin's two engines: libzbar, and zxing-cpp built from source by
 # scripts/build-zxing.sh (with cmake); encoders for its fixtures and demo (zint: EAN-13, Code 128,
@@ -21,11 +21,12 @@ packages+=(libzbar-dev cmake zint)
 packages+=(gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 python3-gi gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
-# --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), and the live
-# RTSP camera of the latency benchmark (x264enc, in plugins-ugly).
+# --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), the live
+# RTSP camera of the latency benchmark (x264enc, in plugins-ugly), and libjpeg-turbo's cjpeg (webcam-like
+# MJPEG frames for the MJPEG benchmark).
 if [ "${1:-}" = "--benchmarks" ]; then
   packages+=(zbar-tools gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-             gstreamer1.0-libav gstreamer1.0-opencv gstreamer1.0-plugins-ugly)
+             gstreamer1.0-libav gstreamer1.0-opencv gstreamer1.0-plugins-ugly libjpeg-turbo-progs)
 fi
 
 missing=()

@@ -1,9 +1,8 @@
 #include "CV4L2Shim.h"
 
 #include <errno.h>
-#include <libv4l2.h>
 #include <poll.h>
-#include <sys/mman.h>
+#include <sys/ioctl.h>
 
 const unsigned long CV4L2Shim_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
 const unsigned long CV4L2Shim_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT;
@@ -31,6 +30,7 @@ const uint32_t CV4L2Shim_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
 const uint32_t CV4L2Shim_PIX_FMT_RGB24 = V4L2_PIX_FMT_RGB24;
 const uint32_t CV4L2Shim_PIX_FMT_BGR24 = V4L2_PIX_FMT_BGR24;
 const uint32_t CV4L2Shim_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+const uint32_t CV4L2Shim_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
 const uint32_t CV4L2Shim_PIX_FMT_NV12M = V4L2_PIX_FMT_NV12M;
 const uint32_t CV4L2Shim_PIX_FMT_YUV420M = V4L2_PIX_FMT_YUV420M;
 
@@ -38,23 +38,13 @@ const uint32_t CV4L2Shim_PIX_FMT_YUV420M = V4L2_PIX_FMT_YUV420M;
 _Static_assert(sizeof(struct v4l2_buffer) == 88, "v4l2_buffer layout (LP64)");
 _Static_assert(sizeof(struct v4l2_format) == 208, "v4l2_format layout");
 
-int CV4L2Shim_open(const char *path, int flags) { return v4l2_open(path, flags); }
-
-int CV4L2Shim_close(int fd) { return v4l2_close(fd); }
-
 int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg) {
     int r;
     do {
-        r = v4l2_ioctl(fd, request, arg);
+        r = ioctl(fd, request, arg);
     } while (r == -1 && errno == EINTR);
     return r == -1 ? -errno : r;
 }
-
-void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset) {
-    return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
-}
-
-int CV4L2Shim_munmap(void *start, size_t length) { return v4l2_munmap(start, length); }
 
 int CV4L2Shim_wait_readable(int fd, int timeout_ms) {
     struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};

@@ -54,6 +54,9 @@ public struct DeviceFormat: Sendable, Equatable, CustomStringConvertible {
 
     public var maxFrameRate: Double { frameRateRanges.map(\.maxFrameRate).max() ?? 0 }
 
+    /// Frames are JPEGs (a webcam's MJPEG): cvhost decodes them.
+    public var isJPEG: Bool { deviceFourCC == "MJPG" || deviceFourCC == "JPEG" }
+
     public var description: String {
         "\(deviceFourCC) \(width)x\(height) " + frameRateRanges.map(\.description).joined(separator: ", ")
     }

@@ -30,6 +30,8 @@ public final class PixelBuffer: @unchecked Sendable {
     public let width: Int
     public let height: Int
     public let planes: [Plane]
+    /// The range and matrix of its YUV samples (for RGB: full range, and the matrix of the YUV it was made from).
+    public let colorimetry: Colorimetry
 
     /// Keeps the memory behind `planes` alive: an allocation, a decoder's frame, a parent buffer.
     private let owner: AnyObject
@@ -41,19 +43,20 @@ public final class PixelBuffer: @unchecked Sendable {
     private let conversions = Mutex<[Variant: PixelBuffer]>([:])
 
     /// Wraps memory that `owner` keeps alive. The planes must match `format`'s layout.
-    public init(format: PixelFormat, width: Int, height: Int, planes: [Plane], owner: AnyObject) {
+    public init(format: PixelFormat, width: Int, height: Int, planes: [Plane], colorimetry: Colorimetry, owner: AnyObject) {
         precondition(planes.count == format.planeLayout(width: width, height: height).count, "plane count for \(format)")
         self.format = format
         self.width = width
         self.height = height
         self.planes = planes
+        self.colorimetry = colorimetry
         self.owner = owner
     }
 
     /// Allocates a buffer with tightly packed planes (rows padded to 16 bytes) and lets `fill`
     /// write its pixels before the buffer is shared.
     public static func allocate(
-        format: PixelFormat, width: Int, height: Int,
+        format: PixelFormat, width: Int, height: Int, colorimetry: Colorimetry,
         fill: (_ planes: [UnsafeMutableRawPointer], _ bytesPerRow: [Int]) throws -> Void
     ) rethrows -> PixelBuffer {
         let layout = format.planeLayout(width: width, height: height)
@@ -71,7 +74,7 @@ public final class PixelBuffer: @unchecked Sendable {
             Plane(base: UnsafeRawPointer(pointers[$0]), bytesPerRow: strides[$0], rows: layout[$0].rows,
                   samplesPerRow: layout[$0].samplesPerRow)
         }
-        return PixelBuffer(format: format, width: width, height: height, planes: planes, owner: memory)
+        return PixelBuffer(format: format, width: width, height: height, planes: planes, colorimetry: colorimetry, owner: memory)
     }
 
     /// This image in `target` format: itself, a zero-copy view (gray8 from a luma-first format),
@@ -80,7 +83,7 @@ public final class PixelBuffer: @unchecked Sendable {
         if target == format { return self }
         if target == .gray8 && format.firstPlaneIsLuma {
             // The Y plane as it is: no copy. The view keeps this buffer alive.
-            return PixelBuffer(format: .gray8, width: width, height: height, planes: [planes[0]], owner: self)
+            return PixelBuffer(format: .gray8, width: width, height: height, planes: [planes[0]], colorimetry: colorimetry, owner: self)
         }
         let key = Variant(format: target, orientation: .identity)
         return conversions.withLock { cache in

@@ -1,186 +1,118 @@
-/// Pixel format conversions between the formats cvhost knows.
+import CFFmpeg
+import Synchronization
+
+/// Pixel format conversions between the formats cvhost knows, with FFmpeg's libswscale: the
+/// conversions the field relies on (SIMD, every pair of formats), honouring the frame's range
+/// and matrix, and the same results as `ffmpeg -vf scale=flags=bilinear+accurate_rnd+full_chroma_int+full_chroma_inp`
+/// given the same range and matrix (tested pixel for pixel).
 ///
-/// Colour maths is BT.601 with full-range luma (what JPEG and most webcams deliver, and what
-/// detectors trained on RGB photos expect). Every pair is supported: direct routes for the
-/// common cases, otherwise through I420.
+/// What a converted buffer's colorimetry is:
+/// - YUV or grey from YUV: the source's, values untouched (grey is the luma as it is).
+/// - RGB from YUV: full range, colours computed with the source's range and matrix.
+/// - YUV or grey from RGB: full range BT.601 (JPEG's convention).
 enum PixelConverter {
+    /// Bilinear chroma, accurate rounding, chroma read and written at full horizontal
+    /// resolution: no chroma blocks, and a right column of odd-width RGB that keeps its colour
+    /// (without SWS_FULL_CHR_H_INP swscale gets it wrong by up to 98 levels).
+    static let flags = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP
+
     static func convert(_ source: PixelBuffer, to target: PixelFormat) -> PixelBuffer {
-        switch (source.format, target) {
-        case (_, .gray8): return toGray(source)
-        case (.rgb24, .bgr24), (.bgr24, .rgb24): return swapRedBlue(source)
-        case (_, .i420): return toI420(source)
-        case (.i420, _): return fromI420(source, to: target)
-        default: return fromI420(toI420(source), to: target)
-        }
-    }
-
-    // MARK: - Luma
-
-    private static func toGray(_ src: PixelBuffer) -> PixelBuffer {
-        let w = src.width, h = src.height
-        return PixelBuffer.allocate(format: .gray8, width: w, height: h) { dst, stride in
-            let out = dst[0].assumingMemoryBound(to: UInt8.self)
-            let p = src.planes[0]
-            for y in 0..<h {
-                let row = p.base.advanced(by: y * p.bytesPerRow).assumingMemoryBound(to: UInt8.self)
-                let o = out + y * stride[0]
-                switch src.format {
-                case .gray8, .i420, .nv12:
-                    o.update(from: row, count: w)
-                case .yuyv:
-                    for x in 0..<w { o[x] = row[x * 2] }
-                case .rgb24, .bgr24:
-                    let (ri, bi) = src.format == .rgb24 ? (0, 2) : (2, 0)
-                    for x in 0..<w {
-                        o[x] = luma(r: row[x * 3 + ri], g: row[x * 3 + 1], b: row[x * 3 + bi])
-                    }
-                }
+        let colorimetry = colorimetry(converting: source, to: target)
+        let key = Scaler.Key(source: source.format, target: target, width: source.width, height: source.height,
+                             from: source.colorimetry, to: colorimetry)
+        let scaler = Scaler.take(key)
+        defer { Scaler.give(scaler) }
+        return PixelBuffer.allocate(format: target, width: source.width, height: source.height, colorimetry: colorimetry) { dst, strides in
+            var srcData: [UnsafePointer<UInt8>?] = source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) }
+            var srcStride: [Int32] = source.planes.map { Int32($0.bytesPerRow) }
+            var dstData: [UnsafeMutablePointer<UInt8>?] = dst.map { $0.assumingMemoryBound(to: UInt8.self) }
+            var dstStride: [Int32] = strides.map { Int32($0) }
+            while srcData.count < 4 {
+                srcData.append(nil)
+                srcStride.append(0)
             }
-        }
-    }
-
-    @inline(__always)
-    private static func luma(r: UInt8, g: UInt8, b: UInt8) -> UInt8 {
-        UInt8(truncatingIfNeeded: (77 &* Int(r) &+ 150 &* Int(g) &+ 29 &* Int(b) &+ 128) >> 8)
-    }
-
-    // MARK: - To I420
-
-    private static func toI420(_ src: PixelBuffer) -> PixelBuffer {
-        let w = src.width, h = src.height
-        let cw = (w + 1) / 2, ch = (h + 1) / 2
-        return PixelBuffer.allocate(format: .i420, width: w, height: h) { dst, stride in
-            let yp = dst[0].assumingMemoryBound(to: UInt8.self)
-            let up = dst[1].assumingMemoryBound(to: UInt8.self)
-            let vp = dst[2].assumingMemoryBound(to: UInt8.self)
-            let p0 = src.planes[0]
-            func row0(_ y: Int) -> UnsafePointer<UInt8> {
-                p0.base.advanced(by: y * p0.bytesPerRow).assumingMemoryBound(to: UInt8.self)
+            while dstData.count < 4 {
+                dstData.append(nil)
+                dstStride.append(0)
             }
-            switch src.format {
-            case .i420:
-                preconditionFailure("i420 to i420 is not a conversion")
-            case .gray8:
-                for y in 0..<h { (yp + y * stride[0]).update(from: row0(y), count: w) }
-                for y in 0..<ch {
-                    (up + y * stride[1]).update(repeating: 128, count: cw)
-                    (vp + y * stride[2]).update(repeating: 128, count: cw)
-                }
-            case .nv12:
-                for y in 0..<h { (yp + y * stride[0]).update(from: row0(y), count: w) }
-                let p1 = src.planes[1]
-                for y in 0..<ch {
-                    let uv = p1.base.advanced(by: y * p1.bytesPerRow).assumingMemoryBound(to: UInt8.self)
-                    let u = up + y * stride[1], v = vp + y * stride[2]
-                    for x in 0..<cw {
-                        u[x] = uv[x * 2]
-                        v[x] = uv[x * 2 + 1]
-                    }
-                }
-            case .yuyv:
-                for y in 0..<h {
-                    let r = row0(y), o = yp + y * stride[0]
-                    for x in 0..<w { o[x] = r[x * 2] }
-                    if y % 2 == 0 {
-                        let u = up + (y / 2) * stride[1], v = vp + (y / 2) * stride[2]
-                        for x in 0..<cw {
-                            u[x] = r[x * 4 + 1]
-                            v[x] = r[x * 4 + 3]
-                        }
-                    }
-                }
-            case .rgb24, .bgr24:
-                let (ri, bi) = src.format == .rgb24 ? (0, 2) : (2, 0)
-                for y in 0..<h {
-                    let r = row0(y), o = yp + y * stride[0]
-                    for x in 0..<w { o[x] = luma(r: r[x * 3 + ri], g: r[x * 3 + 1], b: r[x * 3 + bi]) }
-                }
-                // Chroma from the average of each 2x2 block.
-                for cy in 0..<ch {
-                    let ra = row0(cy * 2), rb = row0(min(cy * 2 + 1, h - 1))
-                    let u = up + cy * stride[1], v = vp + cy * stride[2]
-                    for cx in 0..<cw {
-                        let x0 = cx * 2 * 3, x1 = min(cx * 2 + 1, w - 1) * 3
-                        let rs = Int(ra[x0 + ri]) + Int(ra[x1 + ri]) + Int(rb[x0 + ri]) + Int(rb[x1 + ri])
-                        let gs = Int(ra[x0 + 1]) + Int(ra[x1 + 1]) + Int(rb[x0 + 1]) + Int(rb[x1 + 1])
-                        let bs = Int(ra[x0 + bi]) + Int(ra[x1 + bi]) + Int(rb[x0 + bi]) + Int(rb[x1 + bi])
-                        // BT.601 full range, sums of 4 samples: divide by 4 * 256.
-                        u[cx] = clamp(((-43 * rs - 85 * gs + 128 * bs) >> 10) + 128)
-                        v[cx] = clamp(((128 * rs - 107 * gs - 21 * bs) >> 10) + 128)
-                    }
-                }
-            }
+            _ = sws_scale(scaler.context, srcData, srcStride, 0, Int32(source.height), dstData, dstStride)
         }
     }
 
-    // MARK: - From I420
+    static func colorimetry(converting source: PixelBuffer, to target: PixelFormat) -> Colorimetry {
+        if source.format.isRGB { return target.isRGB ? source.colorimetry : .jpeg }
+        return target.isRGB ? Colorimetry(range: .full, matrix: source.colorimetry.matrix) : source.colorimetry
+    }
 
-    private static func fromI420(_ src: PixelBuffer, to target: PixelFormat) -> PixelBuffer {
-        let w = src.width, h = src.height
-        let cw = (w + 1) / 2, ch = (h + 1) / 2
-        let py = src.planes[0], pu = src.planes[1], pv = src.planes[2]
-        func row(_ p: PixelBuffer.Plane, _ y: Int) -> UnsafePointer<UInt8> {
-            p.base.advanced(by: y * p.bytesPerRow).assumingMemoryBound(to: UInt8.self)
-        }
-        return PixelBuffer.allocate(format: target, width: w, height: h) { dst, stride in
-            let out0 = dst[0].assumingMemoryBound(to: UInt8.self)
-            switch target {
-            case .nv12:
-                for y in 0..<h { (out0 + y * stride[0]).update(from: row(py, y), count: w) }
-                let uv = dst[1].assumingMemoryBound(to: UInt8.self)
-                for y in 0..<ch {
-                    let u = row(pu, y), v = row(pv, y), o = uv + y * stride[1]
-                    for x in 0..<cw {
-                        o[x * 2] = u[x]
-                        o[x * 2 + 1] = v[x]
-                    }
-                }
-            case .yuyv:
-                for y in 0..<h {
-                    let yr = row(py, y), u = row(pu, y / 2), v = row(pv, y / 2), o = out0 + y * stride[0]
-                    for x in 0..<cw {
-                        o[x * 4] = yr[x * 2]
-                        o[x * 4 + 1] = u[x]
-                        o[x * 4 + 2] = x * 2 + 1 < w ? yr[x * 2 + 1] : yr[x * 2]
-                        o[x * 4 + 3] = v[x]
-                    }
-                }
-            case .rgb24, .bgr24:
-                let (ri, bi) = target == .rgb24 ? (0, 2) : (2, 0)
-                for y in 0..<h {
-                    let yr = row(py, y), u = row(pu, y / 2), v = row(pv, y / 2), o = out0 + y * stride[0]
-                    for x in 0..<w {
-                        let c = Int(yr[x]), d = Int(u[x / 2]) - 128, e = Int(v[x / 2]) - 128
-                        // BT.601 full range, fixed point with 8 fractional bits.
-                        o[x * 3 + ri] = clamp(c + ((359 * e + 128) >> 8))
-                        o[x * 3 + 1] = clamp(c - ((88 * d + 183 * e - 128) >> 8))
-                        o[x * 3 + bi] = clamp(c + ((454 * d + 128) >> 8))
-                    }
-                }
-            case .gray8, .i420:
-                preconditionFailure("handled before")
-            }
+    static func avFormat(_ f: PixelFormat) -> AVPixelFormat {
+        switch f {
+        case .gray8: AV_PIX_FMT_GRAY8
+        case .i420: AV_PIX_FMT_YUV420P
+        case .nv12: AV_PIX_FMT_NV12
+        case .yuyv: AV_PIX_FMT_YUYV422
+        case .rgb24: AV_PIX_FMT_RGB24
+        case .bgr24: AV_PIX_FMT_BGR24
         }
     }
 
-    // MARK: - RGB <-> BGR
-
-    private static func swapRedBlue(_ src: PixelBuffer) -> PixelBuffer {
-        let target: PixelFormat = src.format == .rgb24 ? .bgr24 : .rgb24
-        let p = src.planes[0]
-        return PixelBuffer.allocate(format: target, width: src.width, height: src.height) { dst, stride in
-            for y in 0..<src.height {
-                let r = p.base.advanced(by: y * p.bytesPerRow).assumingMemoryBound(to: UInt8.self)
-                let o = dst[0].assumingMemoryBound(to: UInt8.self) + y * stride[0]
-                for x in 0..<src.width {
-                    o[x * 3] = r[x * 3 + 2]
-                    o[x * 3 + 1] = r[x * 3 + 1]
-                    o[x * 3 + 2] = r[x * 3]
-                }
-            }
+    /// swscale's coefficient table for a matrix.
+    static func coefficients(_ m: Colorimetry.Matrix) -> UnsafePointer<Int32> {
+        switch m {
+        case .bt601: sws_getCoefficients(SWS_CS_ITU601)
+        case .bt709: sws_getCoefficients(SWS_CS_ITU709)
+        case .bt2020: sws_getCoefficients(SWS_CS_BT2020)
         }
     }
+}
 
-    @inline(__always)
-    private static func clamp(_ v: Int) -> UInt8 { UInt8(truncatingIfNeeded: v < 0 ? 0 : (v > 255 ? 255 : v)) }
+/// One swscale context, set up for one conversion. Contexts are costly to set up and not safe
+/// to share between threads, so each conversion takes one from a pool and gives it back.
+final class Scaler: @unchecked Sendable {
+    // @unchecked Sendable: a context is used by one thread at a time (taken from the pool).
+    struct Key: Hashable {
+        let source: PixelFormat
+        let target: PixelFormat
+        let width: Int
+        let height: Int
+        let from: Colorimetry
+        let to: Colorimetry
+    }
+
+    let key: Key
+    let context: OpaquePointer
+
+    private static let pool = Mutex<[Key: [Scaler]]>([:])
+    /// Idle contexts kept per conversion: enough for a few plugins converting at once.
+    private static let keptPerKey = 4
+
+    private init(_ key: Key) {
+        self.key = key
+        let w = Int32(key.width), h = Int32(key.height)
+        // Every pair of cvhost's formats is one swscale converts: a nil context is a broken install.
+        guard let c = sws_getContext(w, h, PixelConverter.avFormat(key.source), w, h, PixelConverter.avFormat(key.target),
+                                     PixelConverter.flags, nil, nil, nil) else {
+            fatalError("libswscale cannot convert \(key.source) to \(key.target) at \(key.width)x\(key.height)")
+        }
+        context = c
+        _ = sws_setColorspaceDetails(c, PixelConverter.coefficients(key.from.matrix), key.from.range == .full ? 1 : 0,
+                                     PixelConverter.coefficients(key.to.matrix), key.to.range == .full ? 1 : 0,
+                                     0, 1 << 16, 1 << 16)
+    }
+
+    deinit { sws_freeContext(context) }
+
+    static func take(_ key: Key) -> Scaler {
+        pool.withLock { $0[key]?.popLast() } ?? Scaler(key)
+    }
+
+    static func give(_ scaler: Scaler) {
+        pool.withLock { pool in
+            if pool[scaler.key, default: []].count < keptPerKey { pool[scaler.key, default: []].append(scaler) }
+        }
+    }
+}
+
+extension PixelFormat {
+    /// Packed RGB or BGR.
+    public var isRGB: Bool { self == .rgb24 || self == .bgr24 }
 }

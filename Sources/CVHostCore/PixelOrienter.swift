@@ -12,7 +12,7 @@ enum PixelOrienter {
         let width = o.swapsSides ? src.height : src.width
         let height = o.swapsSides ? src.width : src.height
         let layout = src.format.planeLayout(width: src.width, height: src.height)
-        return PixelBuffer.allocate(format: src.format, width: width, height: height) { planes, strides in
+        return PixelBuffer.allocate(format: src.format, width: width, height: height, colorimetry: src.colorimetry) { planes, strides in
             for (i, plane) in src.planes.enumerated() {
                 let element = elementSize(src.format, plane: i)
                 let columns = layout[i].rowBytes / element

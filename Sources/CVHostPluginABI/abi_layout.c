@@ -4,8 +4,10 @@
 
 _Static_assert(CVHOST_PLUGIN_ABI_VERSION == 1, "ABI number changed: update the layout pins below");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_plane) == 24, "cvhost_plane layout");
-_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_frame) == 152, "cvhost_frame layout");
+_Static_assert(sizeof(void *) != 8 || sizeof(cvhost_frame) == 160, "cvhost_frame layout");
 _Static_assert(offsetof(cvhost_frame, sequence) == 16, "cvhost_frame.sequence offset");
+// Grown at its end within ABI 1: a plugin built before reads up to delivery_index (152 bytes).
+_Static_assert(sizeof(void *) != 8 || offsetof(cvhost_frame, color_range) == 152, "cvhost_frame.color_range offset");
 _Static_assert(sizeof(cvhost_capture_hints) == 16, "cvhost_capture_hints layout");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_option_spec) == 56, "cvhost_option_spec layout");
 _Static_assert(sizeof(void *) != 8 || sizeof(cvhost_host) == 48, "cvhost_host layout");

@@ -223,6 +223,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         f.presentation_time_ns = sample.presentationTimeNs
         f.plane_count = UInt32(pb.planes.count)
         f.flags = sample.isIndependent ? UInt32(CVHOST_FRAME_FLAG_INDEPENDENT) : 0
+        f.color_range = pb.colorimetry.range.rawValue
+        f.color_matrix = pb.format.isRGB ? CVHOST_COLOR_MATRIX_NONE.rawValue : pb.colorimetry.matrix.rawValue
         withUnsafeMutableBytes(of: &f.planes) { raw in
             let planes = raw.bindMemory(to: cvhost_plane.self)
             for (i, p) in pb.planes.prefix(4).enumerated() {

@@ -18,7 +18,7 @@ final class MediaDecoder {
     private var codec: UnsafeMutablePointer<AVCodecContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var frame: UnsafeMutablePointer<AVFrame>?
-    private var scaler: OpaquePointer?
+    private let reader = DecodedFrameReader()
     private let streamIndex: Int32
     private let timeBase: AVRational
     private let startTime: Int64
@@ -137,7 +137,6 @@ final class MediaDecoder {
     }
 
     deinit {
-        sws_freeContext(scaler)
         av_frame_free(&frame)
         av_packet_free(&packet)
         avcodec_free_context(&codec)
@@ -156,7 +155,7 @@ final class MediaDecoder {
                 defer { av_frame_unref(frame) }
                 let pts = presentationTimeNs(frame)
                 framesDecoded += 1
-                return (try pixelBuffer(from: frame), pts)
+                return (try reader.pixelBuffer(frame, input: path), pts)
             }
             if got == CFFmpeg_AVERROR_EOF { return nil }
             if got != CFFmpeg_AVERROR_EAGAIN {
@@ -223,80 +222,6 @@ final class MediaDecoder {
         }
         return av_rescale_q(ts - startTime, timeBase, AVRational(num: 1, den: 1_000_000_000))
     }
-
-    /// Wraps the decoded frame without a copy when its format is one cvhost knows, else
-    /// converts it once with libswscale (to I420 for YUV, RGB24 for RGB and palettes, gray8 for grey).
-    private func pixelBuffer(from frame: UnsafeMutablePointer<AVFrame>) throws -> PixelBuffer {
-        let w = Int(frame.pointee.width), h = Int(frame.pointee.height)
-        let avFormat = AVPixelFormat(rawValue: frame.pointee.format)
-        if let native = MediaDecoder.directFormat(avFormat), frame.pointee.linesize.0 > 0 {
-            let owner = AVFrameReference(av_frame_clone(frame))
-            guard let ref = owner.frame else { throw CaptureError(.streamFailed, "out of memory decoding \(path)") }
-            let layout = native.planeLayout(width: w, height: h)
-            let data = [ref.pointee.data.0, ref.pointee.data.1, ref.pointee.data.2, ref.pointee.data.3]
-            let lines = [ref.pointee.linesize.0, ref.pointee.linesize.1, ref.pointee.linesize.2, ref.pointee.linesize.3]
-            let planes = (0..<layout.count).map { i in
-                PixelBuffer.Plane(base: UnsafeRawPointer(data[i]!), bytesPerRow: Int(lines[i]), rows: layout[i].rows,
-                                  samplesPerRow: layout[i].samplesPerRow)
-            }
-            return PixelBuffer(format: native, width: w, height: h, planes: planes, owner: owner)
-        }
-        let target = MediaDecoder.conversionTarget(avFormat)
-        let dstAV: AVPixelFormat = switch target {
-        case .gray8: AV_PIX_FMT_GRAY8
-        case .rgb24: AV_PIX_FMT_RGB24
-        default: AV_PIX_FMT_YUV420P
-        }
-        scaler = sws_getCachedContext(scaler, Int32(w), Int32(h), avFormat, Int32(w), Int32(h), dstAV,
-                                      Int32(SWS_BILINEAR), nil, nil, nil)
-        guard let scaler else {
-            throw CaptureError(.unsupportedInput, "cannot convert \(path)'s pixel format \(pixelFormatName(avFormat))")
-        }
-        return PixelBuffer.allocate(format: target, width: w, height: h) { planes, strides in
-            var dst: [UnsafeMutablePointer<UInt8>?] = planes.map { $0.assumingMemoryBound(to: UInt8.self) }
-            var dstStride = strides.map { Int32($0) }
-            while dst.count < 4 {
-                dst.append(nil)
-                dstStride.append(0)
-            }
-            withUnsafePointer(to: frame.pointee.data) { srcData in
-                withUnsafePointer(to: frame.pointee.linesize) { srcLines in
-                    srcData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { s in
-                        srcLines.withMemoryRebound(to: Int32.self, capacity: 8) { l in
-                            _ = sws_scale(scaler, s, l, 0, Int32(h), &dst, &dstStride)
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    static func directFormat(_ f: AVPixelFormat) -> PixelFormat? {
-        switch f {
-        case AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUVJ420P: .i420
-        case AV_PIX_FMT_GRAY8: .gray8
-        case AV_PIX_FMT_NV12: .nv12
-        case AV_PIX_FMT_YUYV422: .yuyv
-        case AV_PIX_FMT_RGB24: .rgb24
-        case AV_PIX_FMT_BGR24: .bgr24
-        default: nil
-        }
-    }
-
-    static func conversionTarget(_ f: AVPixelFormat) -> PixelFormat {
-        guard let desc = av_pix_fmt_desc_get(f) else { return .i420 }
-        let flags = desc.pointee.flags
-        if flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 || flags & UInt64(AV_PIX_FMT_FLAG_PAL) != 0 { return .rgb24 }
-        if desc.pointee.nb_components <= 2 { return .gray8 }  // grey, grey + alpha
-        return .i420
-    }
-}
-
-/// Keeps one reference to a decoded frame's buffers; freed when the last pixel buffer using it goes.
-final class AVFrameReference {
-    var frame: UnsafeMutablePointer<AVFrame>?
-    init(_ frame: UnsafeMutablePointer<AVFrame>?) { self.frame = frame }
-    deinit { av_frame_free(&frame) }
 }
 
 /// A live stream sent nothing for `seconds`: the session reports it as interrupted.
@@ -305,14 +230,3 @@ struct StreamStalled: Error {
 }
 
 func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : "\(s) s" }
-
-func ffmpegError(_ code: Int32) -> String {
-    var buffer = [CChar](repeating: 0, count: 128)
-    av_strerror(code, &buffer, buffer.count)
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
-
-func pixelFormatName(_ f: AVPixelFormat) -> String {
-    guard let name = av_get_pix_fmt_name(f) else { return "unknown" }
-    return String(cString: name)
-}

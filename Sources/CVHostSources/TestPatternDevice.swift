@@ -112,7 +112,7 @@ final class TestPatternStream: FrameStream, @unchecked Sendable {
     private func render(_ n: UInt64) -> PixelBuffer {
         let (w, h, box) = (width, height, self.box)
         let bg = background
-        return PixelBuffer.allocate(format: .i420, width: w, height: h) { planes, strides in
+        return PixelBuffer.allocate(format: .i420, width: w, height: h, colorimetry: .jpeg) { planes, strides in
             for p in 0..<3 {
                 let src = bg.planes[p]
                 for row in 0..<src.rows {
@@ -136,7 +136,7 @@ final class TestPatternStream: FrameStream, @unchecked Sendable {
         let bars: [(UInt8, UInt8, UInt8)] = [
             (191, 128, 128), (170, 32, 138), (134, 144, 32), (113, 48, 42), (78, 208, 214), (57, 112, 224), (21, 224, 118),
         ]
-        return PixelBuffer.allocate(format: .i420, width: w, height: h) { planes, strides in
+        return PixelBuffer.allocate(format: .i420, width: w, height: h, colorimetry: .jpeg) { planes, strides in
             let split = h * 2 / 3
             for plane in 0..<3 {
                 let sub = plane == 0 ? 1 : 2

@@ -50,11 +50,13 @@ public struct FormatRequest: Sendable, Equatable {
     }
 
     /// Ranks how directly cvhost reads a device format: luma-first formats go to every plugin
-    /// without conversion; YUYV and RGB need one; others go through libv4l2's conversion.
+    /// without conversion; YUYV needs one for grey; MJPEG is decoded (cheap next to detection:
+    /// benchmarks/mjpeg_decode.py); RGB needs luma computed; others are converted by libv4lconvert.
     static func directness(_ f: DeviceFormat) -> Int {
-        switch f.pixelFormat {
-        case .nv12?, .i420?, .gray8?: 3
-        case .yuyv?: 2
+        if f.isJPEG { return 2 }
+        return switch f.pixelFormat {
+        case .nv12?, .i420?, .gray8?: 4
+        case .yuyv?: 3
         case .rgb24?, .bgr24?: 1
         case nil: 0
         }
@@ -99,15 +101,16 @@ public struct FormatRequest: Sendable, Equatable {
                 sized = larger.filter { area($0) == smallest }
             }
         }
-        // Among formats of that size: those that reach the frame rate, then the most direct.
-        let rate = frameRate
-        let reaching = sized.filter { f in rate.map { r in f.frameRateRanges.contains { $0.maxFrameRate >= r - 0.01 } } ?? true }
+        // Among formats of that size: those that reach the frame rate asked for (without one: the
+        // fastest, as a webcam's 1080p is 30 fps in MJPEG and 5 in YUYV), then the most direct.
+        let rate = frameRate ?? sized.map(\.maxFrameRate).max()!
+        let reaching = sized.filter { f in f.frameRateRanges.contains { $0.maxFrameRate >= rate - 0.01 } }
         let pool = reaching.isEmpty ? sized : reaching
         let chosen = pool.max { a, b in
             (FormatRequest.directness(a), a.maxFrameRate) < (FormatRequest.directness(b), b.maxFrameRate)
         }!
         let fps: Double
-        if let rate {
+        if let rate = frameRate {
             // The offered rate nearest to the one asked for.
             let offered = chosen.frameRateRanges.flatMap { r in
                 r.minFrameRate == r.maxFrameRate ? [r.maxFrameRate] : [min(max(rate, r.minFrameRate), r.maxFrameRate)]

@@ -7,17 +7,15 @@ import Synchronization
 /// single-planar API). Lives until the stream is closed and no frame uses a buffer.
 final class V4L2BufferSet: @unchecked Sendable {
     // @unchecked Sendable: mappings are fixed after init; counters are behind `state`.
-    private let fd: Int32
+    private let fd: V4L2Descriptor
     private let device: String
     let type: V4L2BufferType
     /// Memory planes per buffer (1 in the single-planar API).
     let planeCount: Int
     private let mappings: [[(address: UnsafeMutableRawPointer, length: Int)]]
-    /// `gone`: the camera was unplugged and its descriptor closed; the number may already belong
-    /// to a newly opened device, so nothing may be asked of it any more.
-    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64, gone: Bool)>((0, false, 0, false))
+    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
 
-    init(fd: Int32, count: UInt32, type: V4L2BufferType, planeCount: Int, device: String) throws {
+    init(fd: V4L2Descriptor, count: UInt32, type: V4L2BufferType, planeCount: Int, device: String) throws {
         self.fd = fd
         self.device = device
         self.type = type
@@ -29,7 +27,7 @@ final class V4L2BufferSet: @unchecked Sendable {
         try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_REQBUFS, &req, "VIDIOC_REQBUFS", device: device)
         guard req.count >= 2 else { throw CaptureError(.streamFailed, "\(device) gave \(req.count) buffers; 2 or more are needed") }
         var maps: [[(UnsafeMutableRawPointer, Int)]] = []
-        func unmapAll() { maps.joined().forEach { _ = CV4L2Shim_munmap($0.0, $0.1) } }
+        func unmapAll() { maps.joined().forEach { _ = munmap($0.0, $0.1) } }
         for i in 0..<req.count {
             let (rc, buf, planes) = V4L2BufferSet.ioctl(fd, CV4L2Shim_VIDIOC_QUERYBUF, type: type, planeCount: self.planeCount, index: i)
             guard rc == 0 else {
@@ -40,13 +38,14 @@ final class V4L2BufferSet: @unchecked Sendable {
                 : [(Int(buf.length), Int64(buf.m.offset))]
             var bufferMaps: [(UnsafeMutableRawPointer, Int)] = []
             for plane in located {
-                guard let address = CV4L2Shim_mmap(plane.length, fd, plane.offset), address != UnsafeMutableRawPointer(bitPattern: -1) else {
-                    let code = errno
-                    bufferMaps.forEach { _ = CV4L2Shim_munmap($0.0, $0.1) }
+                switch fd.map(length: plane.length, offset: plane.offset) {
+                case .success(let address):
+                    bufferMaps.append((address, plane.length))
+                case .failure(let e):
+                    bufferMaps.forEach { _ = munmap($0.0, $0.1) }
                     unmapAll()
-                    throw V4L2IO.error(code, "mmap", device: device)
+                    throw V4L2IO.error(e.code, "mmap", device: device)
                 }
-                bufferMaps.append((address, plane.length))
             }
             maps.append(bufferMaps)
         }
@@ -58,7 +57,7 @@ final class V4L2BufferSet: @unchecked Sendable {
     /// the plane array the multi-planar API needs.
     /// - Returns: the errno (0: done), the buffer as the driver filled it in, and its planes
     ///   (as many as the driver says; none in the single-planar API).
-    static func ioctl(_ fd: Int32, _ request: UInt, type: V4L2BufferType, planeCount: Int,
+    static func ioctl(_ fd: V4L2Descriptor, _ request: UInt, type: V4L2BufferType, planeCount: Int,
                       index: UInt32) -> (errno: Int32, buffer: v4l2_buffer, planes: [v4l2_plane]) {
         var buf = v4l2_buffer()
         buf.type = type.rawValue
@@ -84,8 +83,8 @@ final class V4L2BufferSet: @unchecked Sendable {
     }
 
     deinit {
-        for m in mappings.joined() { _ = CV4L2Shim_munmap(m.address, m.length) }
-        if state.withLock({ $0.gone }) { return }
+        for m in mappings.joined() { _ = munmap(m.address, m.length) }
+        // Frees the driver's buffers (EBADF, harmless, when the camera was unplugged meanwhile).
         var req = v4l2_requestbuffers()
         req.count = 0
         req.type = type.rawValue
@@ -108,12 +107,11 @@ final class V4L2BufferSet: @unchecked Sendable {
         }
     }
 
-    /// Stops giving buffers back. `deviceGone`: the camera was unplugged (no ioctl is made).
-    func shutDown(streamOff: Bool, deviceGone: Bool = false) {
+    /// Stops giving buffers back, and stops the stream when asked.
+    func shutDown(streamOff: Bool) {
         state.withLock { s in
             s.stopped = true
-            s.gone = s.gone || deviceGone
-            if streamOff && !s.gone {
+            if streamOff {
                 var raw = type.rawValue
                 _ = V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_STREAMOFF, &raw)
             }

@@ -3,8 +3,10 @@ import CVHostCore
 import Glibc
 import Synchronization
 
-/// A V4L2 camera (AVCaptureDevice for Linux), opened through libv4l2 so that cameras that give
-/// only MJPEG or vendor formats still deliver frames cvhost can read.
+/// A V4L2 camera (AVCaptureDevice for Linux). The camera is always set to one of its own
+/// formats: raw YUV, grey and RGB frames are read as the driver fills them, MJPEG is decoded by
+/// cvhost (MJPEGDecoder), and the formats only libv4lconvert reads (Bayer, vendor formats) are
+/// converted with it (V4L2FormatConverter).
 ///
 /// Configuration — the active format and every control — needs `lockForConfiguration()`;
 /// each setter reads the value back and reports what the device applied.
@@ -19,8 +21,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
 
     /// The node now open; after a reconnection it may be another /dev/videoN.
     public var path: String { state.withLock { $0.path } }
-    /// The open descriptor (through libv4l2); -1 while the camera is unplugged.
-    var fd: Int32 { state.withLock { $0.fd } }
+    /// The open node; closed (every call fails with EBADF) while the camera is unplugged.
+    var fd: V4L2Descriptor { state.withLock { $0.fd } }
 
     /// When true, a camera unplugged while streaming is waited for and resumed (its format and
     /// the controls set on it restored) instead of ending the run with an error.
@@ -31,13 +33,13 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
 
     struct State {
         var path: String
-        var fd: Int32
+        var fd: V4L2Descriptor
         var reconnects = false
         /// What was set, to set again on a camera that comes back: the format and rate, the controls.
         var chosen: (format: DeviceFormat, frameRate: Double)?
         var controlsSet: [(id: UInt32, value: Int64)] = []
         var active: DeviceFormat?
-        /// The layout of the frames the driver (or libv4l2) delivers, from G_FMT.
+        /// The layout of the frames the driver delivers, from G_FMT.
         var delivered: V4L2Layout?
         var frameRate: Double = 0
         var connected = true
@@ -64,8 +66,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
             throw CaptureError(.inputUnavailable, "\(path) (\(node.card)) is not a video-capture node: `cvhost devices` lists cameras")
         }
         let type = V4L2BufferType(deviceCaps: node.deviceCaps)
-        let fd = V4L2CaptureDevice.open(path, type)
-        guard fd >= 0 else { throw V4L2IO.error(errno, "open", device: path) }
+        guard let fd = V4L2Descriptor(path: path) else { throw V4L2IO.error(errno, "open", device: path) }
         self.node = node
         self.state = Mutex(State(path: path, fd: fd))
         bufferType = type
@@ -73,37 +74,19 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         readBack()
     }
 
-    /// Opens a node: through libv4l2 for the single-planar API (it converts formats cvhost cannot
-    /// read), straight for the multi-planar one (libv4l2's converting layer knows only the
-    /// single-planar API and hides the other). The other libv4l2 calls pass a descriptor
-    /// libv4l2 did not open straight to the kernel.
-    private static func open(_ path: String, _ type: V4L2BufferType) -> Int32 {
-        type.isMultiPlanar ? Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : CV4L2Shim_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-    }
-
-    deinit {
-        let fd = state.withLock { $0.fd }
-        if fd >= 0 { _ = CV4L2Shim_close(fd) }
-    }
-
     /// The camera went away: close its descriptor so that the driver can let go of it.
     func releaseAfterUnplug() {
-        let fd: Int32 = state.withLock { s in
-            defer {
-                s.fd = -1
-                s.connected = false
-            }
-            return s.fd
+        state.withLock { s in
+            s.fd.close()
+            s.connected = false
         }
-        if fd >= 0 { _ = CV4L2Shim_close(fd) }
     }
 
     /// Looks for the camera (by unique id, on any /dev/videoN), opens it, and sets again the
     /// format, frame rate and controls set before. - Returns: false while it is not back.
     func reopenAfterUnplug() -> Bool {
         guard let node = V4L2Discovery.captureNodes().first(where: { $0.uniqueID == uniqueID }) else { return false }
-        let fd = V4L2CaptureDevice.open(node.path, bufferType)
-        guard fd >= 0 else { return false }
+        guard let fd = V4L2Descriptor(path: node.path) else { return false }
         let (chosen, controls) = state.withLock { s -> ((format: DeviceFormat, frameRate: Double)?, [(id: UInt32, value: Int64)]) in
             s.fd = fd
             s.path = node.path
@@ -151,9 +134,8 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         try setActiveFormat(format, frameRate: format.maxFrameRate)
     }
 
-    /// Sets the format and frame rate (S_FMT, S_PARM) and reads both back. A device format
-    /// cvhost cannot read directly (MJPEG, vendor formats) is asked of libv4l2 as I420, which
-    /// it converts to. Requires the configuration lock.
+    /// Sets the format and frame rate (S_FMT, S_PARM) and reads both back. Requires the
+    /// configuration lock.
     public func setActiveFormat(_ format: DeviceFormat, frameRate: Double) throws {
         try configurationLock.require(for: "the active format", deviceName: localizedName)
         guard state.withLock({ !$0.streaming }) else {
@@ -167,7 +149,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         let fd = self.fd, path = self.path
         var f = v4l2_format()
         f.type = bufferType.rawValue
-        let fourcc = format.pixelFormat != nil ? (V4L2IO.fourCC(format.deviceFourCC) ?? 0) : CV4L2Shim_PIX_FMT_YUV420
+        let fourcc = V4L2IO.fourCC(format.deviceFourCC) ?? 0
         if bufferType.isMultiPlanar {
             // The driver fills in the planes (their number, bytes per line and sizes).
             f.fmt.pix_mp.width = UInt32(format.width)
@@ -276,10 +258,6 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     public func openStream() throws -> FrameStream {
         guard let layout = deliveredLayout else {
             throw CaptureError(.unsupported, "\(path): cannot read its current format")
-        }
-        guard layout.pixelFormat != nil else {
-            throw CaptureError(.unsupported,
-                               "\(path) delivers \(activeFormat?.deviceFourCC ?? "?"), which cvhost cannot read: choose another with --pixel-format")
         }
         let stream = try V4L2Stream(device: self, layout: layout)
         state.withLock { $0.streaming = true }

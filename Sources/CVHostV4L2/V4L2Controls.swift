@@ -53,7 +53,7 @@ public enum V4L2Controls {
     public static func name(of id: UInt32) -> String? { table.first { $0.id == id }?.name }
 
     /// The control as the device describes it; nil when the device does not have it.
-    static func query(fd: Int32, id: UInt32) -> V4L2ControlInfo? {
+    static func query(fd: V4L2Descriptor, id: UInt32) -> V4L2ControlInfo? {
         var q = v4l2_queryctrl()
         q.id = id
         guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QUERYCTRL, &q) == 0, q.flags & UInt32(V4L2_CTRL_FLAG_DISABLED) == 0 else {
@@ -86,18 +86,18 @@ public enum V4L2Controls {
     }
 
     /// Every control of the table the device has.
-    static func available(fd: Int32) -> [V4L2ControlInfo] {
+    static func available(fd: V4L2Descriptor) -> [V4L2ControlInfo] {
         table.compactMap { query(fd: fd, id: $0.id) }
     }
 
-    static func get(fd: Int32, id: UInt32, device: String) throws -> Int64 {
+    static func get(fd: V4L2Descriptor, id: UInt32, device: String) throws -> Int64 {
         var c = v4l2_control()
         c.id = id
         try V4L2IO.ioctl(fd, CV4L2Shim_VIDIOC_G_CTRL, &c, "VIDIOC_G_CTRL", device: device)
         return Int64(c.value)
     }
 
-    static func set(fd: Int32, id: UInt32, value: Int64, device: String) throws {
+    static func set(fd: V4L2Descriptor, id: UInt32, value: Int64, device: String) throws {
         var c = v4l2_control()
         c.id = id
         c.value = Int32(clamping: value)

@@ -33,9 +33,7 @@ public enum V4L2Discovery {
 
     /// QUERYCAP of one node; nil when it cannot be opened or is not V4L2.
     public static func query(_ path: String) -> V4L2NodeInfo? {
-        let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let fd = V4L2Descriptor(path: path) else { return nil }
         var cap = v4l2_capability()
         guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_QUERYCAP, &cap) == 0 else { return nil }
         let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities

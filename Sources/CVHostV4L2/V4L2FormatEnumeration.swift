@@ -4,9 +4,11 @@ import CVHostCore
 /// Reads a node's formats: ENUM_FMT, then ENUM_FRAMESIZES and ENUM_FRAMEINTERVALS for each
 /// (discrete, stepwise and continuous), as DeviceFormats.
 enum V4L2FormatEnumeration {
-    /// The pixel format cvhost hands to plugins for a device format, without conversion.
+    /// The pixel format cvhost hands to plugins for a device format: read as it is, or for MJPEG
+    /// decoded by cvhost (to I420; grey JPEGs to gray8). nil: only libv4lconvert reads it (to I420).
     static func pixelFormat(for fourcc: UInt32) -> PixelFormat? {
         switch fourcc {
+        case CV4L2Shim_PIX_FMT_MJPEG, CV4L2Shim_PIX_FMT_JPEG: .i420
         case CV4L2Shim_PIX_FMT_GREY: .gray8
         case CV4L2Shim_PIX_FMT_YUV420, CV4L2Shim_PIX_FMT_YUV420M: .i420
         case CV4L2Shim_PIX_FMT_NV12, CV4L2Shim_PIX_FMT_NV12M: .nv12
@@ -21,16 +23,14 @@ enum V4L2FormatEnumeration {
     static let commonSizes = [(320, 240), (640, 360), (640, 480), (800, 600), (1024, 768), (1280, 720), (1280, 1024),
                               (1920, 1080), (2560, 1440), (3840, 2160)]
 
-    /// Every (format, size, frame rates) the node offers. Formats libv4l2 only emulates are left
-    /// out: cvhost asks libv4l2 for conversion itself when the device's format needs it.
-    static func formats(fd: Int32, type: V4L2BufferType) -> [DeviceFormat] {
+    /// Every (format, size, frame rates) the node offers.
+    static func formats(fd: V4L2Descriptor, type: V4L2BufferType) -> [DeviceFormat] {
         var result: [DeviceFormat] = []
         for index in 0..<UInt32(256) {
             var desc = v4l2_fmtdesc()
             desc.index = index
             desc.type = type.rawValue
             guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_ENUM_FMT, &desc) == 0 else { break }
-            if desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0 { continue }
             let fourcc = desc.pixelformat
             for (w, h) in sizes(fd: fd, fourcc: fourcc, type: type) {
                 result.append(DeviceFormat(deviceFourCC: V4L2IO.fourCC(fourcc), pixelFormat: pixelFormat(for: fourcc), width: w,
@@ -40,7 +40,7 @@ enum V4L2FormatEnumeration {
         return result
     }
 
-    static func sizes(fd: Int32, fourcc: UInt32, type: V4L2BufferType) -> [(Int, Int)] {
+    static func sizes(fd: V4L2Descriptor, fourcc: UInt32, type: V4L2BufferType) -> [(Int, Int)] {
         var out: [(Int, Int)] = []
         for index in 0..<UInt32(512) {
             var s = v4l2_frmsizeenum()
@@ -74,7 +74,7 @@ enum V4L2FormatEnumeration {
         return out
     }
 
-    static func frameRates(fd: Int32, fourcc: UInt32, width: Int, height: Int, type: V4L2BufferType) -> [FrameRateRange] {
+    static func frameRates(fd: V4L2Descriptor, fourcc: UInt32, width: Int, height: Int, type: V4L2BufferType) -> [FrameRateRange] {
         var out: [FrameRateRange] = []
         func fps(_ f: v4l2_fract) -> Double { f.numerator == 0 ? 0 : Double(f.denominator) / Double(f.numerator) }
         for index in 0..<UInt32(256) {

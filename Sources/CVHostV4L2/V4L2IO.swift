@@ -5,19 +5,16 @@ import Glibc
 /// The one path for V4L2 ioctls: retries EINTR and reads errno right after the call (both in
 /// the shim), and turns failures into `CaptureError`s that name the call, the device and the errno.
 enum V4L2IO {
-    /// Calls `ioctl(fd, request, &arg)` through libv4l2.
+    /// Calls `ioctl(fd, request, &arg)`.
     /// - Throws: `CaptureError` (`.deviceBusy` for EBUSY, `.streamFailed` for ENODEV, `.unsupported` for EINVAL/ENOTTY).
-    @discardableResult
-    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T, _ name: String, device: String) throws -> Int32 {
-        let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-        if r < 0 { throw error(-r, name, device: device) }
-        return r
+    static func ioctl<T>(_ fd: V4L2Descriptor, _ request: UInt, _ arg: inout T, _ name: String, device: String) throws {
+        let code = tryIoctl(fd, request, &arg)
+        if code != 0 { throw error(code, name, device: device) }
     }
 
-    /// Like `ioctl`, but returns the errno instead of throwing (for enumerations that end with EINVAL).
-    static func tryIoctl<T>(_ fd: Int32, _ request: UInt, _ arg: inout T) -> Int32 {
-        let r = withUnsafeMutablePointer(to: &arg) { CV4L2Shim_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-        return r < 0 ? -r : 0
+    /// Like `ioctl`, but returns the errno (0: done) instead of throwing (for enumerations that end with EINVAL).
+    static func tryIoctl<T>(_ fd: V4L2Descriptor, _ request: UInt, _ arg: inout T) -> Int32 {
+        withUnsafeMutablePointer(to: &arg) { fd.ioctl(request, UnsafeMutableRawPointer($0)) }
     }
 
     static func error(_ code: Int32, _ call: String, device: String) -> CaptureError {

@@ -11,7 +11,7 @@ struct V4L2BufferType: Equatable, Sendable {
     static let single = V4L2BufferType(rawValue: V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
     static let multiPlanar = V4L2BufferType(rawValue: V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue)
 
-    /// The single-planar API when the node has it (simpler, and what libv4l2 converts), else multi-planar.
+    /// The single-planar API when the node has it (simpler, and the one libv4lconvert knows), else multi-planar.
     init(deviceCaps: UInt32) {
         rawValue = deviceCaps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 ? V4L2BufferType.single.rawValue
             : V4L2BufferType.multiPlanar.rawValue
@@ -44,9 +44,15 @@ struct V4L2Layout: Equatable, Sendable {
     let width: Int
     let height: Int
     let memoryPlanes: [MemoryPlane]
+    /// The range and matrix of its YUV samples, as the driver states them (its defaults mapped
+    /// as V4L2 defines them); an MJPEG frame's own come from the JPEG.
+    let colorimetry: Colorimetry
 
-    /// The pixel format cvhost hands plugins, without conversion; nil when it has none.
+    /// The pixel format cvhost hands plugins (for MJPEG: after decoding); nil when it has none.
     var pixelFormat: PixelFormat? { V4L2FormatEnumeration.pixelFormat(for: fourcc) }
+
+    /// Frames are JPEGs (MJPEG), decoded by cvhost: no planes to lay out.
+    var isJPEG: Bool { fourcc == CV4L2Shim_PIX_FMT_MJPEG || fourcc == CV4L2Shim_PIX_FMT_JPEG }
 
     /// Reads a G_FMT/S_FMT answer of either API.
     init(_ f: v4l2_format, type: V4L2BufferType) {
@@ -55,6 +61,8 @@ struct V4L2Layout: Equatable, Sendable {
             fourcc = mp.pixelformat
             width = Int(mp.width)
             height = Int(mp.height)
+            colorimetry = V4L2Layout.colorimetry(colorspace: mp.colorspace, ycbcrEncoding: UInt32(mp.ycbcr_enc),
+                                                 quantization: UInt32(mp.quantization))
             memoryPlanes = withUnsafeBytes(of: mp.plane_fmt) { raw in
                 let planes = raw.bindMemory(to: v4l2_plane_pix_format.self)
                 return (0..<min(Int(mp.num_planes), planes.count)).map {
@@ -65,15 +73,44 @@ struct V4L2Layout: Equatable, Sendable {
             fourcc = f.fmt.pix.pixelformat
             width = Int(f.fmt.pix.width)
             height = Int(f.fmt.pix.height)
+            colorimetry = V4L2Layout.colorimetry(colorspace: f.fmt.pix.colorspace, ycbcrEncoding: f.fmt.pix.ycbcr_enc,
+                                                 quantization: f.fmt.pix.quantization)
             memoryPlanes = [MemoryPlane(bytesPerLine: Int(f.fmt.pix.bytesperline), sizeImage: Int(f.fmt.pix.sizeimage))]
         }
     }
 
-    init(fourcc: UInt32, width: Int, height: Int, memoryPlanes: [MemoryPlane]) {
+    init(fourcc: UInt32, width: Int, height: Int, memoryPlanes: [MemoryPlane],
+         colorimetry: Colorimetry = Colorimetry(range: .limited, matrix: .bt601)) {
         self.fourcc = fourcc
         self.width = width
         self.height = height
         self.memoryPlanes = memoryPlanes
+        self.colorimetry = colorimetry
+    }
+
+    /// V4L2's colorspace, Y'CbCr encoding and quantization as a colorimetry, their defaults mapped
+    /// as videodev2.h's V4L2_MAP_YCBCR_ENC_DEFAULT and V4L2_MAP_QUANTIZATION_DEFAULT do (Y'CbCr is
+    /// limited range except in the JPEG colorspace).
+    static func colorimetry(colorspace: UInt32, ycbcrEncoding: UInt32, quantization: UInt32) -> Colorimetry {
+        var encoding = ycbcrEncoding
+        if encoding == V4L2_YCBCR_ENC_DEFAULT.rawValue {
+            encoding = switch colorspace {
+            case V4L2_COLORSPACE_REC709.rawValue, V4L2_COLORSPACE_DCI_P3.rawValue: V4L2_YCBCR_ENC_709.rawValue
+            case V4L2_COLORSPACE_BT2020.rawValue: V4L2_YCBCR_ENC_BT2020.rawValue
+            default: V4L2_YCBCR_ENC_601.rawValue
+            }
+        }
+        let matrix: Colorimetry.Matrix = switch encoding {
+        case V4L2_YCBCR_ENC_709.rawValue, V4L2_YCBCR_ENC_XV709.rawValue, V4L2_YCBCR_ENC_SMPTE240M.rawValue: .bt709
+        case V4L2_YCBCR_ENC_BT2020.rawValue, V4L2_YCBCR_ENC_BT2020_CONST_LUM.rawValue: .bt2020
+        default: .bt601
+        }
+        let range: Colorimetry.Range = switch quantization {
+        case V4L2_QUANTIZATION_FULL_RANGE.rawValue: .full
+        case V4L2_QUANTIZATION_LIM_RANGE.rawValue: .limited
+        default: colorspace == V4L2_COLORSPACE_JPEG.rawValue ? .full : .limited
+        }
+        return Colorimetry(range: range, matrix: matrix)
     }
 
     /// Where each image plane of `format` lies: in which memory plane, at which offset, with which

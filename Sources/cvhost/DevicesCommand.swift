@@ -45,7 +45,9 @@ struct DevicesCommand: ParsableCommand {
             var lastCode = ""
             for f in d.formats {
                 if f.deviceFourCC != lastCode {
-                    print("    \(f.deviceFourCC)" + (f.pixelFormat.map { " (read as \($0.name))" } ?? " (not read directly: libv4l2 converts MJPEG and common vendor formats)"))
+                    let how = f.isJPEG ? " (decoded by cvhost to i420)"
+                        : f.pixelFormat.map { " (read as \($0.name))" } ?? " (converted to i420 by libv4lconvert)"
+                    print("    \(f.deviceFourCC)" + how)
                     lastCode = f.deviceFourCC
                 }
                 print("      \(f.width)x\(f.height)  " + f.frameRateRanges.map { $0.description }.joined(separator: ", "))

@@ -5,7 +5,7 @@ import Testing
 struct PixelBufferTests {
     /// A width x height RGB image with a known gradient.
     static func rgbGradient(width: Int, height: Int) -> PixelBuffer {
-        PixelBuffer.allocate(format: .rgb24, width: width, height: height) { planes, strides in
+        PixelBuffer.allocate(format: .rgb24, width: width, height: height, colorimetry: .jpeg) { planes, strides in
             let p = planes[0].assumingMemoryBound(to: UInt8.self)
             for y in 0..<height {
                 for x in 0..<width {
@@ -64,7 +64,7 @@ struct PixelBufferTests {
 
     @Test("luma of grey RGB equals the grey level")
     func lumaOfGrey() {
-        let grey = PixelBuffer.allocate(format: .rgb24, width: 4, height: 2) { planes, strides in
+        let grey = PixelBuffer.allocate(format: .rgb24, width: 4, height: 2, colorimetry: .jpeg) { planes, strides in
             for y in 0..<2 { (planes[0] + y * strides[0]).initializeMemory(as: UInt8.self, repeating: 200, count: 12) }
         }
         let gray = grey.converted(to: .gray8)

@@ -8,7 +8,7 @@ struct PixelOrientationTests {
 
     /// A buffer whose every byte differs from its neighbours, in any format.
     static func pattern(_ format: PixelFormat, width: Int, height: Int) -> PixelBuffer {
-        PixelBuffer.allocate(format: format, width: width, height: height) { planes, strides in
+        PixelBuffer.allocate(format: format, width: width, height: height, colorimetry: .jpeg) { planes, strides in
             let layout = format.planeLayout(width: width, height: height)
             for (i, plane) in planes.enumerated() {
                 let p = plane.assumingMemoryBound(to: UInt8.self)
@@ -50,7 +50,11 @@ struct PixelOrientationTests {
     static func expectTurned(_ src: PixelBuffer, _ turned: PixelBuffer, _ o: VideoOrientation) {
         #expect(turned.width == (o.swapsSides ? src.height : src.width) && turned.height == (o.swapsSides ? src.width : src.height))
         #expect(wrongSamples(src, turned, o, as: .gray8) == 0, "\(src.format) \(o): luma")
-        if src.format == .yuyv {
+        if src.format == .i420 || src.format == .nv12 {
+            // Chroma is compared as it is stored, in I420 (RGB would interpolate it, and the
+            // interpolation's siting is not symmetric under mirroring).
+            #expect(wrongI420Chroma(src, turned, o) == 0, "\(src.format) \(o): chroma")
+        } else if src.format == .yuyv {
             // Rendering YUYV as RGB goes through 4:2:0 (chroma of every other row), which a vertical
             // flip changes; so its chroma is checked as it is stored: one U, V pair per two pixels.
             // (A quarter turn goes through I420 on purpose; its chroma is resampled.)
@@ -58,6 +62,21 @@ struct PixelOrientationTests {
         } else {
             #expect(wrongSamples(src, turned, o, as: .rgb24) == 0, "\(src.format) \(o): colour")
         }
+    }
+
+    /// Chroma samples of a turned 4:2:0 frame (even sizes) that are not where they should be.
+    static func wrongI420Chroma(_ src: PixelBuffer, _ turned: PixelBuffer, _ o: VideoOrientation) -> Int {
+        let a = src.converted(to: .i420), b = turned.converted(to: .i420)
+        var wrong = 0
+        for plane in 1...2 {
+            for y in 0..<b.planes[plane].rows {
+                for x in 0..<b.planes[plane].samplesPerRow {
+                    let (sx, sy) = source(of: x, y, width: a.planes[plane].samplesPerRow, height: a.planes[plane].rows, o)
+                    if PixelBufferTests.byte(b, plane: plane, x: x, y: y) != PixelBufferTests.byte(a, plane: plane, x: sx, y: sy) { wrong += 1 }
+                }
+            }
+        }
+        return wrong
     }
 
     /// Chroma bytes of a mirrored or upside-down YUYV frame that are not where they should be.

@@ -60,7 +60,7 @@ final class CountingDevice: CaptureDevice {
             guard index < count, !cancelled.load(ordering: .relaxed) else { return nil }
             let n = index
             index += 1
-            let pb = PixelBuffer.allocate(format: .gray8, width: 8, height: 8) { planes, strides in
+            let pb = PixelBuffer.allocate(format: .gray8, width: 8, height: 8, colorimetry: .jpeg) { planes, strides in
                 for y in 0..<8 {
                     (planes[0] + y * strides[0]).initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: n), count: 8)
                 }

@@ -12,7 +12,8 @@ struct FormatSelectionTests {
     /// A typical UVC webcam: YUYV up to 30 fps only at small sizes, MJPEG fast at every size.
     static let webcam = [
         f("YUYV", .yuyv, 640, 480, [30, 15]), f("YUYV", .yuyv, 1280, 720, [10]), f("YUYV", .yuyv, 1920, 1080, [5]),
-        f("MJPG", nil, 640, 480, [30]), f("MJPG", nil, 1280, 720, [30]), f("MJPG", nil, 1920, 1080, [30]),
+        f("MJPG", .i420, 640, 480, [30]), f("MJPG", .i420, 1280, 720, [30]), f("MJPG", .i420, 1920, 1080, [30]),
+        f("BA81", nil, 1280, 720, [30]),
         f("NV12", .nv12, 640, 480, [30]),
     ]
 
@@ -32,12 +33,15 @@ struct FormatSelectionTests {
         // 640x480@30: NV12 is read by every plugin without conversion.
         let (a, fa) = try FormatRequest(parsing: "640x480@30").choose(from: FormatSelectionTests.webcam)
         #expect(a.deviceFourCC == "NV12" && fa == 30)
-        // 1280x720@30: only MJPEG reaches 30 fps there (libv4l2 converts it).
+        // 1280x720@30: MJPEG (decoded by cvhost) before Bayer (converted by libv4l2).
         let (b, fb) = try FormatRequest(parsing: "1280x720@30").choose(from: FormatSelectionTests.webcam)
         #expect(b.deviceFourCC == "MJPG" && fb == 30)
-        // 1280x720 at any rate: YUYV is more direct; the highest rate it has.
+        // 1280x720 at any rate: the fastest (YUYV is more direct, but 10 fps).
         let (c, fc) = try FormatRequest(parsing: "1280x720").choose(from: FormatSelectionTests.webcam)
-        #expect(c.deviceFourCC == "YUYV" && fc == 10)
+        #expect(c.deviceFourCC == "MJPG" && fc == 30)
+        // Asked for 10 fps: YUYV reaches it and is more direct.
+        let (e, fe) = try FormatRequest(parsing: "1280x720@10").choose(from: FormatSelectionTests.webcam)
+        #expect(e.deviceFourCC == "YUYV" && fe == 10)
         // A size between the offered ones: the next larger.
         let (d, _) = try FormatRequest(parsing: "800x600").choose(from: FormatSelectionTests.webcam)
         #expect(d.width == 1280 && d.height == 720)
@@ -53,7 +57,7 @@ struct FormatSelectionTests {
             _ = try FormatRequest(parsing: "640x480", pixelFormat: "H264").choose(from: FormatSelectionTests.webcam)
             Issue.record("H264 was accepted")
         } catch let e as CaptureError {
-            #expect(e.message.contains("MJPG, NV12, YUYV"))
+            #expect(e.message.contains("BA81, MJPG, NV12, YUYV"))
         }
         #expect(throws: CaptureError.self) { try FormatRequest(parsing: "4096x2160").choose(from: FormatSelectionTests.webcam) }
     }

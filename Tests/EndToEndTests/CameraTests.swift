@@ -137,6 +137,16 @@ struct CameraTests {
         #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" })
     }
 
+    @Test("Bayer (BA81), which only libv4lconvert reads: the camera is set to it, its frames converted and the QR code read")
+    func bayerThroughLibv4lconvert() throws {
+        let s = try VividVM.step("loop-bayer", mode: "loop")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect((s.events("session.started").first?["format"] as? [String: Any])?["fourcc"] as? String == "BA81")
+        let texts = s.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String }
+        #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" }, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "loop", steps: ["loop-bayer"]) == nil)
+    }
+
     @Test("a multi-planar capture node (vivid multiplanar=2): listed, and streamed in YUYV, NV12M and YUV420M")
     func multiPlanar() throws {
         let devices = try VividVM.step("mp-devices", mode: "multiplanar")

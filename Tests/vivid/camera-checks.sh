@@ -14,13 +14,27 @@ step() { # step NAME TIMEOUT COMMAND...: run, keep stdout/stderr/exit code
   echo $? > "$out/$name.rc"
 }
 loop_qr() { # loop_qr NAME FFMPEG_PIXFMT FOURCC: show the camera the QR code through vivid's loop, read it with barcode
-  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=$2" \
+  # (FFMPEG_PIXFMT bayer_bggr8: FFmpeg cannot write Bayer, so its RGB is sampled in the BGGR pattern here.)
+  local fmt=$2
+  [ "$fmt" = bayer_bggr8 ] && fmt=rgb24
+  ffmpeg -nostdin -loglevel error -y -i "$qr" -vf "scale=-2:400,pad=640:480:(ow-iw)/2:(oh-ih)/2:color=white,format=$fmt" \
     -f rawvideo -frames:v 1 "/tmp/qr.$2"
+  if [ "$2" = bayer_bggr8 ]; then
+    /usr/bin/python3 -c '
+import sys
+w, h = 640, 480
+rgb = open(sys.argv[1], "rb").read()
+out = bytearray(w * h)
+for y in range(h):
+    for x in range(w):
+        c = 2 if (y % 2 == 0 and x % 2 == 0) else (0 if (y % 2 == 1 and x % 2 == 1) else 1)  # B G / G R
+        out[y * w + x] = rgb[(y * w + x) * 3 + c]
+open(sys.argv[1], "wb").write(out)' "/tmp/qr.$2"
+  fi
   vivid_inject "/tmp/qr.$2" "$3" 640 480
   step "$1" 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format "$3" --plugin barcode --max-frames 20 \
     --metrics-interval 0
 }
-
 if [ "$mode" = webcam ]; then
   step devices 60 "$cvhost" devices --json
   step devices-text 60 "$cvhost" devices
@@ -60,6 +74,9 @@ if [ "$mode" = webcam ]; then
 elif [ "$mode" = loop ]; then
   # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
   loop_qr loop yuyv422 YUYV
+  vivid_reload
+  # Bayer (BA81), which only libv4lconvert reads: converted to I420 and still read.
+  loop_qr loop-bayer bayer_bggr8 BA81
 elif [ "$mode" = multiplanar ]; then
   # vivid loaded with multiplanar=2: its nodes speak only the multi-planar API.
   step mp-devices 60 "$cvhost" devices --json

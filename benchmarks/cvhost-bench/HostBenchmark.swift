@@ -13,6 +13,9 @@ import Foundation
 ///    frame to a plugin (queue hand-off, C frame, metrics, thread switches). Best of 3 runs.
 /// 2. Isolation: a live 640x480@60 test pattern feeds null:delay_ms=50 and null side by side
 ///    (drop-late); prints what share of frames each processed, and resident memory over the run.
+///
+/// `cvhost-bench --mjpeg FILE WIDTH HEIGHT` instead measures the camera path's MJPEG decoder
+/// (MJPEGBenchmark; run by benchmarks/mjpeg_decode.py).
 @main
 struct HostBenchmark {
     static func main() throws {
@@ -23,8 +26,15 @@ struct HostBenchmark {
             switch a {
             case "--frames": frames = Int(args.popFirst() ?? "") ?? frames
             case "--live-seconds": liveSeconds = Double(args.popFirst() ?? "") ?? liveSeconds
+            case "--mjpeg":
+                guard let file = args.popFirst(), let w = args.popFirst().flatMap({ Int($0) }), let h = args.popFirst().flatMap({ Int($0) })
+                else {
+                    print("usage: cvhost-bench --mjpeg FILE WIDTH HEIGHT")
+                    return
+                }
+                return try MJPEGBenchmark.run(file: file, width: w, height: h)
             default:
-                print("usage: cvhost-bench [--frames N] [--live-seconds S]")
+                print("usage: cvhost-bench [--frames N] [--live-seconds S] | --mjpeg FILE WIDTH HEIGHT")
                 return
             }
         }

@@ -1,12 +1,13 @@
 /*
- * CV4L2Shim: what Swift cannot import from <linux/videodev2.h> and <libv4l2.h> directly.
- * VIDIOC_* and V4L2_PIX_FMT_* are function-like macros (exported here as constants), and
- * v4l2_open / v4l2_ioctl are variadic (wrapped here with fixed arguments). Every symbol is
- * prefixed CV4L2Shim_.
+ * CV4L2Shim: what Swift cannot import from <linux/videodev2.h> directly. VIDIOC_* and
+ * V4L2_PIX_FMT_* are function-like macros (exported here as constants), and ioctl is variadic
+ * (wrapped here with fixed arguments). Every symbol is prefixed CV4L2Shim_. Also brings in
+ * libv4lconvert, for the formats only it converts.
  */
 #ifndef CV4L2SHIM_H
 #define CV4L2SHIM_H
 
+#include <libv4lconvert.h>
 #include <linux/videodev2.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,18 +39,14 @@ extern const uint32_t CV4L2Shim_PIX_FMT_YUYV;
 extern const uint32_t CV4L2Shim_PIX_FMT_RGB24;
 extern const uint32_t CV4L2Shim_PIX_FMT_BGR24;
 extern const uint32_t CV4L2Shim_PIX_FMT_MJPEG;
+extern const uint32_t CV4L2Shim_PIX_FMT_JPEG;
 /* Multi-planar: one memory plane per image plane. */
 extern const uint32_t CV4L2Shim_PIX_FMT_NV12M;
 extern const uint32_t CV4L2Shim_PIX_FMT_YUV420M;
 
-/* libv4l2 (format conversion for cameras that give only MJPEG or vendor formats). */
-int CV4L2Shim_open(const char *path, int flags);
-int CV4L2Shim_close(int fd);
 /* Retries on EINTR; returns the ioctl's result, or -errno on failure (errno is read here, right
  * after the call: Swift code between the call and a read of errno could change it). */
 int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg);
-void *CV4L2Shim_mmap(size_t length, int fd, int64_t offset);
-int CV4L2Shim_munmap(void *start, size_t length);
 /* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -errno on error. */
 int CV4L2Shim_wait_readable(int fd, int timeout_ms);
 #endif

@@ -118,6 +118,24 @@ typedef enum cvhost_pixel_format {
     CVHOST_PIXEL_FORMAT_BGR24 = CVHOST_FOURCC('B', 'G', 'R', '3'),
 } cvhost_pixel_format;
 
+/**
+ * The range of a frame's YUV samples (cvhost_frame.color_range), as its source states it.
+ * Converting limited-range YUV as if it were full range gives washed-out colours.
+ */
+typedef enum cvhost_color_range {
+    CVHOST_COLOR_RANGE_UNKNOWN = 0, /**< only from a host older than the field (check CVHOST_HAS_FIELD) */
+    CVHOST_COLOR_RANGE_FULL = 1,    /**< 0-255: JPEG, MJPEG webcams; always for RGB24/BGR24 frames */
+    CVHOST_COLOR_RANGE_LIMITED = 2, /**< Y 16-235, U and V 16-240: video (H.264), most YUV cameras */
+} cvhost_color_range;
+
+/** The matrix between a frame's YUV samples and RGB (cvhost_frame.color_matrix). */
+typedef enum cvhost_color_matrix {
+    CVHOST_COLOR_MATRIX_NONE = 0,   /**< RGB24/BGR24 frames (and hosts older than the field) */
+    CVHOST_COLOR_MATRIX_BT601 = 1,  /**< ITU-R BT.601: standard definition, JPEG */
+    CVHOST_COLOR_MATRIX_BT709 = 2,  /**< ITU-R BT.709: high definition */
+    CVHOST_COLOR_MATRIX_BT2020 = 3, /**< ITU-R BT.2020, non-constant luminance */
+} cvhost_color_matrix;
+
 /** Autofocus range restriction a plugin asks the camera for (AVCaptureAutoFocusRangeRestriction). */
 typedef enum cvhost_focus_range {
     CVHOST_FOCUS_RANGE_NONE = 0, /**< no preference */
@@ -199,6 +217,15 @@ typedef struct cvhost_frame {
      * apply their frames to that state in order.
      */
     uint64_t delivery_index;
+    /**
+     * The range and matrix of the frame's YUV samples (GRAY8: of its luma), from what the source
+     * says (V4L2's quantization and Y'CbCr encoding, the stream's colour properties); where it
+     * says nothing: full range BT.601 for JPEG and MJPEG, else limited range, BT.601 below 720
+     * lines and BT.709 from 720 on. RGB24/BGR24 frames the host converted were computed with
+     * them: they are FULL and NONE. Added within ABI 1: read them when CVHOST_HAS_FIELD says so.
+     */
+    uint32_t color_range;  /**< a cvhost_color_range */
+    uint32_t color_matrix; /**< a cvhost_color_matrix */
 } cvhost_frame;
 
 /** Log levels for cvhost_host.log. */

@@ -1,0 +1,111 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+@testable import CVHostCore
+
+/// Conversions honour each frame's range and matrix, and give exactly what FFmpeg's own
+/// command-line scaler gives for the same input, range, matrix and flags.
+@Suite("Colour: range and matrix in conversions")
+struct ColourConversionTests {
+    static let width = 322, height = 242
+    static let folder = TestFolders.make("colour")
+    static let flags = "bilinear+accurate_rnd+full_chroma_int+full_chroma_inp"
+
+    /// testsrc2 as raw frames of FFmpeg's `pixFmt`.
+    static func raw(_ pixFmt: String) throws -> Data {
+        let out = folder + "/in.\(pixFmt)"
+        if !FileManager.default.fileExists(atPath: out) {
+            try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height)",
+                                      "-frames:v", "1", "-pix_fmt", pixFmt, "-f", "rawvideo", out])
+        }
+        return try Data(contentsOf: URL(fileURLWithPath: out))
+    }
+
+    /// What `ffmpeg -vf scale=...` makes of the same raw input.
+    static func ffmpeg(_ inFmt: String, _ outFmt: String, _ scale: String) throws -> Data {
+        let out = folder + "/\(inFmt)-\(outFmt)-\(scale.hashValue).raw"
+        try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", inFmt, "-s", "\(width)x\(height)",
+                                  "-i", folder + "/in.\(inFmt)", "-vf", "scale=flags=\(flags):\(scale),format=\(outFmt)",
+                                  "-f", "rawvideo", out])
+        return try Data(contentsOf: URL(fileURLWithPath: out))
+    }
+
+    /// Packed planes (as FFmpeg writes raw frames) as a pixel buffer.
+    static func buffer(_ data: Data, _ format: PixelFormat, _ colorimetry: Colorimetry) -> PixelBuffer {
+        let layout = format.planeLayout(width: width, height: height)
+        return PixelBuffer.allocate(format: format, width: width, height: height, colorimetry: colorimetry) { planes, strides in
+            data.withUnsafeBytes { src in
+                var offset = 0
+                for (i, g) in layout.enumerated() {
+                    for row in 0..<g.rows {
+                        (planes[i] + row * strides[i]).copyMemory(from: src.baseAddress! + offset, byteCount: g.rowBytes)
+                        offset += g.rowBytes
+                    }
+                }
+            }
+        }
+    }
+
+    /// The buffer's planes packed, as FFmpeg writes raw frames.
+    static func packed(_ pb: PixelBuffer) -> Data {
+        var out = Data()
+        for (i, g) in pb.format.planeLayout(width: pb.width, height: pb.height).enumerated() {
+            for row in 0..<g.rows { out.append(Data(bytes: pb.planes[i].base + row * pb.planes[i].bytesPerRow, count: g.rowBytes)) }
+        }
+        return out
+    }
+
+    static func differing(_ a: Data, _ b: Data) -> Int {
+        guard a.count == b.count else { return max(a.count, b.count) }
+        return zip(a, b).reduce(0) { $0 + ($1.0 != $1.1 ? 1 : 0) }
+    }
+
+    struct Case: Sendable, CustomStringConvertible {
+        let source: PixelFormat, sourceFF: String, colorimetry: Colorimetry, target: PixelFormat, targetFF: String, scale: String
+        var description: String { "\(source) \(colorimetry) -> \(target)" }
+    }
+
+    static let cases = [
+        Case(source: .i420, sourceFF: "yuv420p", colorimetry: Colorimetry(range: .limited, matrix: .bt709), target: .rgb24,
+             targetFF: "rgb24", scale: "in_range=tv:in_color_matrix=bt709:out_range=pc"),
+        Case(source: .nv12, sourceFF: "nv12", colorimetry: .jpeg, target: .bgr24, targetFF: "bgr24",
+             scale: "in_range=pc:in_color_matrix=bt601:out_range=pc"),
+        Case(source: .yuyv, sourceFF: "yuyv422", colorimetry: Colorimetry(range: .limited, matrix: .bt601), target: .rgb24,
+             targetFF: "rgb24", scale: "in_range=tv:in_color_matrix=bt601:out_range=pc"),
+        Case(source: .i420, sourceFF: "yuv420p", colorimetry: Colorimetry(range: .limited, matrix: .bt2020), target: .rgb24,
+             targetFF: "rgb24", scale: "in_range=tv:in_color_matrix=bt2020:out_range=pc"),
+        Case(source: .rgb24, sourceFF: "rgb24", colorimetry: .jpeg, target: .i420, targetFF: "yuv420p",
+             scale: "out_range=pc:out_color_matrix=bt601"),
+    ]
+
+    @Test("conversions are pixel-exact with FFmpeg's scaler for the frame's range and matrix", arguments: cases)
+    func exact(_ c: Case) throws {
+        let source = ColourConversionTests.buffer(try ColourConversionTests.raw(c.sourceFF), c.source, c.colorimetry)
+        let mine = source.converted(to: c.target)
+        let theirs = try ColourConversionTests.ffmpeg(c.sourceFF, c.targetFF, c.scale)
+        #expect(ColourConversionTests.differing(ColourConversionTests.packed(mine), theirs) == 0)
+        #expect(mine.colorimetry.range == .full)
+    }
+
+    @Test("limited-range YUV is not read as full range: black and white come out 0 and 255")
+    func limitedRangeLevels() {
+        // Y = 16 (black) and 235 (white) with neutral chroma, limited range.
+        let pb = PixelBuffer.allocate(format: .i420, width: 2, height: 2, colorimetry: Colorimetry(range: .limited, matrix: .bt601)) { p, s in
+            p[0].storeBytes(of: 16, toByteOffset: 0, as: UInt8.self)
+            p[0].storeBytes(of: 235, toByteOffset: 1, as: UInt8.self)
+            p[0].storeBytes(of: 16, toByteOffset: s[0], as: UInt8.self)
+            p[0].storeBytes(of: 235, toByteOffset: s[0] + 1, as: UInt8.self)
+            p[1].storeBytes(of: 128, as: UInt8.self)
+            p[2].storeBytes(of: 128, as: UInt8.self)
+        }
+        let rgb = pb.converted(to: .rgb24)
+        #expect(PixelBufferTests.byte(rgb, plane: 0, x: 0, y: 0) == 0 && PixelBufferTests.byte(rgb, plane: 0, x: 3, y: 0) == 255)
+        // The same samples said to be full range keep their levels.
+        let full = PixelBuffer.allocate(format: .i420, width: 2, height: 2, colorimetry: .jpeg) { p, s in
+            for row in 0..<2 { (p[0] + row * s[0]).initializeMemory(as: UInt8.self, repeating: 16, count: 2) }
+            p[1].storeBytes(of: 128, as: UInt8.self)
+            p[2].storeBytes(of: 128, as: UInt8.self)
+        }
+        #expect(PixelBufferTests.byte(full.converted(to: .rgb24), plane: 0, x: 0, y: 0) == 16)
+    }
+}

@@ -39,7 +39,8 @@ def make_frames(work, frames):
     ffmpeg420 = os.path.join(work, "ffmpeg-420.mjpeg")
     subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", ppm, "-c:v", "mjpeg", "-pix_fmt", "yuvj420p", "-q:v", "3",
                     "-f", "mjpeg", ffmpeg420], check=True)
-    return [("webcam-like 4:2:2 (cjpeg 2x1)", webcam), ("FFmpeg mjpeg 4:2:0", ffmpeg420)]
+    made = len(glob.glob(os.path.join(work, "f*.ppm")))
+    return made, [("webcam-like 4:2:2 (cjpeg 2x1)", webcam), ("FFmpeg mjpeg 4:2:0", ffmpeg420)]
 
 
 def harness_run(cmd):
@@ -69,14 +70,14 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         harness = os.path.join(work, "mjpeg_v4lconvert")
         subprocess.run(["cc", "-O2", os.path.join(ROOT, "benchmarks", "mjpeg_v4lconvert.c"), "-o", harness, "-lv4lconvert"], check=True)
-        inputs = make_frames(work, args.frames)
-        print(f"{W}x{H} MJPEG, {args.frames} frames, one core, best of {args.repeat} (CPU time)")
+        made, inputs = make_frames(work, args.frames)
+        print(f"{W}x{H} MJPEG, {made} frames, one core, best of {args.repeat} (CPU time)")
         print(f"{'frames':32} {'decoder':44} {'CPU ms/frame':>12} {'frames/s':>9} {'refused':>8}")
         for label, path in inputs:
             runs = [
                 ("cvhost (FFmpeg's decoder, I420 + grey view)", lambda: harness_run([bench, "--mjpeg", path, str(W), str(H)])),
                 ("libv4lconvert (libv4l2's emulation), I420", lambda: harness_run([harness, path, str(W), str(H)])),
-                ("ffmpeg -threads 1 -f mjpeg -i … -f null -", lambda: ffmpeg_run(path, args.frames)),
+                ("ffmpeg -threads 1 -f mjpeg -i … -f null -", lambda: ffmpeg_run(path, made)),
             ]
             for name, run in runs:
                 results = [run() for _ in range(args.repeat)]

@@ -1,0 +1,58 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// Frames say the range and matrix their source states, plugins read them in cvhost_frame, and
+/// RGB made for a plugin is what FFmpeg's scaler makes of the same decoded frame with them.
+@Suite("Colour range and matrix, from the source to the plugin")
+struct ColourTests {
+    static let folder = PluginFixtures.makeFolder()
+    static let source = PluginFixtures.packageRoot + "/Tests/Fixtures/frame-probe-plugin.c"
+
+    /// Builds the probe plugin asking for `format` (a CVHOST_PIXEL_FORMAT_* name's tail: RGB24, GRAY8).
+    static func probe(_ format: String) throws -> String {
+        let name = "probe-\(format.lowercased())"
+        try PluginFixtures.build(name: name, defines: ["PROBE_FORMAT=CVHOST_PIXEL_FORMAT_\(format)"], source: source, in: folder)
+        return name
+    }
+
+    /// What the probe saw of each frame: (range, matrix).
+    static func colours(_ r: CommandResult) -> [(Int, Int)] {
+        r.events("result").compactMap { $0["data"] as? [String: Any] }.map { ($0["color_range"] as? Int ?? -9, $0["color_matrix"] as? Int ?? -9) }
+    }
+
+    static func run(_ plugin: String, _ input: String, dump: String? = nil) throws -> CommandResult {
+        let spec = plugin + (dump.map { ":dump=\($0)" } ?? "")
+        let r = try CVHostBinary.run(["run", "--plugin", spec, "--input", input, "--max-frames", "3", "--metrics-interval", "0"],
+                                     environment: ["CVHOST_PLUGIN_PATH": folder])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        return r
+    }
+
+    @Test("H.264 tagged BT.709 limited range: frames say so, and RGB is exactly FFmpeg's for that range and matrix")
+    func taggedVideo() throws {
+        let clip = try MediaFixtures.make("bt709.mp4", MediaFixtures.pattern + [
+            "-frames:v", "3", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+            "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"])
+        let dump = ColourTests.folder + "/bt709.rgb"
+        let r = try ColourTests.run(try ColourTests.probe("RGB24"), clip, dump: dump)
+        // RGB frames: full range, no matrix (CVHOST_COLOR_RANGE_FULL = 1, CVHOST_COLOR_MATRIX_NONE = 0).
+        #expect(ColourTests.colours(r).count == 3 && ColourTests.colours(r).allSatisfy { $0 == (1, 0) })
+        let theirs = ColourTests.folder + "/bt709-ffmpeg.rgb"
+        try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", clip, "-frames:v", "1", "-vf",
+                                  "scale=flags=bilinear+accurate_rnd+full_chroma_int+full_chroma_inp:in_range=tv:in_color_matrix=bt709"
+                                  + ":out_range=pc,format=rgb24", "-f", "rawvideo", theirs])
+        let mine = try Data(contentsOf: URL(fileURLWithPath: dump)), expected = try Data(contentsOf: URL(fileURLWithPath: theirs))
+        #expect(mine.count == 320 * 240 * 3 && mine == expected)
+        // The same frames in grey: the luma as it is, with the source's range and matrix (limited = 2, BT.709 = 2).
+        let grey = try ColourTests.run(try ColourTests.probe("GRAY8"), clip)
+        #expect(ColourTests.colours(grey).allSatisfy { $0 == (2, 2) })
+    }
+
+    @Test("what a source leaves unsaid: limited BT.601 for SD video, full range BT.601 for MJPEG")
+    func defaults() throws {
+        let grey = try ColourTests.probe("GRAY8")
+        #expect(ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.h264())).allSatisfy { $0 == (2, 1) })
+        #expect(ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.mjpegAVI())).allSatisfy { $0 == (1, 1) })
+    }
+}

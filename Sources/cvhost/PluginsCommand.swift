@@ -17,7 +17,8 @@ struct PluginsCommand: ParsableCommand {
 
     func run() throws {
         let loader = PluginLoader()
-        let found = loader.discover { path, error in Log.warning("\(path): \(error.message)") }
+        // Loading runs plugin code (constructors, the entry): what it prints goes to stderr.
+        let found = StandardOutput.diverted { loader.discover { path, error in Log.warning("\(path): \(error.message)") } }
         if json {
             let writer = JSONLineWriter()
             for p in found { writer.write(PluginsCommand.descriptorLine(p)) }

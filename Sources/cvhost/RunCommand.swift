@@ -140,8 +140,10 @@ struct RunCommand: ParsableCommand {
         VideoFileDevice.setLibraryLogging(verbose: verbose)
         // A closed stdout must end the run quietly, not kill it with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
+        // The JSON lines alone on stdout: what plugins write to it goes to stderr.
+        let results = StandardOutput.claim()
         // Plugins run in this process: if one crashes it, say which one, on which frame.
-        cvhost_guard_install(ExitCodes.pluginCrashed, STDOUT_FILENO)
+        cvhost_guard_install(ExitCodes.pluginCrashed, results)
 
         let specs = try InputSpec.parse(inputs: inputs, devices: devices)
         let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil
@@ -149,7 +151,7 @@ struct RunCommand: ParsableCommand {
         let sessions = specs.map { _ in CaptureSession() }
         let stop = RunStop(sessions: sessions)
         // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
-        let writer = JSONLineWriter(onClosed: { stop.request(.outputClosed) })
+        let writer = JSONLineWriter(fileDescriptor: results, onClosed: { stop.request(.outputClosed) })
         let lines = RunLines(writer: writer, sources: specs.count)
 
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets

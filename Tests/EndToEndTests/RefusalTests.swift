@@ -56,6 +56,26 @@ struct RefusalTests {
         }
     }
 
+    @Test("a plugin that writes to stdout cannot reach the JSON lines: its text goes to stderr")
+    func pluginPrints() throws {
+        for (name, defines) in [("chatty", ["PRINT_TO_STDOUT"]), ("chattyflush", ["PRINT_TO_STDOUT", "PRINT_FLUSH"])] {
+            let plugin = try PluginFixtures.build(name: name, defines: defines, in: RefusalTests.folder)
+            let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--plugin", plugin, "--input", "testsrc:160x120:unpaced",
+                                          "--max-frames", "60", "--backpressure", "block", "--metrics-interval", "0"], timeout: 30)
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil, "\(name)")
+            #expect(r.lines.allSatisfy { $0.hasPrefix("{\"event\":") }, "\(name): \(r.lines.filter { !$0.hasPrefix("{") }.prefix(3))")
+            #expect(r.events("result").count == 60)
+            #expect(r.stderr.contains("raw write") && r.stderr.contains("loaded!"), "\(name)")
+            #expect(!r.stdout.contains("chatter") && !r.stdout.contains("raw write"))
+        }
+        // Listing plugins loads them: a constructor's banner goes to stderr, the listing stays whole.
+        let listed = try CVHostBinary.run(["plugins", "--json"], environment: ["CVHOST_PLUGIN_PATH": RefusalTests.folder])
+        #expect(try CVHostBinary.schemaProblems(listed.stdout) == nil && !listed.stdout.contains("loaded!"))
+        let text = try CVHostBinary.run(["plugins"], environment: ["CVHOST_PLUGIN_PATH": RefusalTests.folder])
+        #expect(text.stdout.contains("chatty 0.0.1") && !text.stdout.contains("loaded!"))
+    }
+
     @Test("stdout on a full disk: exit 4 and a clear line, not a quiet success")
     func fullDisk() throws {
         for command in ["run --plugin null --input testsrc:unpaced --max-frames 50", "plugins --json"] {

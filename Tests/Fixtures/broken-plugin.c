@@ -1,12 +1,15 @@
 // One source, many deliberately broken plugins: each -DBREAK_... builds a plugin with one
 // defect, so that every refusal of the loader is tested against a real shared object;
-// -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N.
+// -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N;
+// -DPRINT_TO_STDOUT one that writes to stdout on every frame (and into its constructor), as
+// careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write).
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef PLUGIN_NAME
 #define PLUGIN_NAME "broken"
@@ -45,6 +48,14 @@ static int process(void *instance, const cvhost_frame *frame) {
 #ifdef ABORT_ON_FRAME
     if (frame->sequence == ABORT_ON_FRAME) abort();
 #endif
+#ifdef PRINT_TO_STDOUT
+    printf("plugin chatter on frame %llu {\"not\": \"a result\"", (unsigned long long)frame->sequence);
+    if (frame->sequence % 3 == 0) printf("\n");
+    write(1, "raw write\n", 10);
+#ifdef PRINT_FLUSH
+    fflush(stdout);
+#endif
+#endif
     (void)s;
     (void)frame;
     return 0;
@@ -82,6 +93,10 @@ static const cvhost_plugin_descriptor descriptor = {
 #endif
     .destroy = destroy,
 };
+
+#ifdef PRINT_TO_STDOUT
+__attribute__((constructor)) static void chatter_on_load(void) { printf("loaded!\n"); fflush(stdout); }
+#endif
 
 #ifndef BREAK_NO_ENTRY
 CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &descriptor; }

@@ -52,6 +52,11 @@
  *   one the plugin accepts (an unknown name in a list, a malformed region): the
  *   host reports it as a bad option value, not as a failed start.
  *
+ * Output
+ *   Results go out only through host->emit. The process's stdout (descriptor 1, printf) is
+ *   pointed at stderr before any plugin is loaded: what a plugin or its libraries print there
+ *   shows up in cvhost's log and never in the JSON lines.
+ *
  * Crashes
  *   A plugin runs in the host's process: a bad memory access, abort() or an
  *   uncaught C++ exception in it ends the whole run. The host then names the

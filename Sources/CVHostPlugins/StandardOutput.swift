@@ -1,0 +1,33 @@
+import Glibc
+
+/// cvhost's stdout belongs to cvhost alone: the JSON lines go to a private duplicate of it, and
+/// descriptor 1 itself is pointed at stderr before any plugin is loaded, so whatever a plugin or
+/// a library it uses writes to stdout (printf, write(1, …), a constructor's banner) lands on
+/// stderr and can never split or corrupt a JSON line.
+public enum StandardOutput {
+    /// Moves stdout to a private descriptor (close-on-exec) and points descriptor 1 at stderr.
+    /// - Returns: the descriptor to write the JSON lines to (-1 when stdout was closed: writes
+    ///   then fail as they would have).
+    public static func claim() -> Int32 {
+        fflush(nil)
+        let results = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
+        dup2(STDERR_FILENO, STDOUT_FILENO)
+        return results
+    }
+
+    /// Runs `body` (which loads plugins) with descriptor 1 pointed at stderr, then puts stdout
+    /// back: for commands that print text themselves afterwards (`cvhost plugins`).
+    public static func diverted<R>(_ body: () throws -> R) rethrows -> R {
+        fflush(nil)
+        let saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
+        dup2(STDERR_FILENO, STDOUT_FILENO)
+        defer {
+            fflush(nil)
+            if saved >= 0 {
+                dup2(saved, STDOUT_FILENO)
+                close(saved)
+            }
+        }
+        return try body()
+    }
+}

@@ -5,10 +5,13 @@ import Synchronization
 
 /// The `cvhost_host` table given to one plugin instance, and the state behind it: which frame
 /// the instance is working on, and the result lines it emitted for that frame.
+///
+/// emit() is accepted only while cvhost calls the instance's process() or flush(), on the thread
+/// it calls it on: that call's frame is what a result belongs to. From any other thread (a
+/// plugin's own inference thread, a timer) or outside those calls (create, destroy) it is
+/// refused with -EPERM and counted, never a race: the call state is behind a lock.
 final class HostServices: @unchecked Sendable {
-    // @unchecked Sendable: `current` and `lines` are touched only from the instance's own thread
-    // (the ABI allows host calls only from within create/process/flush); the refusal count,
-    // read by the metrics writer on another thread, is atomic.
+    // @unchecked Sendable: the call state is behind a Mutex; the refusal count is atomic.
     /// The `source` of the result lines: the input this instance serves.
     let source: String
     let pluginName: String
@@ -34,9 +37,14 @@ final class HostServices: @unchecked Sendable {
         }
     }
 
-    var current: FrameStamp?
-    /// Result lines emitted since the last `takeLines()`.
-    private var lines: [[UInt8]] = []
+    /// The call cvhost is making into the instance: on which thread, for which frame (kept
+    /// after the call: flush's results belong to the last frame processed), and its results.
+    private struct Call {
+        var thread: pthread_t?
+        var frame: FrameStamp?
+        var lines: [[UInt8]] = []
+    }
+    private let call = Mutex(Call())
     /// Results refused; read by the metrics writer on another thread, hence atomic.
     private let refused = Atomic<UInt64>(0)
     var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
@@ -58,12 +66,29 @@ final class HostServices: @unchecked Sendable {
         host.deallocate()
     }
 
-    func takeLines() -> [[UInt8]] {
-        defer { lines.removeAll(keepingCapacity: true) }
-        return lines
+    /// Runs `body` (a call into the plugin) as the call emit() is accepted in; `frame` is what its
+    /// results belong to (nil: the frame of the call before, or none). - Returns: `body`'s result
+    /// and the result lines emitted meanwhile.
+    func during<R>(frame: FrameStamp?, _ body: () -> R) -> (R, [[UInt8]]) {
+        call.withLock { c in
+            c.thread = pthread_self()
+            if let frame { c.frame = frame }
+        }
+        let result = body()
+        let lines = call.withLock { c in
+            c.thread = nil
+            defer { c.lines.removeAll(keepingCapacity: true) }
+            return c.lines
+        }
+        return (result, lines)
     }
 
     func emit(type: UnsafePointer<CChar>?, json: UnsafePointer<CChar>?) -> Int32 {
+        let onCallThread = call.withLock { c in c.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        guard onCallThread else {
+            return reject("emit() refused: it is accepted only within process() or flush(), on the thread cvhost called them on",
+                          code: -EPERM)
+        }
         guard let type, let json else {
             return reject("emit() was called with a NULL type or object")
         }
@@ -80,25 +105,28 @@ final class HostServices: @unchecked Sendable {
         } catch {
             return reject("result of type \(typeName) dropped: \(error)")
         }
-        var event = JSONObject.envelope(
-            event: "result", source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
-            tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
-        if let image = current?.imagePath { event.set("image", image) }
-        event.set("type", typeName)
-        event.set("data", validatedJSON: data)
-        var line = event.finished()
-        line.append(UInt8(ascii: "\n"))
-        lines.append(line)
-        return 0
+        return call.withLock { c in
+            let current = c.frame
+            var event = JSONObject.envelope(
+                event: "result", source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
+                tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
+            if let image = current?.imagePath { event.set("image", image) }
+            event.set("type", typeName)
+            event.set("data", validatedJSON: data)
+            var line = event.finished()
+            line.append(UInt8(ascii: "\n"))
+            c.lines.append(line)
+            return 0
+        }
     }
 
-    private func reject(_ message: String) -> Int32 {
+    private func reject(_ message: String, code: Int32 = -EINVAL) -> Int32 {
         let n = refused.add(1, ordering: .relaxed).newValue
         // Log the first few in full; after that, only every 1000th, so a broken plugin cannot flood stderr.
         if n <= 5 || n % 1000 == 0 {
             Log.warning("\(message) (\(n) so far)", source: logSource)
         }
-        return -EINVAL
+        return code
     }
 
     static func isValidType(_ s: String) -> Bool {

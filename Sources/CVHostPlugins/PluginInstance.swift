@@ -48,19 +48,19 @@ final class PluginInstance: @unchecked Sendable {
         handle = instance
     }
 
-    /// Calls process(); returns its result (0 or a negative errno).
-    func process(_ frame: inout cvhost_frame) -> Int32 {
+    /// Calls process(); returns its result (0 or a negative errno) and the result lines it emitted.
+    func process(_ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [[UInt8]]) {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
         defer { cvhost_guard_leave() }
-        return plugin.descriptor.pointee.process!(handle, &frame)
+        return services.during(frame: stamp) { plugin.descriptor.pointee.process!(handle, &frame) }
     }
 
-    /// Calls flush() if the plugin has one.
-    func flush() -> Int32 {
-        guard let flush = plugin.descriptor.pointee.flush else { return 0 }
+    /// Calls flush() if the plugin has one; its results belong to the last frame processed.
+    func flush() -> (Int32, [[UInt8]]) {
+        guard let flush = plugin.descriptor.pointee.flush else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
         defer { cvhost_guard_leave() }
-        return flush(handle)
+        return services.during(frame: nil) { flush(handle) }
     }
 
     /// Calls destroy(). The instance must not be used afterwards.

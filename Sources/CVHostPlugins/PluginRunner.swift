@@ -114,13 +114,11 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
                                 context: DeliveryContext) {
         let instance = instances[context.worker]
-        instance.services.current = HostServices.FrameStamp(sample)
         var frame = PluginRunner.cFrame(sample, pixelBuffer)
         frame.delivery_index = context.ticket
         let start = HostClock.monotonicNs()
-        let rc = withExtendedLifetime(pixelBuffer) { instance.process(&frame) }
+        let (rc, lines) = withExtendedLifetime(pixelBuffer) { instance.process(&frame, stamp: HostServices.FrameStamp(sample)) }
         let end = HostClock.monotonicNs()
-        let lines = instance.services.takeLines()
         metrics.record(sequence: sample.sequence, ok: rc == 0, processingNs: end - start,
                        latencyNs: end &- sample.monotonicCaptureNs, results: lines.count, endNs: end)
         if rc != 0 {
@@ -139,9 +137,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
         let instance = instances[worker]
-        let rc = instance.flush()
+        let (rc, lines) = instance.flush()
         if rc != 0 { Log.warning("flush() failed with \(errnoName(rc))", source: output.label) }
-        let lines = instance.services.takeLines()
         metrics.addResults(lines.count)
         // Flush results come after every frame's results: hold them until the last worker ends,
         // when every ticket has been written.

@@ -76,6 +76,23 @@ struct RefusalTests {
         #expect(text.stdout.contains("chatty 0.0.1") && !text.stdout.contains("loaded!"))
     }
 
+    @Test("emit() from a plugin's own thread is refused with -EPERM and counted, never a race; results in process() are whole")
+    func emitFromAnotherThread() throws {
+        let plugin = try PluginFixtures.build(name: "threademit", defines: ["EMIT_FROM_THREAD"], in: RefusalTests.folder)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:160x120:unpaced", "--max-frames", "300",
+                                      "--backpressure", "block", "--metrics-interval", "0"], timeout: 60)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        let results = r.events("result")
+        // Every frame's own result, stamped with its frame; nothing from the other thread.
+        #expect(results.count == 300 && results.allSatisfy { $0["type"] as? String == "sync" })
+        #expect(results.allSatisfy { ($0["data"] as? [String: Any])?["thread_accepted"] as? Int == 0 })
+        #expect(results.allSatisfy { ($0["data"] as? [String: Any])?["seq"] as? Int == $0["seq"] as? Int })
+        let metrics = try #require(r.events("metrics").last)
+        #expect((metrics["invalid_results"] as? Int ?? 0) > 0)
+        #expect(r.stderr.contains("emit() refused"))
+    }
+
     @Test("stdout on a full disk: exit 4 and a clear line, not a quiet success")
     func fullDisk() throws {
         for command in ["run --plugin null --input testsrc:unpaced --max-frames 50", "plugins --json"] {

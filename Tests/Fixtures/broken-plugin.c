@@ -2,13 +2,15 @@
 // defect, so that every refusal of the loader is tested against a real shared object;
 // -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N;
 // -DPRINT_TO_STDOUT one that writes to stdout on every frame (and into its constructor), as
-// careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write).
+// careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write);
+// -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process().
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #ifndef PLUGIN_NAME
@@ -16,6 +18,17 @@
 #endif
 
 typedef struct state { const cvhost_host *host; } state;
+
+#ifdef EMIT_FROM_THREAD
+// Emits as fast as it can from its own thread until the process ends; counts what was accepted.
+static volatile long accepted_from_thread;
+static void *emitter(void *arg) {
+    const cvhost_host *host = arg;
+    for (;;)
+        if (host->emit(host->context, "async", "{\"from\":\"thread\"}") == 0) accepted_from_thread++;
+    return NULL;
+}
+#endif
 
 static int create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out, char *error,
                   size_t error_size) {
@@ -26,6 +39,12 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
     state *s = calloc(1, sizeof *s);
     s->host = host;
     *out = s;
+#ifdef EMIT_FROM_THREAD
+    if (host->emit(host->context, "early", "{}") != -EPERM) return -EINVAL;  // create() may not emit
+    pthread_t t;
+    pthread_create(&t, NULL, emitter, (void *)host);
+    pthread_detach(t);
+#endif
     return 0;
 }
 
@@ -47,6 +66,11 @@ static int process(void *instance, const cvhost_frame *frame) {
 #endif
 #ifdef ABORT_ON_FRAME
     if (frame->sequence == ABORT_ON_FRAME) abort();
+#endif
+#ifdef EMIT_FROM_THREAD
+    char json[64];
+    snprintf(json, sizeof json, "{\"seq\":%llu,\"thread_accepted\":%ld}", (unsigned long long)frame->sequence, accepted_from_thread);
+    s->host->emit(s->host->context, "sync", json);
 #endif
 #ifdef PRINT_TO_STDOUT
     printf("plugin chatter on frame %llu {\"not\": \"a result\"", (unsigned long long)frame->sequence);

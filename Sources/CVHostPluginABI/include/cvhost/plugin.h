@@ -261,6 +261,10 @@ typedef struct cvhost_host {
      * valid UTF-8 with control characters escaped.
      * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result
      * is then not written; the error is counted and logged).
+     * Accepted only within process() and flush(), on the thread the host called them on.
+     * From create()/destroy(), or from any other thread (a plugin's own inference thread),
+     * it returns -EPERM and writes nothing (counted and logged): it is safe to call, but a
+     * result must be emitted in the call of the frame it belongs to.
      */
     int (*emit)(void *context, const char *type, const char *json_object);
 

@@ -1,5 +1,6 @@
 #include "plugin_guard.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,11 @@ static __thread int current_index;
 static __thread cvhost_guard_phase current_phase;
 static __thread uint64_t current_seq;
 static __thread int has_alt_stack;
+/* The run is on: an exit() now is not cvhost's own (see cvhost_guard_host_exiting). */
+static int run_active;
+/* Frees a thread's signal stack when the thread ends (see give_back_alt_stack). */
+static pthread_key_t alt_stack_key;
+static pthread_once_t alt_stack_key_once = PTHREAD_ONCE_INIT;
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define FATAL_SIGNAL_COUNT (sizeof fatal_signals / sizeof fatal_signals[0])
@@ -56,13 +62,22 @@ static const char *signal_name(int sig) {
     }
 }
 
-/* "plugin NAME crashed (SIGSEGV, ...) while processing frame N" */
+/* "plugin NAME crashed (SIGSEGV, ...) while processing frame N"; sig 0: it called exit().
+ * Without a plugin in a call on this thread: "a plugin's own thread called exit()". */
 static void describe(line_t *l, int sig) {
+    if (!current_plugin) {
+        put(l, "a plugin's own thread ended the process (it called exit())");
+        return;
+    }
     put(l, "plugin ");
     put(l, current_plugin);
-    put(l, " crashed (");
-    put(l, signal_name(sig));
-    put(l, ") ");
+    if (sig) {
+        put(l, " crashed (");
+        put(l, signal_name(sig));
+        put(l, ") ");
+    } else {
+        put(l, " ended the process (it called exit()) ");
+    }
     switch (current_phase) {
     case CVHOST_GUARD_CREATE: put(l, "in create()"); break;
     case CVHOST_GUARD_PROCESS:
@@ -83,6 +98,8 @@ static void write_all(int fd, const line_t *l) {
     }
 }
 
+static void report_and_exit(int sig);
+
 /* Whether this thread raised the signal itself: a fault (si_code > 0), or abort() and raise()
  * (tgkill from this process). A signal sent by another process (kill -SEGV) is nobody's crash. */
 static int raised_here(const siginfo_t *info) {
@@ -99,6 +116,12 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
         if (info->si_code <= 0) raise(sig); /* sent, not a fault: send it again */
         return; /* a fault: the instruction runs again and faults again, now with the old action */
     }
+    report_and_exit(sig);
+}
+
+/* Says on stderr and as the last JSON line which plugin ended the run and how, then exits with
+ * the guard's code. Async-signal-safe. */
+static void report_and_exit(int sig) {
     line_t err = {.len = 0};
     put(&err, "cvhost: error: ");
     describe(&err, sig);
@@ -116,18 +139,25 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
         clock_gettime(CLOCK_REALTIME, &now);
         line_t json = {.len = 0};
         /* source null: the crash ends every input of the run, not only the one the plugin served. */
-        put(&json, "{\"event\":\"session.error\",\"source\":null,\"plugin\":\"");
-        put(&json, current_plugin); /* plugin names are [a-z][a-z0-9_-]*: nothing to escape */
-        put(&json, "\",\"plugin_index\":");
-        put_u64(&json, (uint64_t)current_index, 1);
+        put(&json, "{\"event\":\"session.error\",\"source\":null,\"plugin\":");
+        if (current_plugin) {
+            put(&json, "\"");
+            put(&json, current_plugin); /* plugin names are [a-z][a-z0-9_-]*: nothing to escape */
+            put(&json, "\",\"plugin_index\":");
+            put_u64(&json, (uint64_t)current_index, 1);
+        } else {
+            put(&json, "null,\"plugin_index\":null");
+        }
         put(&json, ",\"seq\":");
-        if (current_phase == CVHOST_GUARD_PROCESS) put_u64(&json, current_seq, 1);
+        if (current_plugin && current_phase == CVHOST_GUARD_PROCESS) put_u64(&json, current_seq, 1);
         else put(&json, "null");
         put(&json, ",\"ts\":");
         put_u64(&json, (uint64_t)now.tv_sec, 1);
         put(&json, ".");
         put_u64(&json, (uint64_t)now.tv_nsec / 1000, 6);
-        put(&json, ",\"pts\":null,\"code\":\"plugin_crashed\",\"message\":\"");
+        put(&json, ",\"pts\":null,\"code\":\"");
+        put(&json, sig ? "plugin_crashed" : "plugin_exited");
+        put(&json, "\",\"message\":\"");
         describe(&json, sig);
         put(&json, "\"}\n");
         write_all(guard_json_fd, &json);
@@ -135,9 +165,16 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
     _exit(guard_exit_code);
 }
 
+/* exit() while the run is on: a plugin's (cvhost ends a run by returning from it first). */
+static void on_exit_during_run(void) {
+    if (__atomic_load_n(&run_active, __ATOMIC_SEQ_CST)) report_and_exit(0);
+}
+
 void cvhost_guard_install(int exit_code, int json_fd) {
     guard_exit_code = exit_code;
     guard_json_fd = json_fd;
+    __atomic_store_n(&run_active, 1, __ATOMIC_SEQ_CST);
+    atexit(on_exit_during_run);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fatal_signal;
@@ -146,13 +183,41 @@ void cvhost_guard_install(int exit_code, int json_fd) {
     for (size_t i = 0; i < FATAL_SIGNAL_COUNT; i++) sigaction(fatal_signals[i], &sa, &previous[i]);
 }
 
+void cvhost_guard_host_exiting(void) { __atomic_store_n(&run_active, 0, __ATOMIC_SEQ_CST); }
+
+/* A thread's own signal stack, and the one it had before (a sanitizer's), put back at its end. */
+typedef struct {
+    stack_t ours;
+    stack_t before;
+} alt_stack_t;
+
+/* At thread exit: the stack the thread had before is put back (a sanitizer unmaps its own
+ * there), and ours is freed. */
+static void give_back_alt_stack(void *p) {
+    alt_stack_t *a = p;
+    sigaltstack(&a->before, NULL);
+    free(a->ours.ss_sp);
+    free(a);
+}
+
+static void make_alt_stack_key(void) { pthread_key_create(&alt_stack_key, give_back_alt_stack); }
+
 void cvhost_guard_enter(const char *plugin, int plugin_index, cvhost_guard_phase phase, uint64_t seq) {
     if (!has_alt_stack) {
         /* Kept for the thread's life: a worker thread runs one plugin's callbacks until the run ends. */
+        pthread_once(&alt_stack_key_once, make_alt_stack_key);
         size_t size = 64 * 1024;
-        stack_t ss = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
-        if (ss.ss_sp && sigaltstack(&ss, NULL) == 0) has_alt_stack = 1;
-        else free(ss.ss_sp);
+        alt_stack_t *a = calloc(1, sizeof *a);
+        if (a) {
+            a->ours = (stack_t){.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
+            if (a->ours.ss_sp && sigaltstack(&a->ours, &a->before) == 0) {
+                if (pthread_setspecific(alt_stack_key, a) == 0) has_alt_stack = 1;
+                else give_back_alt_stack(a);
+            } else {
+                free(a->ours.ss_sp);
+                free(a);
+            }
+        }
     }
     current_index = plugin_index;
     current_phase = phase;

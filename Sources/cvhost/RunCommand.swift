@@ -144,6 +144,7 @@ struct RunCommand: ParsableCommand {
         let results = StandardOutput.claim()
         // Plugins run in this process: if one crashes it, say which one, on which frame.
         cvhost_guard_install(ExitCodes.pluginCrashed, results)
+        defer { cvhost_guard_host_exiting() }
 
         let specs = try InputSpec.parse(inputs: inputs, devices: devices)
         let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil

@@ -56,6 +56,25 @@ struct RefusalTests {
         }
     }
 
+    @Test("a plugin that calls exit(0) does not end the run as a success: exit 19, session.error plugin_exited as the last line")
+    func pluginExits() throws {
+        for (name, defines, named) in [("exits", ["EXIT_ON_FRAME=3"], true), ("threadexits", ["EXIT_ON_FRAME=3", "EXIT_FROM_THREAD"], false)] {
+            let plugin = try PluginFixtures.build(name: name, defines: defines, in: RefusalTests.folder)
+            let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--plugin", plugin, "--input", "testsrc:160x120:unpaced",
+                                          "--max-frames", "100", "--backpressure", "block"], timeout: 30)
+            #expect(r.exitCode == 19, "\(name): exit \(r.exitCode), stderr: \(r.stderr)")
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+            let last = try #require(r.events.last)
+            #expect(last["event"] as? String == "session.error" && last["code"] as? String == "plugin_exited", "\(last)")
+            if named {
+                #expect(last["plugin"] as? String == name && last["seq"] as? Int == 3, "\(last)")
+                #expect(r.stderr.contains("plugin \(name) ended the process (it called exit()) while processing frame 3"), "\(r.stderr)")
+            } else {
+                #expect(last["plugin"] is NSNull && r.stderr.contains("a plugin's own thread ended the process"), "\(r.stderr)")
+            }
+        }
+    }
+
     @Test("a plugin that writes to stdout cannot reach the JSON lines: its text goes to stderr")
     func pluginPrints() throws {
         for (name, defines) in [("chatty", ["PRINT_TO_STDOUT"]), ("chattyflush", ["PRINT_TO_STDOUT", "PRINT_FLUSH"])] {

@@ -3,6 +3,7 @@
 // -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N;
 // -DPRINT_TO_STDOUT one that writes to stdout on every frame (and into its constructor), as
 // careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write);
+// -DEXIT_ON_FRAME=N one that calls exit(0) on frame N (-DEXIT_FROM_THREAD: from a thread of its own);
 // -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process().
 #include <cvhost/plugin.h>
 #include <errno.h>
@@ -18,6 +19,13 @@
 #endif
 
 typedef struct state { const cvhost_host *host; } state;
+
+#ifdef EXIT_FROM_THREAD
+static void *exit_now(void *arg) {
+    (void)arg;
+    exit(0);
+}
+#endif
 
 #ifdef EMIT_FROM_THREAD
 // Emits as fast as it can from its own thread until the process ends; counts what was accepted.
@@ -71,6 +79,17 @@ static int process(void *instance, const cvhost_frame *frame) {
     char json[64];
     snprintf(json, sizeof json, "{\"seq\":%llu,\"thread_accepted\":%ld}", (unsigned long long)frame->sequence, accepted_from_thread);
     s->host->emit(s->host->context, "sync", json);
+#endif
+#ifdef EXIT_ON_FRAME
+    if (frame->sequence == EXIT_ON_FRAME) {
+#ifdef EXIT_FROM_THREAD
+        pthread_t t;
+        pthread_create(&t, NULL, exit_now, NULL);
+        pthread_join(t, NULL);
+#else
+        exit(0);
+#endif
+    }
 #endif
 #ifdef PRINT_TO_STDOUT
     printf("plugin chatter on frame %llu {\"not\": \"a result\"", (unsigned long long)frame->sequence);

@@ -9,7 +9,11 @@
  * after the lines being written at that moment (no new one is started), and exits with the
  * code given to install.
  * A fatal signal outside any plugin, or sent by another process, goes to what was installed
- * before (the Swift runtime's crash report, or the default action). Signal handlers are in C:
+ * before (the Swift runtime's crash report, or the default action).
+ * A plugin that calls exit() while the run is on is said the same way (code plugin_exited;
+ * without a plugin in a call on the exiting thread: "a plugin's own thread"), and the process
+ * exits with the same code instead of the plugin's. (_exit() cannot be seen from inside.)
+ * Each thread's signal stack is freed when the thread ends, the one it had before put back. Signal handlers are in C:
  * they may only call async-signal-safe functions, and Swift gives no such guarantee.
  */
 #ifndef CPLUGINGUARD_H
@@ -17,8 +21,12 @@
 
 #include <stdint.h>
 
-/* Installs the handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT. json_fd: where JSON Lines go. */
+/* Installs the handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, and the exit() check,
+ * and marks the run as on. json_fd: where JSON Lines go. */
 void cvhost_guard_install(int exit_code, int json_fd);
+
+/* The run is over: an exit() from now on is cvhost's own. */
+void cvhost_guard_host_exiting(void);
 
 /* What a plugin's callback is doing when entered. */
 typedef enum {

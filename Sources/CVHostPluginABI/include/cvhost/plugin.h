@@ -61,8 +61,9 @@
  *   A plugin runs in the host's process: a bad memory access, abort() or an
  *   uncaught C++ exception in it ends the whole run. The host then names the
  *   plugin and the frame (stderr, and a session.error line with code
- *   plugin_crashed) and exits with code 19. Signal handlers installed by a
- *   plugin are not supported.
+ *   plugin_crashed) and exits with code 19. A plugin must never call exit():
+ *   if it does, the run ends the same way (code plugin_exited, exit code 19).
+ *   Signal handlers installed by a plugin are not supported.
  * ---------------------------------------------------------------------------
  */
 #ifndef CVHOST_PLUGIN_H

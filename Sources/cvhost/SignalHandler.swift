@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import CPluginGuard
 import CVHostCore
 import Synchronization
 
@@ -26,6 +27,7 @@ final class SignalHandler: @unchecked Sendable {
                     onFirst()
                 } else {
                     Log.warning("exiting without final metrics")
+                    cvhost_guard_host_exiting()  // cvhost's own exit, not a plugin's
                     exit(ExitCodes.forcedStop)
                 }
             }

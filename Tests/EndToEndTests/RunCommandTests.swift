@@ -168,6 +168,20 @@ struct RunCommandTests {
         #expect(r.events.last?["reason"] as? String == "signal")
     }
 
+    @Test("a second SIGINT while a slow plugin holds the stop: exit 130 at once, every line written whole")
+    func secondSignal() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=4000", "--input", "testsrc:320x240@30",
+                                      "--backpressure", "block"], timeout: 30) { p in
+            usleep(1_500_000)
+            kill(p.processIdentifier, SIGINT)
+            usleep(500_000)
+            kill(p.processIdentifier, SIGINT)
+        }
+        #expect(r.exitCode == 130, "\(r.stderr)")
+        #expect(r.stderr.contains("exiting without final metrics") && !r.stderr.contains("ended the process"), "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+    }
+
     @Test("a closed stdout ends the run quietly")
     func closedStdout() throws {
         let r = try CVHostBinary.runIntoClosingReader(["run", "--plugin", "null:results=5", "--input", "testsrc:320x240@200"])

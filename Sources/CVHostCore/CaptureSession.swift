@@ -34,6 +34,8 @@ public final class CaptureSession: @unchecked Sendable {
     private var stream: FrameStream?
     private var framesCaptured: UInt64 = 0
     private var interrupted = false
+    /// Capture ended (why, and when on the monotonic clock); the outputs are delivering their last frames.
+    private var drainingSince: (reason: StopReason, ns: UInt64)?
 
     private struct Configuration {
         var inputs: [CaptureDeviceInput] = []
@@ -177,6 +179,12 @@ public final class CaptureSession: @unchecked Sendable {
         waitUntilStopped()
     }
 
+    /// Capture has ended and the outputs are delivering their last frames: why it ended, and
+    /// since when (monotonic ns). nil while capturing and once stopped.
+    public var draining: (reason: StopReason, sinceNs: UInt64)? {
+        cond.withLock { drainingSince.map { ($0.reason, $0.ns) } }
+    }
+
     /// Blocks until the session is stopped (at the end of input, a limit, a stop request or an error).
     public func waitUntilStopped() {
         cond.withLock {
@@ -269,6 +277,7 @@ public final class CaptureSession: @unchecked Sendable {
         cond.withLock {
             state = .stopping
             interrupted = false
+            drainingSince = (reason, HostClock.monotonicNs())
         }
         stream.close()
         // Drain: every frame already accepted by an output reaches its delegate.
@@ -278,6 +287,7 @@ public final class CaptureSession: @unchecked Sendable {
         cond.withLock {
             state = .stopped
             self.stream = nil
+            drainingSince = nil
             cond.broadcast()
         }
     }

@@ -2,13 +2,19 @@ import CPluginGuard
 import CVHostCore
 import CVHostPluginABI
 import Glibc
+import Synchronization
 
 /// One created instance of a plugin, with the host services it was given.
 ///
 /// Not thread-safe by design: the ABI promises that one instance is called from one thread at
-/// a time, and the runner keeps that promise by giving each instance to one worker.
+/// a time, and the runner keeps that promise by giving each instance to one worker. Only the
+/// call in progress (`currentCall`) is read from other threads, to name a plugin that hangs.
 final class PluginInstance: @unchecked Sendable {
-    // @unchecked Sendable: used by one worker thread at a time (see above).
+    // @unchecked Sendable: used by one worker thread at a time (see above); `call` is behind a Mutex.
+
+    private let call = Mutex<PluginCall?>(nil)
+    /// The call in progress, if any.
+    var currentCall: PluginCall? { call.withLock { $0 } }
     let plugin: LoadedPlugin
     let services: HostServices
     private var handle: UnsafeMutableRawPointer?
@@ -52,7 +58,15 @@ final class PluginInstance: @unchecked Sendable {
     func process(_ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [[UInt8]]) {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
         defer { cvhost_guard_leave() }
-        return services.during(frame: stamp) { plugin.descriptor.pointee.process!(handle, &frame) }
+        let sequence = frame.sequence
+        return timed("process", sequence) { services.during(frame: stamp) { plugin.descriptor.pointee.process!(handle, &frame) } }
+    }
+
+    /// Runs a call into the plugin as `currentCall`.
+    private func timed<R>(_ callback: String, _ sequence: UInt64?, _ body: () -> R) -> R {
+        call.withLock { $0 = PluginCall(callback: callback, sequence: sequence, sinceNs: HostClock.monotonicNs()) }
+        defer { call.withLock { $0 = nil } }
+        return body()
     }
 
     /// Calls flush() if the plugin has one; its results belong to the last frame processed.
@@ -60,18 +74,25 @@ final class PluginInstance: @unchecked Sendable {
         guard let flush = plugin.descriptor.pointee.flush else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
         defer { cvhost_guard_leave() }
-        return services.during(frame: nil) { flush(handle) }
+        return timed("flush", nil) { services.during(frame: nil) { flush(handle) } }
     }
 
     /// Calls destroy(). The instance must not be used afterwards.
     func destroy() {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_DESTROY, 0)
-        plugin.descriptor.pointee.destroy!(handle)
+        timed("destroy", nil) { plugin.descriptor.pointee.destroy!(handle) }
         cvhost_guard_leave()
         handle = nil
     }
 
     deinit { free(guardName) }
+}
+
+/// A call into a plugin: which callback, for which frame, since when (monotonic ns).
+public struct PluginCall: Sendable {
+    public let callback: String
+    public let sequence: UInt64?
+    public let sinceNs: UInt64
 }
 
 func errnoName(_ rc: Int32) -> String {

@@ -193,8 +193,28 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         e.set("processing_ms", object: PluginRunner.percentiles(m.processing))
         e.set("latency_ms", object: PluginRunner.percentiles(m.latency))
         e.set("fps", fps, decimals: 2)
+        if let c = hungCall(now: now) {
+            var h = JSONObject()
+            h.set("callback", c.callback)
+            h.set("seq", c.sequence)
+            h.set("seconds", Double(now - c.sinceNs) / 1e9, decimals: 1)
+            e.set("hung", object: h)
+        } else {
+            e.set("hung", nil as String?)
+        }
         return e
     }
+
+    /// A call into one of the plugin's instances that has lasted `hangSeconds` or more by `now`
+    /// (the longest, when several have).
+    public func hungCall(now: UInt64 = HostClock.monotonicNs()) -> PluginCall? {
+        instances.compactMap(\.currentCall)
+            .filter { now > $0.sinceNs && Double(now - $0.sinceNs) / 1e9 >= PluginRunner.hangSeconds }
+            .min { $0.sinceNs < $1.sinceNs }
+    }
+
+    /// A call into a plugin lasting this long is reported as hung in its metrics (`hung`).
+    public static let hangSeconds = 1.0
 
     static func percentiles(_ h: Histogram<UInt64>) -> JSONObject {
         var o = JSONObject()

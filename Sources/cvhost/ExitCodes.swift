@@ -15,6 +15,8 @@ enum ExitCodes {
     static let outputFailed: Int32 = 4
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
     static let pluginCrashed: Int32 = 19
+    /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
+    static let pluginHung: Int32 = 20
     /// The command line is wrong (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
     /// A second SIGINT/SIGTERM while stopping: exit at once.
@@ -37,7 +39,9 @@ enum ExitCodes {
           16   plugin create() failed (its own message is shown)
           17   unknown plugin option
           18   bad plugin option value
-          19   a plugin crashed (it is named on stderr and in session.error)
+          19   a plugin crashed or called exit() (named on stderr and in session.error)
+          20   a plugin hung while stopping; the run ended without it after 5 s
+               (named on stderr and in its final metrics' "hung")
           64   bad command line
           130  a second SIGINT/SIGTERM forced an immediate exit
         """

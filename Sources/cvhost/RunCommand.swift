@@ -232,10 +232,17 @@ struct RunCommand: ParsableCommand {
         var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
         // Waiting on the first input still running is enough: the loop ends when none is left.
         while let running = sources.first(where: { !$0.isStopped }) {
-            let wakeAt = [deadline, nextMetrics, nextProgress].compactMap { $0 }.min()
-            let waitSeconds = wakeAt.map { Double($0 > HostClock.monotonicNs() ? $0 - HostClock.monotonicNs() : 0) / 1e9 } ?? 3600
+            // A look every half second at least: a stop under way may be held up by a plugin that hangs.
+            let stopping = HungPluginStop.stoppingSince(sources, stop: stop)
+            let hangCheck = HostClock.monotonicNs() + 500_000_000
+            let wakeAt = [deadline, nextMetrics, nextProgress, hangCheck].compactMap { $0 }.min()!
+            let waitSeconds = Double(wakeAt > HostClock.monotonicNs() ? wakeAt - HostClock.monotonicNs() : 0) / 1e9
             if running.session.waitUntilStopped(timeout: waitSeconds) { continue }
             let now = HostClock.monotonicNs()
+            if let stopping {
+                let hung = HungPluginStop.hung(sources, stoppingSince: stopping, now: now)
+                if !hung.isEmpty { HungPluginStop.abandon(sources, stop: stop, hung: hung, now: now) }
+            }
             if let d = deadline, now >= d { stop.request(.duration) }
             if let n = nextMetrics, now >= n {
                 sources.forEach { $0.report.writePeriodicMetrics() }

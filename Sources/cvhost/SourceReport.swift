@@ -41,7 +41,7 @@ final class SourceReport: Sendable {
     let lines: RunLines
     /// What became of --control settings, reported in session.started with the plugins' hints.
     let deviceSettings: [SettingReport]
-    private let state = Mutex<(finalWritten: Bool, failed: Bool)>((false, false))
+    private let state = Mutex<(finalWritten: Bool, failed: Bool, lost: [FrameLossReason: UInt64])>((false, false, [:]))
 
     init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = []) {
         self.source = source
@@ -58,6 +58,7 @@ final class SourceReport: Sendable {
         switch event {
         case .stopped:
             state.withLock { s in
+                guard !s.finalWritten else { return }  // written already by abandon()
                 s.finalWritten = true
                 lines.writeFinal(runners.map { $0.metricsEvent(final: true) }
                                  + [SessionEventLines.line(for: event, source: source, runners: runners)])
@@ -66,11 +67,25 @@ final class SourceReport: Sendable {
             state.withLock { $0.failed = true }
             Log.error(error.message, source: logSource)
             lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+        case .framesLost(let count, _, let reason):
+            state.withLock { $0.lost[reason, default: 0] += count }
+            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .started(let device, let format, let settings):
             let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
             lines.writer.write(SessionEventLines.line(for: all, source: source, runners: runners))
         default:
             lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+        }
+    }
+
+    /// The run ends without waiting for this input's session to stop (a plugin hangs): its final
+    /// metrics (naming the hung call) and its session.stopped, as the session would have written them.
+    func abandon(reason: StopReason, framesCaptured: UInt64) {
+        state.withLock { s in
+            guard !s.finalWritten else { return }
+            s.finalWritten = true
+            let stopped = SessionEvent.stopped(reason: reason, framesCaptured: framesCaptured, framesLost: s.lost)
+            lines.writeFinal(runners.map { $0.metricsEvent(final: true) } + [SessionEventLines.line(for: stopped, source: source, runners: runners)])
         }
     }
 

@@ -75,6 +75,36 @@ struct RefusalTests {
         }
     }
 
+    @Test("a plugin that hangs cannot hold a stop: SIGTERM, --duration or the end of input end the run in 5 s with exit 20, final metrics naming the hung call")
+    func pluginHangs() throws {
+        let inProcess = try PluginFixtures.build(name: "hangs", defines: ["HANG_ON_FRAME=5"], in: RefusalTests.folder)
+        let inFlush = try PluginFixtures.build(name: "hangsflush", defines: ["HANG_IN_FLUSH"], in: RefusalTests.folder)
+        let live = ["--input", "testsrc:160x120@30", "--metrics-interval", "0"]
+        let runs: [(String, [String], String, String, ((Process) -> Void)?)] = [
+            ("SIGTERM", ["--plugin", "null:results=1", "--plugin", inProcess] + live, "process", "signal", { p in
+                usleep(2_000_000)
+                kill(p.processIdentifier, SIGTERM)
+            }),
+            ("--duration", ["--plugin", "null:results=1", "--plugin", inProcess, "--duration", "2"] + live, "process", "duration", nil),
+            ("end of input", ["--plugin", "null:results=1", "--plugin", inFlush, "--input", "testsrc:160x120:unpaced", "--max-frames", "20",
+                              "--metrics-interval", "0"], "flush", "frame_limit", nil),
+        ]
+        for (what, args, callback, reason, onStart) in runs {
+            let r = try CVHostBinary.run(["run"] + args, timeout: 40, onStart: onStart)
+            #expect(!r.timedOut && r.exitCode == 20, "\(what): exit \(r.exitCode), stderr: \(r.stderr)")
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil, "\(what)")
+            // The other plugin's results came on; both plugins' final metrics, then session.stopped.
+            #expect(r.events("result").count >= 5, "\(what)")
+            let tail = r.events.suffix(3)
+            #expect(tail.compactMap { $0["event"] as? String } == ["metrics", "metrics", "session.stopped"], "\(what)")
+            #expect(tail.last?["reason"] as? String == reason, "\(what): \(tail.last ?? [:])")
+            let hung = tail.compactMap { $0["hung"] as? [String: Any] }
+            #expect(hung.count == 1 && hung.first?["callback"] as? String == callback, "\(what): \(hung)")
+            if callback == "process" { #expect(hung.first?["seq"] as? Int == 5) }
+            #expect(r.stderr.contains("hung in \(callback)()") && r.stderr.contains("exit code 20"), "\(what): \(r.stderr)")
+        }
+    }
+
     @Test("a plugin that writes to stdout cannot reach the JSON lines: its text goes to stderr")
     func pluginPrints() throws {
         for (name, defines) in [("chatty", ["PRINT_TO_STDOUT"]), ("chattyflush", ["PRINT_TO_STDOUT", "PRINT_FLUSH"])] {

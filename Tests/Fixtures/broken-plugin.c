@@ -3,6 +3,7 @@
 // -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N;
 // -DPRINT_TO_STDOUT one that writes to stdout on every frame (and into its constructor), as
 // careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write);
+// -DHANG_ON_FRAME=N one that never returns from process() on frame N (-DHANG_IN_FLUSH: from flush());
 // -DEXIT_ON_FRAME=N one that calls exit(0) on frame N (-DEXIT_FROM_THREAD: from a thread of its own);
 // -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process().
 #include <cvhost/plugin.h>
@@ -80,6 +81,10 @@ static int process(void *instance, const cvhost_frame *frame) {
     snprintf(json, sizeof json, "{\"seq\":%llu,\"thread_accepted\":%ld}", (unsigned long long)frame->sequence, accepted_from_thread);
     s->host->emit(s->host->context, "sync", json);
 #endif
+#ifdef HANG_ON_FRAME
+    if (frame->sequence == HANG_ON_FRAME)
+        for (;;) pause();
+#endif
 #ifdef EXIT_ON_FRAME
     if (frame->sequence == EXIT_ON_FRAME) {
 #ifdef EXIT_FROM_THREAD
@@ -105,6 +110,14 @@ static int process(void *instance, const cvhost_frame *frame) {
 }
 
 static void destroy(void *instance) { free(instance); }
+
+#ifdef HANG_IN_FLUSH
+static int flush(void *instance) {
+    (void)instance;
+    for (;;) pause();
+    return 0;
+}
+#endif
 
 static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
 static const cvhost_option_spec options[] = {
@@ -135,6 +148,9 @@ static const cvhost_plugin_descriptor descriptor = {
     .process = process,
 #endif
     .destroy = destroy,
+#ifdef HANG_IN_FLUSH
+    .flush = flush,
+#endif
 };
 
 #ifdef PRINT_TO_STDOUT

@@ -1,0 +1,49 @@
+import CPluginGuard
+import CVHostCore
+import CVHostPlugins
+import Glibc
+
+/// A stop completes even when a plugin hangs. Once a stop is under way (a signal, --duration,
+/// --max-frames, the end of the input), cvhost waits for the plugins to finish the frames they
+/// were given, but no single call into a plugin may keep it waiting more than `graceSeconds`:
+/// then the run ends without it. The inputs still running write their final metrics (the hung
+/// call named in `hung`) and their session.stopped, the hung plugins are named on stderr, and
+/// cvhost exits with code 20 at once (a hung call cannot be taken back from its thread; its
+/// instance is never destroyed).
+enum HungPluginStop {
+    static let graceSeconds = 5.0
+
+    /// Since when a stop is under way for the inputs still running (monotonic ns); nil: none is.
+    static func stoppingSince(_ sources: [SourceRun], stop: RunStop) -> UInt64? {
+        let running = sources.filter { !$0.isStopped }
+        guard !running.isEmpty else { return nil }
+        return ([stop.requested?.atNs] + running.map { $0.session.draining?.sinceNs }).compactMap { $0 }.min()
+    }
+
+    /// The calls that have kept the stop waiting `graceSeconds` or more: their plugin and input.
+    static func hung(_ sources: [SourceRun], stoppingSince since: UInt64, now: UInt64) -> [(SourceRun, PluginRunner, PluginCall)] {
+        sources.filter { !$0.isStopped }.flatMap { source in
+            source.runners.compactMap { runner in
+                runner.hungCall(now: now).flatMap { call in
+                    Double(now - max(call.sinceNs, since)) / 1e9 >= graceSeconds ? (source, runner, call) : nil
+                }
+            }
+        }
+    }
+
+    /// Writes the final lines of every input still running, names the hung calls, and exits 20.
+    static func abandon(_ sources: [SourceRun], stop: RunStop, hung: [(SourceRun, PluginRunner, PluginCall)], now: UInt64) -> Never {
+        for (source, runner, call) in hung {
+            let frame = call.sequence.map { " on frame \($0)" } ?? ""
+            let tenths = Int((Double(now - call.sinceNs) / 1e8).rounded())
+            Log.error("plugin \(runner.plugin.name) hung in \(call.callback)()\(frame) for \(tenths / 10).\(tenths % 10) s: "
+                      + "the run ends without waiting for it (exit code \(ExitCodes.pluginHung))", source: source.report.logSource)
+        }
+        for source in sources where !source.isStopped {
+            let reason = source.session.draining?.reason ?? stop.requested?.why ?? .requested
+            source.report.abandon(reason: reason, framesCaptured: source.session.capturedFrameCount)
+        }
+        cvhost_guard_host_exiting()
+        _exit(ExitCodes.pluginHung)
+    }
+}

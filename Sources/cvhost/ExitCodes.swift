@@ -40,7 +40,8 @@ enum ExitCodes {
           17   unknown plugin option
           18   bad plugin option value
           19   a plugin crashed or called exit() (named on stderr and in session.error)
-          20   a plugin hung while stopping; the run ended without it after 5 s
+          20   a plugin hung while stopping (or in destroy); the run ended without
+               it after 5 s
                (named on stderr and in its final metrics' "hung")
           64   bad command line
           130  a second SIGINT/SIGTERM forced an immediate exit

@@ -1,6 +1,7 @@
 import CPluginGuard
 import CVHostCore
 import CVHostPlugins
+import Dispatch
 import Glibc
 
 /// A stop completes even when a plugin hangs. Once a stop is under way (a signal, --duration,
@@ -9,7 +10,7 @@ import Glibc
 /// then the run ends without it. The inputs still running write their final metrics (the hung
 /// call named in `hung`) and their session.stopped, the hung plugins are named on stderr, and
 /// cvhost exits with code 20 at once (a hung call cannot be taken back from its thread; its
-/// instance is never destroyed).
+/// instance is never destroyed). The same bound holds for destroy() after the last lines.
 enum HungPluginStop {
     static let graceSeconds = 5.0
 
@@ -42,6 +43,26 @@ enum HungPluginStop {
         for source in sources where !source.isStopped {
             let reason = source.session.draining?.reason ?? stop.requested?.why ?? .requested
             source.report.abandon(reason: reason, framesCaptured: source.session.capturedFrameCount)
+        }
+        cvhost_guard_host_exiting()
+        _exit(ExitCodes.pluginHung)
+    }
+
+    /// Destroys every plugin instance (destroy()), waiting at most `graceSeconds`: a destroy()
+    /// that hangs is named on stderr and cvhost exits with code 20 (every line is written by then).
+    static func shutDown(_ runners: [PluginRunner]) {
+        guard !runners.isEmpty else { return }
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            runners.forEach { $0.shutdown() }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + graceSeconds) == .success { return }
+        let now = HostClock.monotonicNs()
+        for runner in runners {
+            if let call = runner.hungCall(now: now) {
+                Log.error("plugin \(runner.plugin.name) hung in \(call.callback)(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
+            }
         }
         cvhost_guard_host_exiting()
         _exit(ExitCodes.pluginHung)

@@ -158,7 +158,7 @@ struct RunCommand: ParsableCommand {
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
         // its own runner of every plugin (own instances, queues and metrics).
         var runners: [[PluginRunner]] = []
-        defer { runners.joined().forEach { $0.shutdown() } }
+        defer { HungPluginStop.shutDown(Array(runners.joined())) }
         do {
             let loader = PluginLoader()
             let requests = try plugins.map { spec in

@@ -103,6 +103,12 @@ struct RefusalTests {
             if callback == "process" { #expect(hung.first?["seq"] as? Int == 5) }
             #expect(r.stderr.contains("hung in \(callback)()") && r.stderr.contains("exit code 20"), "\(what): \(r.stderr)")
         }
+            // destroy() after the last lines: the lines stay whole and last, exit 20 after 5 s.
+        let inDestroy = try PluginFixtures.build(name: "hangsdestroy", defines: ["HANG_IN_DESTROY"], in: RefusalTests.folder)
+        let r = try CVHostBinary.run(["run", "--plugin", inDestroy, "--input", "testsrc:160x120:unpaced", "--max-frames", "10",
+                                      "--metrics-interval", "0"], timeout: 40)
+        #expect(!r.timedOut && r.exitCode == 20, "exit \(r.exitCode), stderr: \(r.stderr)")
+        #expect(r.events.last?["event"] as? String == "session.stopped" && r.stderr.contains("hung in destroy()"), "\(r.stderr)")
     }
 
     @Test("a plugin that writes to stdout cannot reach the JSON lines: its text goes to stderr")

@@ -3,7 +3,8 @@
 // -DCRASH_ON_FRAME=N and -DABORT_ON_FRAME=N build plugins that crash the process on frame N;
 // -DPRINT_TO_STDOUT one that writes to stdout on every frame (and into its constructor), as
 // careless plugins and chatty libraries do (-DPRINT_FLUSH: flushing after each write);
-// -DHANG_ON_FRAME=N one that never returns from process() on frame N (-DHANG_IN_FLUSH: from flush());
+// -DHANG_ON_FRAME=N one that never returns from process() on frame N (-DHANG_IN_FLUSH: from flush(),
+// -DHANG_IN_DESTROY: from destroy());
 // -DEXIT_ON_FRAME=N one that calls exit(0) on frame N (-DEXIT_FROM_THREAD: from a thread of its own);
 // -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process().
 #include <cvhost/plugin.h>
@@ -109,7 +110,12 @@ static int process(void *instance, const cvhost_frame *frame) {
     return 0;
 }
 
-static void destroy(void *instance) { free(instance); }
+static void destroy(void *instance) {
+#ifdef HANG_IN_DESTROY
+    for (;;) pause();
+#endif
+    free(instance);
+}
 
 #ifdef HANG_IN_FLUSH
 static int flush(void *instance) {

@@ -25,10 +25,9 @@ public final class DecodedFrameReader {
             let owner = AVFrameReference(av_frame_clone(frame))
             guard let ref = owner.frame else { throw CaptureError(.streamFailed, "out of memory decoding \(input)") }
             let layout = direct.format.planeLayout(width: w, height: h)
-            let data = [ref.pointee.data.0, ref.pointee.data.1, ref.pointee.data.2, ref.pointee.data.3]
-            let lines = [ref.pointee.linesize.0, ref.pointee.linesize.1, ref.pointee.linesize.2, ref.pointee.linesize.3]
+            let (data, lines) = DecodedFrameReader.planes(ref.pointee)
             let planes = (0..<layout.count).map { i in
-                PixelBuffer.Plane(base: UnsafeRawPointer(data[i]!), bytesPerRow: Int(lines[i]) * (i > 0 ? direct.chromaRowStep : 1),
+                PixelBuffer.Plane(base: UnsafeRawPointer(data[i]!), bytesPerRow: lines[i] * (i > 0 ? direct.chromaRowStep : 1),
                                   rows: layout[i].rows, samplesPerRow: layout[i].samplesPerRow)
             }
             return PixelBuffer(format: direct.format, width: w, height: h, planes: planes, colorimetry: colorimetry, owner: owner)
@@ -50,23 +49,15 @@ public final class DecodedFrameReader {
         let full: Int32 = colorimetry.range == .full ? 1 : 0
         _ = sws_setColorspaceDetails(scaler, table, full, table, target.isRGB ? 1 : full, 0, 1 << 16, 1 << 16)
         let made = target.isRGB ? Colorimetry(range: .full, matrix: colorimetry.matrix) : colorimetry
+        let (data, lines) = DecodedFrameReader.planes(frame.pointee)
         return PixelBuffer.allocate(format: target, width: w, height: h, colorimetry: made) { planes, strides in
-            var dst: [UnsafeMutablePointer<UInt8>?] = planes.map { $0.assumingMemoryBound(to: UInt8.self) }
-            var dstStride = strides.map { Int32($0) }
-            while dst.count < 4 {
-                dst.append(nil)
-                dstStride.append(0)
-            }
-            withUnsafePointer(to: frame.pointee.data) { srcData in
-                withUnsafePointer(to: frame.pointee.linesize) { srcLines in
-                    srcData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { s in
-                        srcLines.withMemoryRebound(to: Int32.self, capacity: 8) { l in
-                            _ = sws_scale(scaler, s, l, 0, Int32(h), &dst, &dstStride)
-                        }
-                    }
-                }
-            }
+            PixelConverter.scale(scaler, data.map { $0.map { UnsafePointer($0) } }, lines, height: h, into: planes, strides)
         }
+    }
+
+    /// A frame's first four planes and their bytes per line (AVFrame holds them in C arrays, tuples in Swift).
+    private static func planes(_ f: AVFrame) -> ([UnsafeMutablePointer<UInt8>?], [Int]) {
+        ([f.data.0, f.data.1, f.data.2, f.data.3], [f.linesize.0, f.linesize.1, f.linesize.2, f.linesize.3].map { Int($0) })
     }
 
     /// The cvhost format an FFmpeg format's planes can be read as, and every how many chroma

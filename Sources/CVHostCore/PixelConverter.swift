@@ -23,20 +23,19 @@ enum PixelConverter {
         let scaler = Scaler.take(key)
         defer { Scaler.give(scaler) }
         return PixelBuffer.allocate(format: target, width: source.width, height: source.height, colorimetry: colorimetry) { dst, strides in
-            var srcData: [UnsafePointer<UInt8>?] = source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) }
-            var srcStride: [Int32] = source.planes.map { Int32($0.bytesPerRow) }
-            var dstData: [UnsafeMutablePointer<UInt8>?] = dst.map { $0.assumingMemoryBound(to: UInt8.self) }
-            var dstStride: [Int32] = strides.map { Int32($0) }
-            while srcData.count < 4 {
-                srcData.append(nil)
-                srcStride.append(0)
-            }
-            while dstData.count < 4 {
-                dstData.append(nil)
-                dstStride.append(0)
-            }
-            _ = sws_scale(scaler.context, srcData, srcStride, 0, Int32(source.height), dstData, dstStride)
+            scale(scaler.context, source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) }, source.planes.map(\.bytesPerRow),
+                  height: source.height, into: dst, strides)
         }
+    }
+
+    /// Runs a swscale context over a whole frame: its planes (at most four) into a new buffer's.
+    static func scale(_ context: OpaquePointer, _ planes: [UnsafePointer<UInt8>?], _ strides: [Int], height: Int,
+                      into dst: [UnsafeMutableRawPointer], _ dstStrides: [Int]) {
+        // swscale reads four planes and four strides on each side.
+        func four<T>(_ a: [T?]) -> [T?] { a + Array(repeating: nil, count: max(0, 4 - a.count)) }
+        func four(_ a: [Int]) -> [Int32] { a.map { Int32($0) } + Array(repeating: 0, count: max(0, 4 - a.count)) }
+        _ = sws_scale(context, four(planes), four(strides), 0, Int32(height),
+                      four(dst.map { Optional($0.assumingMemoryBound(to: UInt8.self)) }), four(dstStrides))
     }
 
     static func colorimetry(converting source: PixelBuffer, to target: PixelFormat) -> Colorimetry {

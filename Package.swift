@@ -18,7 +18,7 @@ let package = Package(
         .library(name: "cvhost-null", type: .dynamic, targets: ["NullPlugin"]),
         .library(name: "cvhost-barcode", type: .dynamic, targets: ["BarcodePlugin"]),
         .library(name: "cvhost-face", type: .dynamic, targets: ["FacePlugin"]),
-        .library(name: "cvhost-motion", type: .dynamic, targets: ["MotionPlugin"]),
+        .library(name: "cvhost-motion", type: .dynamic, targets: ["MotionPlugin", "MotionPluginDescriptor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -83,8 +83,10 @@ let package = Package(
                 .linkedLibrary("zbar"),
                 .unsafeFlags(["\(zxing)/lib/libZXing.a", "-Xlinker", "--exclude-libs", "-Xlinker", "ALL"]),
             ]),
-        // Swift: it imports only the C header's module, never the host's Swift modules.
-        .target(name: "MotionPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/motion"),
+        // Swift: it imports only the C header's module, never the host's Swift modules. Its
+        // descriptor is C (constant data in the file; Swift cannot emit one), its callbacks Swift.
+        .target(name: "MotionPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/motion", exclude: ["descriptor"]),
+        .target(name: "MotionPluginDescriptor", dependencies: ["CVHostPluginABI"], path: "Plugins/motion/descriptor", publicHeadersPath: "."),
         // C++ on OpenCV. Only the three OpenCV libraries it uses are linked: `pkg-config --libs
         // opencv4` would pull in all 55 and make loading the plugin 30 times slower.
         .target(

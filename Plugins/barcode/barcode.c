@@ -59,12 +59,6 @@ typedef struct barcode {
     json_buf json;
 } barcode;
 
-static const char *find_option(const cvhost_option_value *options, uint32_t count, const char *name) {
-    for (uint32_t i = 0; i < count; i++)
-        if (strcmp(options[i].name, name) == 0) return options[i].value;
-    return "";
-}
-
 /* Parses "x:y:w:h" (normalized); returns false unless 4 numbers within 0..1 with w, h > 0. */
 static bool parse_roi(const char *text, double roi[4]) {
     char *end;
@@ -90,31 +84,31 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         return -ENOMEM;
     }
     self->host = host;
-    const char *engine = find_option(options, count, "engine");
+    const char *engine = cvhost_option(options, count, "engine");
     self->engines = strcmp(engine, "zbar") == 0    ? ENGINES_ZBAR
                     : strcmp(engine, "zxing") == 0 ? ENGINES_ZXING
                     : strcmp(engine, "both") == 0  ? ENGINES_BOTH
                                                    : ENGINES_AUTO;
-    self->try_harder = strcmp(find_option(options, count, "try_harder"), "true") == 0;
-    self->retry_inverted = strcmp(find_option(options, count, "inverted"), "true") == 0;
-    self->retry_mirrored = strcmp(find_option(options, count, "mirrored"), "true") == 0;
-    const char *report = find_option(options, count, "report");
+    self->try_harder = cvhost_option_bool(options, count, "try_harder", 1);
+    self->retry_inverted = cvhost_option_bool(options, count, "inverted", 1);
+    self->retry_mirrored = cvhost_option_bool(options, count, "mirrored", 0);
+    const char *report = cvhost_option(options, count, "report");
     self->report = strcmp(report, "new") == 0 ? REPORT_NEW : strcmp(report, "track") == 0 ? REPORT_TRACK : REPORT_EVERY;
-    self->lost_after_ns = (int64_t)(strtod(find_option(options, count, "lost_after"), NULL) * 1e9);
+    self->lost_after_ns = (int64_t)(cvhost_option_double(options, count, "lost_after", 0.5) * 1e9);
     if (self->report != REPORT_EVERY && host->instance_count > 1) {
         snprintf(error, error_size, "report=%s follows codes from frame to frame and needs instances=1 (got %u)", report,
                  host->instance_count);
         free(self);
         return -EINVAL;
     }
-    const char *roi = find_option(options, count, "roi");
+    const char *roi = cvhost_option(options, count, "roi");
     if (!parse_roi(roi, self->roi)) {
         snprintf(error, error_size, "roi=%s is not X:Y:W:H with normalized values within the frame (e.g. 0.25:0.25:0.5:0.5)", roi);
         free(self);
         return CVHOST_ERROR_OPTION_VALUE;
     }
 
-    const char *spec = find_option(options, count, "symbologies");
+    const char *spec = cvhost_option(options, count, "symbologies");
     symbology_set wanted, named;
     char bad[64];
     if (!symbologies_parse(spec, &wanted, &named, bad, sizeof bad)) {
@@ -136,7 +130,7 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
     bool with_zxing = engines & (1u << ENGINE_ZXING);
     if (engines & (1u << ENGINE_ZBAR)) self->zbar_symbologies = symbologies_for_engine(wanted, named, ENGINE_ZBAR, with_zxing);
     if (with_zxing) self->zxing_symbologies = symbologies_for_engine(wanted, named, ENGINE_ZXING, with_zxing);
-    self->density = atoi(find_option(options, count, "density"));
+    self->density = (int)cvhost_option_int(options, count, "density", 1);
     tracker_init(&self->tracker);
     *out = self;
     return 0;
@@ -310,16 +304,17 @@ static const cvhost_option_spec barcode_options[] = {
      3600, NULL},
 };
 
-static const cvhost_plugin_descriptor barcode_descriptor = {
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(cvhost_plugin_descriptor),
+static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NEAR};
+
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
     .name = "barcode",
     .version = "2.0.0",
     .description = "1D and 2D codes (QR, DataMatrix, Aztec, PDF417, EAN, Code 128...) with zxing-cpp and libzbar",
     .pixel_formats = barcode_formats,
     .pixel_format_count = 1,
     .flags = CVHOST_PLUGIN_FLAG_STATELESS, /* with report=every; the stateful modes refuse instances > 1 */
-    .hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NEAR},
+    .hints = &hints,
     .options = barcode_options,
     .option_count = sizeof barcode_options / sizeof barcode_options[0],
     .option_spec_size = sizeof(cvhost_option_spec),
@@ -329,4 +324,3 @@ static const cvhost_plugin_descriptor barcode_descriptor = {
     .destroy = barcode_destroy,
 };
 
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &barcode_descriptor; }

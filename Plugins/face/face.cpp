@@ -3,8 +3,8 @@
 // angle (frontal 0, profile +-90), and a face.lost result when a face leaves.
 //
 // Detection keeps no state, so the plugin runs as parallel instances (instances=N): each
-// detects on its own frames, then applies them to one shared tracker in frame order (the
-// host's delivery_index), so faceIDs are the same as with one instance.
+// detects on its own frames (process), then the host applies them to the one tracker in the
+// shared state in frame order (the ordered stage), so faceIDs are the same as with one instance.
 //
 // No C++ exception crosses the C ABI: every entry point catches everything.
 #include <cvhost/plugin.h>
@@ -27,19 +27,30 @@ using namespace cvhost_face;
 
 enum class Report { every, changes };
 
+// What the instances share: the tracker, changed only in the ordered stage.
+struct Shared {
+    const cvhost_host *host;
+    FaceTracker tracker;
+};
+
 struct FacePlugin {
     const cvhost_host *host;
     FaceDetector detector;
-    std::shared_ptr<SharedTracker> shared;
     Report report = Report::every;
     double roi[4] = {0, 0, 1, 1};
     uint64_t full_every = 1;
+    // The frame between its process() and its ordered(): nothing is kept from frame to frame.
+    struct {
+        std::vector<Face> faces;
+        cv::Rect roi;
+        bool whole = false;
+        int rc = 0;
+    } frame;
 };
 
 const char *option(const cvhost_option_value *options, uint32_t count, const char *name) {
-    for (uint32_t i = 0; i < count; i++)
-        if (std::strcmp(options[i].name, name) == 0) return options[i].value;
-    return "";
+    const char *value = cvhost_option(options, count, name);
+    return value ? value : "";
 }
 
 void log(const cvhost_host *host, int level, const std::string &text) { host->log(host->context, level, text.c_str()); }
@@ -110,8 +121,6 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
         // and OpenCV's threads are what spread those over the cores. Measured with
         // benchmarks/face_video.py on faces_1280x720.mp4, face:instances=2: 17.6 fps with
         // cv::setNumThreads(1), 24.0 without.
-        int64_t lost_after = int64_t(std::strtod(option(options, count, "lost_after"), nullptr) * 1e9);
-        self->shared = SharedTracker::for_group(host->instance_group, lost_after);
         *out = self.release();
         return 0;
     } catch (const std::exception &e) {
@@ -122,78 +131,104 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
     return -EIO;
 }
 
-// Every full_every-th frame (by delivery index) is searched whole; these frames need nothing from
-// earlier ones, so parallel instances search them at the same time. The frames between are
-// searched only around the faces tracked so far, in their turn on the shared tracker, so they
-// see the faces of the frame before. Output is the same with any number of instances.
-int face_process(void *instance, const cvhost_frame *frame) {
-    auto *self = static_cast<FacePlugin *>(instance);
+int face_shared_create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out, char *error,
+                       size_t error_size) {
+    try {
+        int64_t lost_after = int64_t(cvhost_option_double(options, count, "lost_after", 0.5) * 1e9);
+        *out = new Shared{host, FaceTracker(lost_after)};
+        return 0;
+    } catch (...) {
+        std::snprintf(error, error_size, "out of memory");
+        return -ENOMEM;
+    }
+}
+
+// Runs `detect`, turning a C++ exception into a logged failure of the frame.
+template <typename Detect> void guarded(FacePlugin *self, const cvhost_frame *frame, Detect &&detect) {
+    try {
+        detect();
+    } catch (const std::exception &e) {
+        log(self->host, CVHOST_LOG_ERROR, "frame " + std::to_string(frame->sequence) + ": " + e.what());
+        self->frame.rc = -EIO;
+    } catch (...) {
+        log(self->host, CVHOST_LOG_ERROR, "frame " + std::to_string(frame->sequence) + ": unknown C++ exception");
+        self->frame.rc = -EIO;
+    }
+}
+
+cv::Mat luma(const cvhost_frame *frame) {
     const cvhost_plane &y = frame->planes[0];
     // A header over the host's luma plane: no copy.
-    cv::Mat gray(int(frame->height), int(frame->width), CV_8UC1, const_cast<uint8_t *>(y.data), y.stride);
-    cv::Rect roi(int(self->roi[0] * frame->width), int(self->roi[1] * frame->height), int(self->roi[2] * frame->width),
-                 int(self->roi[3] * frame->height));
-    roi &= cv::Rect(0, 0, gray.cols, gray.rows);
-    bool independent = frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT;
-    bool whole = independent || frame->delivery_index % self->full_every == 0;
-    int rc = 0;
-    std::vector<Face> faces;
-    auto guarded = [&](auto &&detect) {
-        try {
-            detect();
-        } catch (const std::exception &e) {
-            log(self->host, CVHOST_LOG_ERROR, "frame " + std::to_string(frame->sequence) + ": " + e.what());
-            rc = -EIO;
-        } catch (...) {
-            log(self->host, CVHOST_LOG_ERROR, "frame " + std::to_string(frame->sequence) + ": unknown C++ exception");
-            rc = -EIO;
-        }
-    };
-    if (whole) guarded([&] { faces = roi.area() > 0 ? self->detector.detect(gray, roi) : std::vector<Face>{}; });
-    // Even a failed frame takes its turn on the shared tracker: the other instances wait for it.
+    return cv::Mat(int(frame->height), int(frame->width), CV_8UC1, const_cast<uint8_t *>(y.data), y.stride);
+}
+
+// Every full_every-th frame (by delivery index) is searched whole, here, in parallel on the
+// instances: these frames need nothing from earlier ones. The frames between are searched only
+// around the faces tracked so far, in the ordered stage, so that they see the faces of the frame
+// before. Output is the same with any number of instances.
+int face_process(void *instance, const cvhost_frame *frame) {
+    auto *self = static_cast<FacePlugin *>(instance);
+    cv::Mat gray = luma(frame);
+    auto &f = self->frame;
+    f.faces.clear();
+    f.rc = 0;
+    f.roi = cv::Rect(int(self->roi[0] * frame->width), int(self->roi[1] * frame->height), int(self->roi[2] * frame->width),
+                     int(self->roi[3] * frame->height)) &
+            cv::Rect(0, 0, gray.cols, gray.rows);
+    f.whole = (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT) || frame->delivery_index % self->full_every == 0;
+    if (f.whole) guarded(self, frame, [&] {
+            if (f.roi.area() > 0) f.faces = self->detector.detect(gray, f.roi);
+            self->detector.estimate_rolls(gray, f.faces);
+        });
+    return f.rc;
+}
+
+// In frame order: the tracker gives the frame's faces their ids.
+int face_ordered(void *shared_state, void *instance, const cvhost_frame *frame) {
+    auto *shared = static_cast<Shared *>(shared_state);
+    auto *self = static_cast<FacePlugin *>(instance);
+    auto &f = self->frame;
     try {
-        std::vector<Assigned> ids;
+        FaceTracker &tracker = shared->tracker;
         std::vector<Track> lost;
-        self->shared->in_order(frame->delivery_index, [&](FaceTracker &tracker) {
-            // A new picture: the faces of the last one are gone.
-            if (independent) lost = tracker.take_lost(INT64_MAX);
-            if (!whole) guarded([&] {
+        // A new picture: the faces of the last one are gone.
+        if (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT) lost = tracker.take_lost(INT64_MAX);
+        if (!f.whole) guarded(self, frame, [&] {
+                cv::Mat gray = luma(frame);
                 std::vector<NearFace> near;
                 for (const NearFace &n : tracker.boxes())
-                    if ((n.box & cv::Rect2d(roi)).area() > 0) near.push_back(n);
-                faces = self->detector.detect_near(gray, near);
+                    if ((n.box & cv::Rect2d(f.roi)).area() > 0) near.push_back(n);
+                f.faces = self->detector.detect_near(gray, near);
+                self->detector.estimate_rolls(gray, f.faces);
             });
-            ids = tracker.update(faces, frame->sequence, frame->presentation_time_ns);
-            std::vector<Track> gone = tracker.take_lost(frame->presentation_time_ns);
-            lost.insert(lost.end(), gone.begin(), gone.end());
-        });
-        // After the tracker's turn, so that the next frame's instance can take its turn meanwhile.
-        guarded([&] { self->detector.estimate_rolls(gray, faces); });
-        for (size_t i = 0; i < faces.size(); i++) {
+        std::vector<Assigned> ids = tracker.update(f.faces, frame->sequence, frame->presentation_time_ns);
+        std::vector<Track> gone = tracker.take_lost(frame->presentation_time_ns);
+        lost.insert(lost.end(), gone.begin(), gone.end());
+        for (size_t i = 0; i < f.faces.size(); i++) {
             if (self->report == Report::changes && !ids[i].is_new) continue;
-            self->host->emit(self->host->context, "face", face_json(faces[i], ids[i], frame).c_str());
+            self->host->emit(self->host->context, "face", face_json(f.faces[i], ids[i], frame).c_str());
         }
         for (const Track &t : lost) self->host->emit(self->host->context, "face.lost", lost_json(t).c_str());
     } catch (...) {
         log(self->host, CVHOST_LOG_ERROR, "frame " + std::to_string(frame->sequence) + ": tracking failed");
         return -EIO;
     }
-    return rc;
+    return f.rc;
 }
 
-// The end of the input: every face still in view is lost. Only the last instance to flush reports
-// them, so each face's face.lost comes once.
-int face_flush(void *instance) {
-    auto *self = static_cast<FacePlugin *>(instance);
+// The end of the input: every face still in view is lost.
+int face_shared_flush(void *shared_state) {
+    auto *shared = static_cast<Shared *>(shared_state);
     try {
-        if (!self->shared->last_to_flush(self->host->instance_count)) return 0;
-        for (const Track &t : self->shared->tracker().take_lost(INT64_MAX))
-            self->host->emit(self->host->context, "face.lost", lost_json(t).c_str());
+        for (const Track &t : shared->tracker.take_lost(INT64_MAX))
+            shared->host->emit(shared->host->context, "face.lost", lost_json(t).c_str());
         return 0;
     } catch (...) {
         return -EIO;
     }
 }
+
+void face_shared_destroy(void *shared_state) { delete static_cast<Shared *>(shared_state); }
 
 void face_destroy(void *instance) {
     try {
@@ -222,30 +257,30 @@ const cvhost_option_spec face_options[] = {
     {"cascades", CVHOST_OPTION_STRING, "/usr/share/opencv4/haarcascades", "folder of OpenCV's Haar cascade files", 0, 0, nullptr},
 };
 
-cvhost_plugin_descriptor make_descriptor() {
-    cvhost_plugin_descriptor d{};
-    d.abi_version = CVHOST_PLUGIN_ABI_VERSION;
-    d.struct_size = sizeof(cvhost_plugin_descriptor);
-    d.name = "face";
-    d.version = "1.0.0";
-    d.description = "faces with OpenCV: faceID across frames, bounds, roll and yaw angles";
-    d.pixel_formats = face_formats;
-    d.pixel_format_count = 1;
-    // Detection is stateless; the tracker is shared by the instances and kept in frame order.
-    d.flags = CVHOST_PLUGIN_FLAG_STATELESS;
-    d.hints = {sizeof(cvhost_capture_hints), CVHOST_FOCUS_RANGE_NONE, 0, 0};
-    d.options = face_options;
-    d.option_count = sizeof face_options / sizeof face_options[0];
-    d.option_spec_size = sizeof(cvhost_option_spec);
-    d.create = face_create;
-    d.process = face_process;
-    d.flush = face_flush;
-    d.destroy = face_destroy;
-    return d;
-}
-
-const cvhost_plugin_descriptor face_descriptor = make_descriptor();
+const cvhost_capture_hints face_hints = {sizeof(cvhost_capture_hints), CVHOST_FOCUS_RANGE_NONE, 0, 0};
 
 } // namespace
 
-extern "C" CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &face_descriptor; }
+// Constant-initialized (the descriptor must be complete in the file: cvhost reads it from there).
+extern "C" CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
+    .name = "face",
+    .version = "1.1.0",
+    .description = "faces with OpenCV: faceID across frames, bounds, roll and yaw angles",
+    .pixel_formats = face_formats,
+    .pixel_format_count = 1,
+    // Detection is stateless; the tracker is the shared state, kept in frame order by the host.
+    .flags = CVHOST_PLUGIN_FLAG_STATELESS,
+    .hints = &face_hints,
+    .options = face_options,
+    .option_count = sizeof face_options / sizeof face_options[0],
+    .option_spec_size = sizeof(cvhost_option_spec),
+    .create = face_create,
+    .process = face_process,
+    .flush = nullptr,
+    .destroy = face_destroy,
+    .shared_create = face_shared_create,
+    .ordered = face_ordered,
+    .shared_flush = face_shared_flush,
+    .shared_destroy = face_shared_destroy,
+};

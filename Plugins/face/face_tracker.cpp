@@ -64,19 +64,4 @@ std::vector<NearFace> FaceTracker::boxes() const {
     return out;
 }
 
-std::shared_ptr<SharedTracker> SharedTracker::for_group(uint64_t group, int64_t lost_after_ns) {
-    static std::mutex registry_mutex;
-    static std::map<uint64_t, std::weak_ptr<SharedTracker>> registry;
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    if (auto existing = registry[group].lock()) return existing;
-    auto made = std::make_shared<SharedTracker>(lost_after_ns);
-    registry[group] = made;
-    return made;
-}
-
-bool SharedTracker::last_to_flush(uint32_t instances) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return ++flushed_ == instances;
-}
-
 } // namespace cvhost_face

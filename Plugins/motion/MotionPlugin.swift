@@ -64,16 +64,15 @@ private func copy(_ message: String, into buffer: UnsafeMutablePointer<CChar>?, 
 }
 
 private func option(_ options: UnsafePointer<cvhost_option_value>?, _ count: UInt32, _ name: String) -> String {
-    for i in 0..<Int(count) {
-        let o = options![i]
-        if String(cString: o.name) == name { return String(cString: o.value) }
-    }
-    return ""
+    cvhost_option(options, count, name).map { String(cString: $0) } ?? ""
 }
 
-private let create: @convention(c) (UnsafePointer<cvhost_host>?, UnsafePointer<cvhost_option_value>?, UInt32,
-                                    UnsafeMutablePointer<UnsafeMutableRawPointer?>?, UnsafeMutablePointer<CChar>?, Int) -> Int32 = {
-    host, options, count, out, error, errorSize in
+// The callbacks, exported under C names for the descriptor (descriptor/motion_descriptor.c).
+
+@_cdecl("motion_create")
+public func motionCreate(_ host: UnsafePointer<cvhost_host>?, _ options: UnsafePointer<cvhost_option_value>?, _ count: UInt32,
+                         _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ error: UnsafeMutablePointer<CChar>?,
+                         _ errorSize: Int) -> Int32 {
     guard let host, let out else { return -EINVAL }
     if host.pointee.instance_count > 1 {
         copy("motion compares each frame with the one before and needs instances=1", into: error, size: errorSize)
@@ -86,56 +85,14 @@ private let create: @convention(c) (UnsafePointer<cvhost_host>?, UnsafePointer<c
     return 0
 }
 
-private let process: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<cvhost_frame>?) -> Int32 = { instance, frame in
+@_cdecl("motion_process")
+public func motionProcess(_ instance: UnsafeMutableRawPointer?, _ frame: UnsafePointer<cvhost_frame>?) -> Int32 {
     guard let instance, let frame else { return -EINVAL }
     return Unmanaged<Motion>.fromOpaque(instance).takeUnretainedValue().process(frame)
 }
 
-private let destroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { instance in
+@_cdecl("motion_destroy")
+public func motionDestroy(_ instance: UnsafeMutableRawPointer?) {
     guard let instance else { return }
     Unmanaged<Motion>.fromOpaque(instance).release()
-}
-
-// The descriptor and everything it points to live for the life of the process.
-nonisolated(unsafe) private let formats: UnsafeMutablePointer<UInt32> = {
-    let p = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
-    p.initialize(to: CVHOST_PIXEL_FORMAT_GRAY8.rawValue)
-    return p
-}()
-
-private func cString(_ s: StaticString) -> UnsafePointer<CChar> {
-    UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
-}
-
-nonisolated(unsafe) private let options: UnsafeMutablePointer<cvhost_option_spec> = {
-    let specs = [
-        cvhost_option_spec(name: cString("threshold"), type: CVHOST_OPTION_INT.rawValue, default_value: cString("25"),
-                           help: cString("luma difference (0-255) that counts a pixel as changed"), min: 1, max: 255, choices: nil),
-        cvhost_option_spec(name: cString("min_fraction"), type: CVHOST_OPTION_DOUBLE.rawValue, default_value: cString("0.01"),
-                           help: cString("share of changed pixels that makes motion"), min: 0.0001, max: 1, choices: nil),
-        cvhost_option_spec(name: cString("step"), type: CVHOST_OPTION_INT.rawValue, default_value: cString("2"),
-                           help: cString("compare every Nth pixel in each direction"), min: 1, max: 32, choices: nil),
-    ]
-    let p = UnsafeMutablePointer<cvhost_option_spec>.allocate(capacity: specs.count)
-    p.initialize(from: specs, count: specs.count)
-    return p
-}()
-
-nonisolated(unsafe) private let descriptor: UnsafeMutablePointer<cvhost_plugin_descriptor> = {
-    let p = UnsafeMutablePointer<cvhost_plugin_descriptor>.allocate(capacity: 1)
-    p.initialize(to: cvhost_plugin_descriptor(
-        abi_version: UInt32(CVHOST_PLUGIN_ABI_VERSION), struct_size: UInt32(MemoryLayout<cvhost_plugin_descriptor>.size),
-        name: cString("motion"), version: cString("1.0.0"),
-        description: cString("share of pixels that changed since the last frame, and motion start/stop (a plugin in Swift)"),
-        pixel_formats: UnsafePointer(formats), pixel_format_count: 1, flags: 0,
-        hints: cvhost_capture_hints(struct_size: UInt32(MemoryLayout<cvhost_capture_hints>.size), focus_range: 0, min_width: 0,
-                                    min_height: 0),
-        options: UnsafePointer(options), option_count: 3, option_spec_size: UInt32(MemoryLayout<cvhost_option_spec>.size),
-        create: create, process: process, flush: nil, destroy: destroy))
-    return p
-}()
-
-@_cdecl("cvhost_plugin_entry")
-public func cvhostPluginEntry() -> UnsafePointer<cvhost_plugin_descriptor> {
-    UnsafePointer(descriptor)
 }

@@ -28,12 +28,6 @@ static const cvhost_option_spec null_options[] = {
     {"fail_every", CVHOST_OPTION_INT, "0", "fail processing of every Nth frame (0 = never)", 0, 1000000000, NULL},
 };
 
-static const char *find_option(const cvhost_option_value *options, uint32_t count, const char *name) {
-    for (uint32_t i = 0; i < count; i++)
-        if (strcmp(options[i].name, name) == 0) return options[i].value;
-    return NULL;
-}
-
 static int null_create(const cvhost_host *host, const cvhost_option_value *options, uint32_t option_count,
                        void **out_instance, char *error, size_t error_size) {
     null_plugin *self = calloc(1, sizeof *self);
@@ -43,9 +37,9 @@ static int null_create(const cvhost_host *host, const cvhost_option_value *optio
     }
     self->host = host;
     // The host has checked types and bounds and passes every option, so these are present and valid.
-    self->delay_ms = strtod(find_option(options, option_count, "delay_ms"), NULL);
-    self->results = strtol(find_option(options, option_count, "results"), NULL, 10);
-    self->fail_every = strtol(find_option(options, option_count, "fail_every"), NULL, 10);
+    self->delay_ms = cvhost_option_double(options, option_count, "delay_ms", 0);
+    self->results = (long)cvhost_option_int(options, option_count, "results", 0);
+    self->fail_every = (long)cvhost_option_int(options, option_count, "fail_every", 0);
     *out_instance = self;
     return 0;
 }
@@ -71,16 +65,17 @@ static int null_process(void *instance, const cvhost_frame *frame) {
 
 static void null_destroy(void *instance) { free(instance); }
 
-static const cvhost_plugin_descriptor null_descriptor = {
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(cvhost_plugin_descriptor),
+static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NONE};
+
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
     .name = "null",
     .version = "1.0.0",
     .description = "does nothing, at a chosen cost: for tests and benchmarks of the host",
     .pixel_formats = null_formats,
     .pixel_format_count = sizeof null_formats / sizeof null_formats[0],
     .flags = CVHOST_PLUGIN_FLAG_STATELESS,
-    .hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NONE},
+    .hints = &hints,
     .options = null_options,
     .option_count = sizeof null_options / sizeof null_options[0],
     .option_spec_size = sizeof(cvhost_option_spec),
@@ -90,4 +85,3 @@ static const cvhost_plugin_descriptor null_descriptor = {
     .destroy = null_destroy,
 };
 
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &null_descriptor; }

@@ -14,6 +14,10 @@ public enum DropReason: String, Sendable, CaseIterable {
     case late
     /// The connection's frame-rate cap (videoMinFrameDuration) skipped it.
     case frameRateCap = "frame_rate_cap"
+    /// Delivered while the consumer was being restarted after a crash (a plugin's worker process).
+    case restarting
+    /// Delivered after the consumer was given up on (a plugin quarantined after repeated crashes).
+    case quarantined
 }
 
 /// Where a delivered frame came from within an output with several workers.

@@ -134,6 +134,12 @@ public final class VideoDataOutput: @unchecked Sendable {
         delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels, context: context)
     }
 
+    /// Counts a frame the delegate was handed but could not take (its consumer restarting, or
+    /// given up on): it is then both delivered and dropped.
+    public func countDrop(_ reason: DropReason) {
+        counters.withLock { $0.dropped[reason, default: 0] += 1 }
+    }
+
     private func drop(_ sample: SampleBuffer, reason: DropReason) {
         counters.withLock { $0.dropped[reason, default: 0] += 1 }
         delegate?.videoDataOutput(self, didDrop: sample, reason: reason)

@@ -49,15 +49,18 @@ final class HostServices: @unchecked Sendable {
     private let refused = Atomic<UInt64>(0)
     var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
 
-    init(source: String, pluginName: String, pluginIndex: Int, logSource: String, instance: Int, instanceCount: Int, group: UInt64) {
+    /// - Parameters: instance: nil for the host given to shared_create; shared: the plugin's shared state.
+    init(source: String, pluginName: String, pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int,
+         shared: UnsafeMutableRawPointer? = nil) {
         self.source = source
         self.pluginName = pluginName
         self.pluginIndex = pluginIndex
         self.logSource = logSource
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
-            struct_size: UInt32(MemoryLayout<cvhost_host>.size), context: nil, emit: hostEmit, log: hostLog,
-            instance_index: UInt32(instance), instance_count: UInt32(instanceCount), instance_group: group))
+            struct_size: UInt32(MemoryLayout<cvhost_host>.size), abi_major: UInt16(CVHOST_PLUGIN_ABI_MAJOR),
+            abi_minor: UInt16(CVHOST_PLUGIN_ABI_MINOR), context: nil, emit: hostEmit, log: hostLog,
+            instance_index: instance.map { UInt32($0) } ?? UInt32.max, instance_count: UInt32(instanceCount), shared: shared))
         host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -81,6 +84,12 @@ final class HostServices: @unchecked Sendable {
             return c.lines
         }
         return (result, lines)
+    }
+
+    /// Makes `frame` the one results emitted later with no frame of their own belong to (the
+    /// shared stage's flush: the last frame that went through the ordered stage).
+    func remember(frame: FrameStamp) {
+        call.withLock { $0.frame = frame }
     }
 
     func emit(type: UnsafePointer<CChar>?, json: UnsafePointer<CChar>?) -> Int32 {

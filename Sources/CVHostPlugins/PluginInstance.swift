@@ -15,7 +15,7 @@ final class PluginInstance: @unchecked Sendable {
     private let call = Mutex<PluginCall?>(nil)
     /// The call in progress, if any.
     var currentCall: PluginCall? { call.withLock { $0 } }
-    let plugin: LoadedPlugin
+    let library: PluginLibrary
     let services: HostServices
     private var handle: UnsafeMutableRawPointer?
     /// The plugin's name as a C string, for the crash report while a callback runs (CPluginGuard).
@@ -24,34 +24,21 @@ final class PluginInstance: @unchecked Sendable {
     /// Calls the plugin's create().
     /// - Parameter options: every declared option, already checked, in declaration order.
     /// - Throws: `.createFailed` with the plugin's own message.
-    init(plugin: LoadedPlugin, options: [(String, String)], services: HostServices) throws {
-        self.plugin = plugin
+    init(library: PluginLibrary, options: [(String, String)], services: HostServices) throws {
+        let plugin = library.info
+        self.library = library
         self.services = services
         guardName = strdup(plugin.name)
-        let cStrings = options.flatMap { [strdup($0.0), strdup($0.1)] }
-        defer { cStrings.forEach { free($0) } }
-        var values = (0..<options.count).map { i in
-            cvhost_option_value(name: UnsafePointer(cStrings[2 * i]), value: UnsafePointer(cStrings[2 * i + 1]))
-        }
-        var error = [CChar](repeating: 0, count: 512)
-        var instance: UnsafeMutableRawPointer?
-        let create = plugin.descriptor.pointee.create!
+        let create = library.descriptor.create!
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_CREATE, 0)
-        let rc = values.withUnsafeMutableBufferPointer { buffer in
-            create(services.host, buffer.baseAddress, UInt32(options.count), &instance, &error, error.count)
+        let (made, message) = timed("create", nil) {
+            withOptionValues(options) { values, count in
+                callCreate { out, error, size in create(services.host, values, count, &out, error, size) }
+            }
         }
         cvhost_guard_leave()
-        guard rc == 0 else {
-            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            // The plugin says an option's value is wrong: that is the user's to fix, like a value
-            // the host refuses (exit 18), not a failure of the plugin (exit 16).
-            if rc == CVHOST_ERROR_OPTION_VALUE {
-                throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): \(message.isEmpty ? "an option's value is not valid" : message)")
-            }
-            throw PluginLoadError(.createFailed,
-                                  "plugin \(plugin.name) failed to start: \(message.isEmpty ? "create() returned \(errnoName(rc))" : message)")
-        }
-        handle = instance
+        guard made.status == 0 else { throw createError(plugin: plugin.name, status: made.status, message: message) }
+        handle = made.handle
     }
 
     /// Calls process(); returns its result (0 or a negative errno) and the result lines it emitted.
@@ -59,7 +46,17 @@ final class PluginInstance: @unchecked Sendable {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
         defer { cvhost_guard_leave() }
         let sequence = frame.sequence
-        return timed("process", sequence) { services.during(frame: stamp) { plugin.descriptor.pointee.process!(handle, &frame) } }
+        return timed("process", sequence) { services.during(frame: stamp) { library.descriptor.process!(handle, &frame) } }
+    }
+
+    /// Calls ordered() for the frame this instance just processed (the ordered stage, ABI 2.1);
+    /// the runner makes the calls one at a time in frame order.
+    func ordered(shared: UnsafeMutableRawPointer?, _ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [[UInt8]]) {
+        guard let ordered = library.descriptor.ordered else { return (0, []) }
+        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
+        defer { cvhost_guard_leave() }
+        let sequence = frame.sequence
+        return timed("ordered", sequence) { services.during(frame: stamp) { ordered(shared, handle, &frame) } }
     }
 
     /// Runs a call into the plugin as `currentCall`.
@@ -71,7 +68,7 @@ final class PluginInstance: @unchecked Sendable {
 
     /// Calls flush() if the plugin has one; its results belong to the last frame processed.
     func flush() -> (Int32, [[UInt8]]) {
-        guard let flush = plugin.descriptor.pointee.flush else { return (0, []) }
+        guard let flush = library.descriptor.flush else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
         defer { cvhost_guard_leave() }
         return timed("flush", nil) { services.during(frame: nil) { flush(handle) } }
@@ -80,19 +77,12 @@ final class PluginInstance: @unchecked Sendable {
     /// Calls destroy(). The instance must not be used afterwards.
     func destroy() {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_DESTROY, 0)
-        timed("destroy", nil) { plugin.descriptor.pointee.destroy!(handle) }
+        timed("destroy", nil) { library.descriptor.destroy!(handle) }
         cvhost_guard_leave()
         handle = nil
     }
 
     deinit { free(guardName) }
-}
-
-/// A call into a plugin: which callback, for which frame, since when (monotonic ns).
-public struct PluginCall: Sendable {
-    public let callback: String
-    public let sequence: UInt64?
-    public let sinceNs: UInt64
 }
 
 func errnoName(_ rc: Int32) -> String {

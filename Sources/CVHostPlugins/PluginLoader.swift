@@ -1,8 +1,6 @@
-import CVHostPluginABI
 import Foundation
-import Synchronization
 
-/// Finds plugins by name and loads them.
+/// Finds plugins by name and reads what they say of themselves (PluginInfo), without loading them.
 ///
 /// A name (`barcode`) is looked up as `libcvhost-<name>.so` in, in this order:
 ///   1. each folder of `CVHOST_PLUGIN_PATH` (colon-separated),
@@ -12,8 +10,6 @@ import Synchronization
 /// A path (`./libfoo.so`, anything with a '/' or ending in .so) is loaded as it is.
 public final class PluginLoader: Sendable {
     public let searchPath: [String]
-    /// Loaded shared objects by real path: each is opened once and never closed.
-    private let loaded = Mutex<[String: LoadedPlugin]>([:])
 
     public init(searchPath: [String]? = nil) {
         self.searchPath = searchPath ?? PluginLoader.defaultSearchPath()
@@ -38,16 +34,16 @@ public final class PluginLoader: Sendable {
     /// The file name a plugin called `name` has.
     public static func fileName(for name: String) -> String { "libcvhost-\(name).so" }
 
-    /// Finds and loads a plugin by name or path.
+    /// Finds a plugin by name or path and reads its info: runs none of its code.
     /// - Throws: `PluginLoadError` with the refusal's kind and a one-line message.
-    public func load(_ nameOrPath: String, isPath: Bool) throws -> LoadedPlugin {
+    public func find(_ nameOrPath: String, isPath: Bool) throws -> PluginInfo {
         if isPath {
             guard FileManager.default.fileExists(atPath: nameOrPath) else {
                 throw PluginLoadError(.notFound, "plugin file \(nameOrPath) does not exist")
             }
             return try open(path: nameOrPath, expectedName: nil)
         }
-        guard LoadedPlugin.isValidName(nameOrPath) else {
+        guard PluginInfo.isValidName(nameOrPath) else {
             throw PluginLoadError(.invalidName,
                                   "'\(nameOrPath)' is not a plugin name: names are [a-z][a-z0-9_-], at most 32 characters (give a path with a '/' to load a file)")
         }
@@ -64,11 +60,11 @@ public final class PluginLoader: Sendable {
                                   + (available.isEmpty ? "set CVHOST_PLUGIN_PATH" : "available: \(available.joined(separator: ", "))"))
     }
 
-    /// Every loadable plugin in the search path, first match of each name; files that fail to
-    /// load are passed to `onFailure` and skipped.
-    public func discover(onFailure: (String, PluginLoadError) -> Void = { _, _ in }) -> [LoadedPlugin] {
+    /// Every usable plugin in the search path, first match of each name; files whose info does not
+    /// pass are passed to `onFailure` and skipped. Runs no plugin code.
+    public func discover(onFailure: (String, PluginLoadError) -> Void = { _, _ in }) -> [PluginInfo] {
         var seen = Set<String>()
-        var found: [LoadedPlugin] = []
+        var found: [PluginInfo] = []
         for folder in searchPath {
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
             for file in names where file.hasPrefix("libcvhost-") && file.hasSuffix(".so") {
@@ -86,31 +82,12 @@ public final class PluginLoader: Sendable {
         return found
     }
 
-    private func open(path: String, expectedName: String?) throws -> LoadedPlugin {
-        let real = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map {
-            $0.hasPrefix("/") ? $0 : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent($0)
-        } ?? path
-        if let done = loaded.withLock({ $0[real] }) { return done }
-
-        // RTLD_LOCAL: two plugins may define the same symbols without seeing each other's.
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
-            throw PluginLoadError(.notSharedObject, "cannot load plugin \(path): \(reason)")
-        }
-        guard let symbol = dlsym(handle, CVHOST_PLUGIN_ENTRY_SYMBOL) else {
-            throw PluginLoadError(.noEntrySymbol,
-                                  "\(path) is not a cvhost plugin: it exports no \(CVHOST_PLUGIN_ENTRY_SYMBOL) (mark it CVHOST_PLUGIN_EXPORT)")
-        }
-        let entry = unsafeBitCast(symbol, to: cvhost_plugin_entry_fn.self)
-        guard let descriptor = entry() else {
-            throw PluginLoadError(.invalidDescriptor, "plugin \(path) returned no descriptor from \(CVHOST_PLUGIN_ENTRY_SYMBOL)")
-        }
-        let plugin = try LoadedPlugin(descriptor: descriptor, path: path)
+    private func open(path: String, expectedName: String?) throws -> PluginInfo {
+        let plugin = try PluginInfo(path: path)
         if let expectedName, plugin.name != expectedName {
             throw PluginLoadError(.invalidName,
                                   "\(path) calls itself '\(plugin.name)', but its file name says '\(expectedName)': rename one to match")
         }
-        loaded.withLock { $0[real] = plugin }
         return plugin
     }
 }

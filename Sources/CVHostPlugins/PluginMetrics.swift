@@ -20,6 +20,8 @@ final class PluginMetrics: Sendable {
     static let highestMicros: UInt64 = 3_600_000_000
 
     private let state = Mutex(Snapshot())
+    /// When the last report was made, and how many frames had been done then.
+    private let lastReport = Mutex<(ns: UInt64, done: UInt64)>((0, 0))
 
     /// Records one frame's call into the plugin.
     /// - Parameters:
@@ -42,4 +44,19 @@ final class PluginMetrics: Sendable {
     }
 
     var snapshot: Snapshot { state.withLock { $0 } }
+
+    /// Frames per second done: over the whole run (`final`), or since the previous report.
+    func fps(of m: Snapshot, final: Bool, now: UInt64) -> Double? {
+        let done = m.processed + m.failed
+        return lastReport.withLock { last in
+            defer { last = (now, done) }
+            if final {
+                guard let first = m.firstProcessedNs, let lastNs = m.lastProcessedNs, lastNs > first else { return nil }
+                return Double(done - 1) / (Double(lastNs - first) / 1e9)
+            }
+            let since = last.ns == 0 ? m.firstProcessedNs ?? now : last.ns
+            guard now > since else { return nil }
+            return Double(done - last.done) / (Double(now - since) / 1e9)
+        }
+    }
 }

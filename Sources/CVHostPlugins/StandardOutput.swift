@@ -14,20 +14,4 @@ public enum StandardOutput {
         dup2(STDERR_FILENO, STDOUT_FILENO)
         return results
     }
-
-    /// Runs `body` (which loads plugins) with descriptor 1 pointed at stderr, then puts stdout
-    /// back: for commands that print text themselves afterwards (`cvhost plugins`).
-    public static func diverted<R>(_ body: () throws -> R) rethrows -> R {
-        fflush(nil)
-        let saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
-        dup2(STDERR_FILENO, STDOUT_FILENO)
-        defer {
-            fflush(nil)
-            if saved >= 0 {
-                dup2(saved, STDOUT_FILENO)
-                close(saved)
-            }
-        }
-        return try body()
-    }
 }

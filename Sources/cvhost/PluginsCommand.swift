@@ -8,7 +8,8 @@ struct PluginsCommand: ParsableCommand {
         abstract: "List the plugins cvhost can load, with their options.",
         discussion: """
             Plugins are found as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH (colon-separated folders), beside the
-            cvhost executable, and in <prefix>/lib/cvhost/plugins. Files that fail to load are reported on stderr.
+            cvhost executable, and in <prefix>/lib/cvhost/plugins. Each file's descriptor is read from the file
+            without loading it: no plugin code runs. Files that are not usable plugins are reported on stderr.
             With --json, each plugin is one JSON line (event "plugin"; see schema/cvhost-events.schema.json).
             """)
 
@@ -17,8 +18,8 @@ struct PluginsCommand: ParsableCommand {
 
     func run() throws {
         let loader = PluginLoader()
-        // Loading runs plugin code (constructors, the entry): what it prints goes to stderr.
-        let found = StandardOutput.diverted { loader.discover { path, error in Log.warning("\(path): \(error.message)") } }
+        // Read from the files: no plugin code runs (a plugin whose constructor would crash is listed).
+        let found = loader.discover { path, error in Log.warning("\(path): \(error.message)") }
         if json {
             let writer = JSONLineWriter()
             for p in found { writer.write(PluginsCommand.descriptorLine(p)) }
@@ -31,7 +32,7 @@ struct PluginsCommand: ParsableCommand {
         }
         for p in found {
             print("\(p.name) \(p.version) — \(p.summary)")
-            print("  file:     \(p.path)")
+            print("  file:     \(p.path) (ABI \(p.abiMajor).\(p.abiMinor))")
             print("  formats:  \(p.pixelFormats.map(\.name).joined(separator: ", "))")
             print("  focus:    \(p.hints.autoFocusRangeRestriction.rawValue)"
                 + (p.hints.minWidth > 0 ? "; min size \(p.hints.minWidth)x\(p.hints.minHeight)" : "")
@@ -48,7 +49,7 @@ struct PluginsCommand: ParsableCommand {
             }
             print("")
         }
-        print("Every plugin also takes: " + LoadedPlugin.hostOptions.map(\.name).joined(separator: ", ")
+        print("Every plugin also takes: " + PluginConfiguration.hostOptions.map(\.name).joined(separator: ", ")
             + " (see cvhost run --help).")
     }
 
@@ -62,12 +63,13 @@ struct PluginsCommand: ParsableCommand {
         }
     }
 
-    static func descriptorLine(_ p: LoadedPlugin) -> JSONObject {
+    static func descriptorLine(_ p: PluginInfo) -> JSONObject {
         var e = JSONObject.envelope(event: "plugin", source: nil, plugin: p.name, tsNs: HostClock.wallNs())
         e.set("version", p.version)
         e.set("description", p.summary)
         e.set("path", p.path)
         e.set("pixel_formats", strings: p.pixelFormats.map(\.name))
+        e.set("abi", "\(p.abiMajor).\(p.abiMinor)")
         e.set("stateless", p.isStateless)
         var hints = JSONObject()
         hints.set("focus_range", p.hints.autoFocusRangeRestriction.rawValue)

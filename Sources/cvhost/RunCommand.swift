@@ -163,7 +163,7 @@ struct RunCommand: ParsableCommand {
             let loader = PluginLoader()
             let requests = try plugins.map { spec in
                 let request = try PluginRequest(parsing: spec)
-                return (request, try loader.load(request.nameOrPath, isPath: request.isPath))
+                return (request, try loader.find(request.nameOrPath, isPath: request.isPath))
             }
             for id in ids {
                 var forInput: [PluginRunner] = []

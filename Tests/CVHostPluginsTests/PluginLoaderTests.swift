@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostPluginABI
 import Foundation
 import CVHostTestSupport
 import Testing
@@ -24,43 +25,82 @@ struct PluginLoaderTests {
     @Test("a good plugin loads by name and by path, with its descriptor read")
     func loads() throws {
         let path = try PluginFixtures.build(name: "good", in: folder)
-        let byName = try loader().load("good", isPath: false)
+        let byName = try loader().find("good", isPath: false)
         #expect(byName.name == "good" && byName.version == "0.0.1" && byName.pixelFormats == [.gray8])
         #expect(byName.options.map(\.name) == ["level", "mode"])
         #expect(byName.options[1].choices == ["fast", "slow"])
-        let byPath = try loader().load(path, isPath: true)
+        #expect(byName.abiMajor == 2 && byName.abiMinor == Int(CVHOST_PLUGIN_ABI_MINOR) && !byName.hasOrderedStage)
+        let byPath = try loader().find(path, isPath: true)
         #expect(byPath.path == path)
         #expect(loader().discover().map(\.name) == ["good"])
     }
 
+    @Test("the info is read from the file: a plugin whose constructor would crash is read, not run")
+    func readWithoutLoading() throws {
+        try PluginFixtures.build(name: "crashonload", defines: ["CRASH_ON_LOAD"], in: folder)
+        let info = try loader().find("crashonload", isPath: false)
+        #expect(info.name == "crashonload" && info.options.count == 2 && info.hints.autoFocusRangeRestriction == .none)
+    }
+
+    @Test("a plugin built against the frozen ABI 2.0 header (a smaller descriptor, no ordered stage) is read and runs")
+    func abi20() throws {
+        let path = try PluginFixtures.build(name: "old", in: folder, includeDir: PluginFixtures.frozenABI20IncludeDir)
+        let info = try loader().find(path, isPath: true)
+        #expect(info.abiMajor == 2 && info.abiMinor == 0 && !info.hasOrderedStage)
+        let runner = try PluginRunner(plugin: info, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil,
+                                      writer: JSONLineWriter())
+        runner.shutdown()
+    }
+
+    @Test("an ordered stage must be whole")
+    func incompleteOrderedStage() throws {
+        try PluginFixtures.build(name: "halfstage", defines: ["ORDERED_STAGE", "BREAK_ORDERED_STAGE"], in: folder)
+        let e = refusal { _ = try loader().find("halfstage", isPath: false) }
+        #expect(e?.kind == .invalidDescriptor && e?.message.contains("ordered stage is incomplete") == true)
+        try PluginFixtures.build(name: "stage", defines: ["ORDERED_STAGE"], in: folder)
+        #expect(try loader().find("stage", isPath: false).hasOrderedStage)
+    }
+
+    @Test("every Swift pixel format has the header's value, and every header format is known")
+    func pixelFormatsMatchTheHeader() {
+        let header: [PixelFormat: cvhost_pixel_format] = [
+            .gray8: CVHOST_PIXEL_FORMAT_GRAY8, .i420: CVHOST_PIXEL_FORMAT_I420, .nv12: CVHOST_PIXEL_FORMAT_NV12,
+            .yuyv: CVHOST_PIXEL_FORMAT_YUYV, .rgb24: CVHOST_PIXEL_FORMAT_RGB24, .bgr24: CVHOST_PIXEL_FORMAT_BGR24,
+        ]
+        for format in PixelFormat.allCases {
+            #expect(header[format]?.rawValue == format.rawValue, "\(format) has no header value or a different one")
+        }
+        #expect(Set(header.keys) == Set(PixelFormat.allCases))
+    }
+
     @Test("file missing")
     func missing() {
-        let e = refusal { _ = try loader().load("nothere", isPath: false) }
+        let e = refusal { _ = try loader().find("nothere", isPath: false) }
         #expect(e?.kind == .notFound && e?.kind.exitCode == 10)
         #expect(e?.message.contains("libcvhost-nothere.so") == true)
-        #expect(refusal { _ = try loader().load(folder + "/libnope.so", isPath: true) }?.kind == .notFound)
+        #expect(refusal { _ = try loader().find(folder + "/libnope.so", isPath: true) }?.kind == .notFound)
     }
 
     @Test("not a shared object")
     func notSharedObject() throws {
         let path = folder + "/libcvhost-text.so"
         try "this is not an ELF file\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let e = refusal { _ = try loader().load("text", isPath: false) }
+        let e = refusal { _ = try loader().find("text", isPath: false) }
         #expect(e?.kind == .notSharedObject && e?.kind.exitCode == 11)
     }
 
     @Test("no entry symbol")
     func noEntry() throws {
         try PluginFixtures.build(name: "noentry", defines: ["BREAK_NO_ENTRY"], in: folder)
-        let e = refusal { _ = try loader().load("noentry", isPath: false) }
+        let e = refusal { _ = try loader().find("noentry", isPath: false) }
         #expect(e?.kind == .noEntrySymbol && e?.kind.exitCode == 12)
-        #expect(e?.message.contains("cvhost_plugin_entry") == true)
+        #expect(e?.message.contains("exports no cvhost_plugin descriptor") == true)
     }
 
     @Test("ABI mismatch")
     func abiMismatch() throws {
         try PluginFixtures.build(name: "oldabi", defines: ["BREAK_ABI"], in: folder)
-        let e = refusal { _ = try loader().load("oldabi", isPath: false) }
+        let e = refusal { _ = try loader().find("oldabi", isPath: false) }
         #expect(e?.kind == .abiMismatch && e?.kind.exitCode == 13)
         #expect(e?.message.contains("ABI 2") == true)
     }
@@ -68,26 +108,26 @@ struct PluginLoaderTests {
     @Test("required callback missing")
     func missingCallback() throws {
         try PluginFixtures.build(name: "noprocess", defines: ["BREAK_PROCESS"], in: folder)
-        let e = refusal { _ = try loader().load("noprocess", isPath: false) }
+        let e = refusal { _ = try loader().find("noprocess", isPath: false) }
         #expect(e?.kind == .invalidDescriptor && e?.kind.exitCode == 14)
         #expect(e?.message.contains("process") == true)
     }
 
     @Test("invalid name: typed by the user, declared by the plugin, or not matching the file")
     func invalidName() throws {
-        #expect(refusal { _ = try loader().load("Bad Name!", isPath: false) }?.kind == .invalidName)
-        #expect(refusal { _ = try loader().load("..", isPath: false) }?.kind == .invalidName)
+        #expect(refusal { _ = try loader().find("Bad Name!", isPath: false) }?.kind == .invalidName)
+        #expect(refusal { _ = try loader().find("..", isPath: false) }?.kind == .invalidName)
         let path = try PluginFixtures.build(name: "Has Spaces", in: folder, fileName: "libcvhost-spaces.so")
-        let e = refusal { _ = try loader().load(path, isPath: true) }
+        let e = refusal { _ = try loader().find(path, isPath: true) }
         #expect(e?.kind == .invalidName && e?.kind.exitCode == 15)
         try PluginFixtures.build(name: "other", in: folder, fileName: "libcvhost-mismatch.so")
-        #expect(refusal { _ = try loader().load("mismatch", isPath: false) }?.kind == .invalidName)
+        #expect(refusal { _ = try loader().find("mismatch", isPath: false) }?.kind == .invalidName)
     }
 
     @Test("create() failed, with the plugin's own message")
     func createFailed() throws {
         try PluginFixtures.build(name: "nocreate", defines: ["BREAK_CREATE"], in: folder)
-        let plugin = try loader().load("nocreate", isPath: false)
+        let plugin = try loader().find("nocreate", isPath: false)
         let e = refusal {
             _ = try PluginRunner(plugin: plugin, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
         }
@@ -98,7 +138,7 @@ struct PluginLoaderTests {
     @Test("unknown option and bad option values")
     func options() throws {
         try PluginFixtures.build(name: "opts", in: folder)
-        let plugin = try loader().load("opts", isPath: false)
+        let plugin = try loader().find("opts", isPath: false)
         func start(_ options: [(String, String)]) -> PluginLoadError? {
             refusal {
                 let r = try PluginRunner(plugin: plugin, source: "test", index: 0, options: options.map { (key: $0.0, value: $0.1) },

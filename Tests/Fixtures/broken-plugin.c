@@ -6,7 +6,11 @@
 // -DHANG_ON_FRAME=N one that never returns from process() on frame N (-DHANG_IN_FLUSH: from flush(),
 // -DHANG_IN_DESTROY: from destroy());
 // -DEXIT_ON_FRAME=N one that calls exit(0) on frame N (-DEXIT_FROM_THREAD: from a thread of its own);
-// -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process().
+// -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process();
+// -DCRASH_ON_LOAD one whose constructor crashes (listing plugins must not run it);
+// -DBREAK_ABI1 one that exports its descriptor as ABI 1 did, through an entry function;
+// -DORDERED_STAGE one with an ordered stage that reports, for each frame, whether it came in order
+// (-DBREAK_ORDERED_STAGE: without shared_destroy, which the loader refuses).
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
@@ -40,11 +44,52 @@ static void *emitter(void *arg) {
 }
 #endif
 
+#ifdef ORDERED_STAGE
+typedef struct shared_state {
+    const cvhost_host *host;
+    uint64_t next; /* the delivery index the next ordered() call should have */
+} shared_state;
+
+static int shared_create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out, char *error,
+                         size_t error_size) {
+    (void)options, (void)count, (void)error, (void)error_size;
+    shared_state *s = calloc(1, sizeof *s);
+    s->host = host;
+    *out = s;
+    return 0;
+}
+
+static int ordered(void *shared, void *instance, const cvhost_frame *frame) {
+    shared_state *sh = shared;
+    const state *s = instance;
+    char json[160];
+    snprintf(json, sizeof json, "{\"delivery_index\":%llu,\"expected\":%llu,\"instance\":%u}",
+             (unsigned long long)frame->delivery_index, (unsigned long long)sh->next, s->host->instance_index);
+    sh->next = frame->delivery_index + 1;
+    return s->host->emit(s->host->context, "ordered", json);
+}
+
+static int shared_flush(void *shared) {
+    shared_state *sh = shared;
+    char json[64];
+    snprintf(json, sizeof json, "{\"frames\":%llu}", (unsigned long long)sh->next);
+    return sh->host->emit(sh->host->context, "ordered.end", json);
+}
+
+static void shared_destroy(void *shared) { free(shared); }
+#endif
+
 static int create(const cvhost_host *host, const cvhost_option_value *options, uint32_t count, void **out, char *error,
                   size_t error_size) {
 #ifdef BREAK_CREATE
     snprintf(error, error_size, "model file /nonexistent/model.bin is missing");
     return -ENOENT;
+#endif
+#ifdef ORDERED_STAGE
+    if (!CVHOST_HAS_FIELD(host, cvhost_host, shared) || host->shared == NULL) {
+        snprintf(error, error_size, "no shared state");
+        return -EINVAL;
+    }
 #endif
     state *s = calloc(1, sizeof *s);
     s->host = host;
@@ -60,6 +105,9 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
 
 static int process(void *instance, const cvhost_frame *frame) {
     state *s = instance;
+#ifdef ORDERED_STAGE
+    usleep((useconds_t)((frame->sequence * 7919) % 5) * 1000); /* instances finish out of order */
+#endif
 #ifdef EMIT_GARBAGE
     // Everything a careless or hostile plugin might hand the host; only the last is valid.
     s->host->emit(s->host->context, "bad", "{\"a\":\"line\nbreak\"}");
@@ -131,19 +179,32 @@ static const cvhost_option_spec options[] = {
     {"mode", CVHOST_OPTION_ENUM, "fast", "a mode", 0, 0, "fast|slow"},
 };
 
-static const cvhost_plugin_descriptor descriptor = {
-#ifdef BREAK_ABI
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION + 1,
+static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_hints)};
+
+#if defined(BREAK_NO_ENTRY)
+#define DESCRIPTOR some_other_symbol /* exports a descriptor, under the wrong name */
+#elif defined(BREAK_ABI1)
+#define DESCRIPTOR descriptor_v1
 #else
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
+#define DESCRIPTOR cvhost_plugin
 #endif
-    .struct_size = sizeof(cvhost_plugin_descriptor),
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor DESCRIPTOR = {
+#ifdef BREAK_ABI
+    .struct_size = sizeof(cvhost_plugin_descriptor), .abi_major = CVHOST_PLUGIN_ABI_MAJOR + 1,
+#else
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
+#endif
     .name = PLUGIN_NAME,
     .version = "0.0.1",
     .description = "deliberately broken",
     .pixel_formats = formats,
     .pixel_format_count = 1,
-    .hints = {.struct_size = sizeof(cvhost_capture_hints)},
+#if defined(BREAK_UNKNOWN_FLAG)
+    .flags = 1u << 30, /* a flag from a newer ABI minor version */
+#elif defined(ORDERED_STAGE)
+    .flags = CVHOST_PLUGIN_FLAG_STATELESS,
+#endif
+    .hints = &hints,
     .options = options,
     .option_count = 2,
     .option_spec_size = sizeof(cvhost_option_spec),
@@ -157,14 +218,26 @@ static const cvhost_plugin_descriptor descriptor = {
 #ifdef HANG_IN_FLUSH
     .flush = flush,
 #endif
+#ifdef ORDERED_STAGE
+    .shared_create = shared_create,
+    .ordered = ordered,
+    .shared_flush = shared_flush,
+#ifndef BREAK_ORDERED_STAGE
+    .shared_destroy = shared_destroy,
+#endif
+#endif
 };
 
 #ifdef PRINT_TO_STDOUT
 __attribute__((constructor)) static void chatter_on_load(void) { printf("loaded!\n"); fflush(stdout); }
 #endif
 
-#ifndef BREAK_NO_ENTRY
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &descriptor; }
-#else
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *some_other_symbol(void) { return &descriptor; }
+#ifdef BREAK_ABI1
+/* How an ABI 1 plugin exported its descriptor: a function. */
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &descriptor_v1; }
+#endif
+
+#ifdef CRASH_ON_LOAD
+/* A plugin whose code crashes as soon as it is loaded: listing it must not load it. */
+__attribute__((constructor)) static void crash_on_load(void) { *(volatile int *)(uintptr_t)8 = 1; }
 #endif

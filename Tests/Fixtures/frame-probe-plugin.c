@@ -61,9 +61,8 @@ static int probe_process(void *instance, const cvhost_frame *frame) {
 
 static void probe_destroy(void *instance) { free(instance); }
 
-static const cvhost_plugin_descriptor probe_descriptor = {
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(cvhost_plugin_descriptor),
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
     .name = PLUGIN_NAME,
     .version = "1.0.0",
     .description = "test plugin: reports each frame's format and colour, dumps the first",
@@ -77,4 +76,3 @@ static const cvhost_plugin_descriptor probe_descriptor = {
     .destroy = probe_destroy,
 };
 
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &probe_descriptor; }

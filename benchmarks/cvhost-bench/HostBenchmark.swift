@@ -40,7 +40,7 @@ struct HostBenchmark {
         }
         Log.level = .warning
         let loader = PluginLoader()
-        let null = try loader.load("null", isPath: false)
+        let null = try loader.find("null", isPath: false)
         let writer = JSONLineWriter(fileDescriptor: open("/dev/null", O_WRONLY))
 
         print("host overhead, unpaced testsrc 640x480 I420, \(frames) frames, best of 3 (CPU time)")
@@ -63,7 +63,7 @@ struct HostBenchmark {
     static func formatted(_ v: Double) -> String { String(format: "%g", v) }
 
     /// CPU seconds of this process per frame for a run with `plugins` null plugins.
-    static func cpuPerFrame(plugins: Int, frames: Int, plugin: LoadedPlugin, writer: JSONLineWriter) throws -> Double {
+    static func cpuPerFrame(plugins: Int, frames: Int, plugin: PluginInfo, writer: JSONLineWriter) throws -> Double {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 1000, paced: false)))
         let runners = try (0..<plugins).map { i in
@@ -79,7 +79,7 @@ struct HostBenchmark {
         return used / Double(frames)
     }
 
-    static func isolation(seconds: Double, plugin: LoadedPlugin, writer: JSONLineWriter) throws {
+    static func isolation(seconds: Double, plugin: PluginInfo, writer: JSONLineWriter) throws {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 60, paced: true)))
         let slow = try PluginRunner(plugin: plugin, source: "testsrc", index: 0, options: [(key: "delay_ms", value: "50")], queueDepth: 2,

@@ -26,8 +26,8 @@ static int brightness_create(const cvhost_host *host, const cvhost_option_value 
         return -ENOMEM;
     }
     self->host = host;
-    for (uint32_t i = 0; i < count; i++) // every declared option is passed, checked by the host
-        if (strcmp(options[i].name, "threshold") == 0) self->threshold = strtod(options[i].value, NULL);
+    // Every declared option is passed, checked by the host against its type and bounds.
+    self->threshold = cvhost_option_double(options, count, "threshold", 50);
     *out = self;
     return 0;
 }
@@ -53,16 +53,17 @@ static const cvhost_option_spec options[] = {
     {"threshold", CVHOST_OPTION_DOUBLE, "50", "mean luma below which a frame counts as dark", 0, 255, NULL},
 };
 
-static const cvhost_plugin_descriptor descriptor = {
-    .abi_version = CVHOST_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(cvhost_plugin_descriptor),
+static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NONE};
+
+CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+    CVHOST_PLUGIN_DESCRIPTOR_HEADER,
     .name = "brightness",
     .version = "1.0.0",
     .description = "mean brightness of each frame (an example plugin in plain C)",
     .pixel_formats = formats,
     .pixel_format_count = 1,
     .flags = CVHOST_PLUGIN_FLAG_STATELESS,
-    .hints = {.struct_size = sizeof(cvhost_capture_hints), .focus_range = CVHOST_FOCUS_RANGE_NONE},
+    .hints = &hints,
     .options = options,
     .option_count = 1,
     .option_spec_size = sizeof(cvhost_option_spec),
@@ -71,4 +72,3 @@ static const cvhost_plugin_descriptor descriptor = {
     .destroy = brightness_destroy,
 };
 
-CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &descriptor; }

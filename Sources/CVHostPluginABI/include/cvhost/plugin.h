@@ -1,86 +1,128 @@
 /*
- * cvhost/plugin.h — the cvhost plugin ABI.
+ * cvhost/plugin.h — the cvhost plugin ABI, version 2.1.
+ *
+ * 2.0: the first version of ABI 2. 2.1: the ordered stage (shared_create, ordered, shared_flush,
+ * shared_destroy at the end of the descriptor; cvhost_host.shared).
  *
  * This is the only header a plugin author needs. A plugin is a shared object
- * (libcvhost-<name>.so) that exports one symbol, CVHOST_PLUGIN_ENTRY_SYMBOL,
- * returning a pointer to a static descriptor. The host reads the descriptor,
- * checks it, and then drives the plugin through the callbacks in it.
+ * (libcvhost-<name>.so) that exports one constant DATA symbol, `cvhost_plugin`, a
+ * cvhost_plugin_descriptor:
  *
- * Plain C data only: no C++ types, no host pointers that a plugin keeps beyond
- * the documented lifetimes. This keeps the door open to run a plugin in another
- * process later with no change to its code.
+ *     CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
+ *         CVHOST_PLUGIN_DESCRIPTOR_HEADER,
+ *         .name = "brightness", ...
+ *     };
+ *
+ * (In C++ write `extern "C" CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {...};`
+ * and initialize it with constants only: the descriptor must be complete in the file.)
+ *
+ * cvhost reads the descriptor, and the strings and arrays it points to, from the FILE, without
+ * loading it: listing plugins (`cvhost plugins`) and the loader's checks run none of the plugin's
+ * code (not even its constructors). Only a plugin that passed the checks is loaded, in cvhost's
+ * process or in a worker process of its own (isolation=process), and driven through the callbacks.
+ *
+ * Plain C data only: no C++ types, no host pointers kept beyond the documented lifetimes, pixel
+ * planes that carry a file descriptor besides the pointer. The same plugin binary runs in cvhost's
+ * process or in a worker process with no change.
  *
  * ---------------------------------------------------------------------------
  * Versioning
- *   CVHOST_PLUGIN_ABI_VERSION is checked exactly: a plugin built against another
- *   ABI number is refused at load time. Within one ABI number, structs grow only
- *   at their end; each starts with a `struct_size` field so that either side can
- *   tell which fields the other knows. Read a field only if struct_size covers it
- *   (use CVHOST_HAS_FIELD).
+ *   ABI MAJOR.MINOR. The major number changes only when an existing field changes meaning or
+ *   place: a plugin built for another major version is refused. A minor version only ADDS: fields
+ *   at the end of a struct, flags, enum values, callbacks at the end of the descriptor. Every
+ *   struct that can grow starts with `struct_size`, set by whoever built it to the sizeof it was
+ *   compiled with.
+ *   - The host accepts a descriptor (and option specs, hints) of any size from 2.0's on: what an
+ *     older plugin does not know is read as zero (no flag, no callback). What a newer plugin adds
+ *     is ignored by an older host, except flags: a flag the host does not know is refused (flags
+ *     change how the host must drive a plugin).
+ *   - A plugin reads a field of a host-built struct (cvhost_frame, cvhost_host) only when
+ *     CVHOST_HAS_FIELD says the host's struct_size covers it; hosts older than the field do not
+ *     have it.
+ *   Nothing else is checked exactly; `cvhost plugins` shows the version each plugin was built for.
  *
  * Lifecycle (per plugin instance)
  *     create ──► process(frame) … process(frame) ──► [flush] ──► destroy
- *   - create: called once per instance, before any frame. May be called from any
- *     host thread. A plugin that runs with parallel instances (see
- *     CVHOST_PLUGIN_FLAG_STATELESS) gets one create per instance.
- *   - process: called from the instance's own delivery thread, one frame at a
- *     time, in increasing frame sequence order (with gaps where frames were
- *     dropped). Never called concurrently for one instance.
- *   - flush (optional): called once on the delivery thread after the last frame,
- *     when the source ends or the session stops. Emit what is pending (for
- *     example "lost" events of a tracker). Not called if the instance failed.
- *   - destroy: called once, after the last process/flush returned. Free
- *     everything. After destroy returns the host never calls the instance
- *     again, and the plugin must not call any host service with that
- *     instance's host pointer.
- *   The shared object stays loaded for the life of the process.
+ *   - create: called once per instance, before any frame. May be called from any host thread. A
+ *     plugin that runs with parallel instances (CVHOST_PLUGIN_FLAG_STATELESS) gets one create per
+ *     instance. Every declared option is passed, checked and normalized, in declaration order.
+ *   - process: called from the instance's own delivery thread, one frame at a time, in increasing
+ *     frame sequence order (with gaps where frames were dropped). Never called concurrently for
+ *     one instance.
+ *   - flush (optional): called once on the delivery thread after the last frame, when the source
+ *     ends or the session stops. Emit what is pending (for example "lost" events of a tracker).
+ *     Not called for an instance whose create() failed.
+ *   - destroy: called once, after the last process/flush returned. Free everything. After destroy
+ *     returns the host never calls the instance again, and the plugin must not call any host
+ *     service with that instance's host pointer.
+ *
+ * The ordered stage (optional, ABI 2.1): state shared by parallel instances (a tracker that gives
+ * objects ids across frames) lives in one `shared` object the host creates before the instances and
+ * destroys after them:
+ *     shared_create ──► [instances: create … process(frame) ──► ordered(frame) … ] ──► shared_flush ──► shared_destroy
+ *   - process() runs in parallel on the instances and may read `host->shared` but not change it.
+ *   - ordered(shared, instance, frame) runs after that instance's process() of the frame, on the
+ *     same thread, in frame order (delivery_index 0, 1, 2, ...) over all instances, one call at a
+ *     time: the plugin may change the shared state in it without a lock. The frame is still
+ *     borrowed. Results emitted in it (through the instance's host) belong to the frame. A frame
+ *     whose process() crashed or was not made gets no ordered() call; one whose process() failed does.
+ *   - shared_flush after every instance's flush; shared_destroy after every instance's destroy.
+ *   A plugin keeps STATELESS meaning what it says: its instances keep nothing between frames; what
+ *   must last goes in the shared state. In a worker process (isolation=process) all instances of a
+ *   --plugin and its shared state live in the one worker.
+ *   The shared object stays loaded for the life of the process that loaded it.
  *
  * Ownership
- *   - The descriptor, its strings and arrays are owned by the plugin and must stay
- *     valid and unchanged for the life of the process (make them static const).
- *   - A cvhost_frame and the pixel memory it points to are BORROWED for the
- *     duration of one process() call only. Copy what you need to keep.
+ *   - The descriptor, its strings and arrays are owned by the plugin, constant, and in the file
+ *     (static const data initialized with constants).
+ *   - A cvhost_frame and the pixel memory it points to are BORROWED for the duration of one
+ *     process() call only. Copy what you need to keep.
  *   - Option values passed to create() are borrowed for the duration of create().
  *   - The cvhost_host pointer passed to create() is valid until destroy() returns.
  *   - Strings passed to host services are copied by the host before they return.
  *
  * Return values
- *   0 on success, a negative errno value on failure (for example -EINVAL).
- *   A process() failure is counted in the plugin's metrics and logged; the
- *   session goes on with the next frame. create() returns
- *   CVHOST_ERROR_OPTION_VALUE when an option's value has the right type but is not
- *   one the plugin accepts (an unknown name in a list, a malformed region): the
- *   host reports it as a bad option value, not as a failed start.
+ *   0 on success, a negative errno value on failure (for example -EINVAL). A process() failure is
+ *   counted in the plugin's metrics and logged; the session goes on with the next frame. create()
+ *   returns CVHOST_ERROR_OPTION_VALUE when an option's value has the right type but is not one the
+ *   plugin accepts (an unknown name in a list, a malformed region): the host reports it as a bad
+ *   option value, not as a failed start.
  *
  * Output
- *   Results go out only through host->emit. The process's stdout (descriptor 1, printf) is
- *   pointed at stderr before any plugin is loaded: what a plugin or its libraries print there
- *   shows up in cvhost's log and never in the JSON lines.
+ *   Results go out only through host->emit. A plugin's stdout (descriptor 1, printf) is never
+ *   cvhost's JSON stream: in cvhost's process descriptor 1 points at stderr before any plugin is
+ *   loaded, and a worker process's stdout is cvhost's stderr. What a plugin or its libraries print
+ *   shows up in cvhost's log.
  *
  * Crashes
- *   A plugin runs in the host's process: a bad memory access, abort() or an
- *   uncaught C++ exception in it ends the whole run. The host then names the
- *   plugin and the frame (stderr, and a session.error line with code
- *   plugin_crashed) and exits with code 19. A plugin must never call exit():
- *   if it does, the run ends the same way (code plugin_exited, exit code 19).
- *   Signal handlers installed by a plugin are not supported.
+ *   In cvhost's process (isolation=none), a bad memory access, abort(), an uncaught C++ exception
+ *   or exit() in a plugin ends the whole run: the host names the plugin and the frame (stderr, and a
+ *   session.error line with code plugin_crashed or plugin_exited) and exits with code 19. In a
+ *   worker process (isolation=process) the same gives a plugin.crashed line; the plugin is restarted
+ *   and the run goes on (see the README). Never call exit(); signal handlers installed by a plugin
+ *   are not supported.
  * ---------------------------------------------------------------------------
  */
 #ifndef CVHOST_PLUGIN_H
 #define CVHOST_PLUGIN_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** The ABI number. The host loads a plugin only if its descriptor carries exactly this. */
-#define CVHOST_PLUGIN_ABI_VERSION 1
+/** The ABI version this header describes (see Versioning). */
+#define CVHOST_PLUGIN_ABI_MAJOR 2
+#define CVHOST_PLUGIN_ABI_MINOR 1
 
-/** The name of the one symbol a plugin exports. */
-#define CVHOST_PLUGIN_ENTRY_SYMBOL "cvhost_plugin_entry"
+/** The name of the data symbol a plugin exports: its cvhost_plugin_descriptor. */
+#define CVHOST_PLUGIN_SYMBOL "cvhost_plugin"
 
 /**
  * create()'s return value for an option value the plugin does not accept (write why into
@@ -88,7 +130,7 @@ extern "C" {
  */
 #define CVHOST_ERROR_OPTION_VALUE (-33)
 
-/** Marks the entry point exported even when built with -fvisibility=hidden. */
+/** Marks the descriptor exported even when built with -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)
 #define CVHOST_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
@@ -129,14 +171,14 @@ typedef enum cvhost_pixel_format {
  * Converting limited-range YUV as if it were full range gives washed-out colours.
  */
 typedef enum cvhost_color_range {
-    CVHOST_COLOR_RANGE_UNKNOWN = 0, /**< only from a host older than the field (check CVHOST_HAS_FIELD) */
+    CVHOST_COLOR_RANGE_UNKNOWN = 0, /**< never set by an ABI 2 host */
     CVHOST_COLOR_RANGE_FULL = 1,    /**< 0-255: JPEG, MJPEG webcams; always for RGB24/BGR24 frames */
     CVHOST_COLOR_RANGE_LIMITED = 2, /**< Y 16-235, U and V 16-240: video (H.264), most YUV cameras */
 } cvhost_color_range;
 
 /** The matrix between a frame's YUV samples and RGB (cvhost_frame.color_matrix). */
 typedef enum cvhost_color_matrix {
-    CVHOST_COLOR_MATRIX_NONE = 0,   /**< RGB24/BGR24 frames (and hosts older than the field) */
+    CVHOST_COLOR_MATRIX_NONE = 0,   /**< RGB24/BGR24 frames */
     CVHOST_COLOR_MATRIX_BT601 = 1,  /**< ITU-R BT.601: standard definition, JPEG */
     CVHOST_COLOR_MATRIX_BT709 = 2,  /**< ITU-R BT.709: high definition */
     CVHOST_COLOR_MATRIX_BT2020 = 3, /**< ITU-R BT.2020, non-constant luminance */
@@ -154,13 +196,19 @@ typedef enum cvhost_option_type {
     CVHOST_OPTION_BOOL = 1,   /**< "true" / "false" (the host also accepts 1/0, yes/no, on/off and passes "true"/"false") */
     CVHOST_OPTION_INT = 2,    /**< decimal integer within [min, max] */
     CVHOST_OPTION_DOUBLE = 3, /**< decimal number within [min, max] */
-    CVHOST_OPTION_STRING = 4, /**< any text without a comma (commas separate options on the command line) */
+    CVHOST_OPTION_STRING = 4, /**< any text (on the command line a comma in it is written `\,`: commas separate options) */
     CVHOST_OPTION_ENUM = 5,   /**< one of `choices`, a '|'-separated list ("near|far|none") */
 } cvhost_option_type;
 
-/** One option a plugin accepts. Declared by the plugin in a static array. */
+/**
+ * One option a plugin accepts, declared in a static array. The host steps through the array by
+ * the descriptor's option_spec_size, so this struct can grow at its end.
+ * Names are [a-z0-9_]+ and not one of the host's own, which every plugin takes: instances,
+ * queue_depth, backpressure, max_fps, mirror, rotate, isolation, timeout_ms, max_rss_mb
+ * (`cvhost plugins` lists them).
+ */
 typedef struct cvhost_option_spec {
-    const char *name;          /**< [a-z0-9_]+ ; not one of the host's own (instances, queue_depth, backpressure, max_fps) */
+    const char *name;          /**< [a-z0-9_]+, not a host option's name */
     uint32_t type;             /**< a cvhost_option_type */
     const char *default_value; /**< as text, valid for `type`; passed to create() when the user gives none */
     const char *help;          /**< one line, shown by `cvhost plugins` */
@@ -177,22 +225,32 @@ typedef struct cvhost_capture_hints {
     uint32_t min_height;   /**< smallest useful frame height, 0 = any */
 } cvhost_capture_hints;
 
-/** Descriptor flags. */
+/** Descriptor flags. A host refuses a plugin with a flag it does not know. */
 enum {
     /**
-     * The plugin keeps no state between frames: the host may run it as several
-     * instances on several threads, each taking the next frame, and re-orders
-     * results by frame sequence so output is the same as with one instance.
+     * The plugin's instances keep no state between frames: the host may run it as several
+     * instances on several threads (instances=N), each taking the next frame, and re-orders results
+     * by frame sequence so that output is the same as with one instance.
      */
     CVHOST_PLUGIN_FLAG_STATELESS = 1u << 0,
 };
 
-/** One plane of a frame. */
+/** Every flag this header knows (a plain number, so that Swift imports it; abi_layout.c checks it). */
+#define CVHOST_PLUGIN_FLAGS_KNOWN 0x1u
+
+/**
+ * One plane of a frame. The pointer is always set; the plane is also in a file descriptor when
+ * `fd` >= 0 (a memfd the host shares with a worker process, a camera buffer exported as a
+ * dmabuf): mmap(fd) at `offset` gives the same bytes. Fixed in size: it sits in an array.
+ */
 typedef struct cvhost_plane {
     const uint8_t *data; /**< first byte of the first row */
     uint32_t stride;     /**< bytes from one row to the next (>= row bytes) */
     uint32_t width;      /**< samples per row in this plane (e.g. width/2 for I420 chroma) */
     uint32_t height;     /**< rows in this plane */
+    int32_t fd;          /**< a file descriptor holding the plane, valid during process(); -1: none */
+    uint64_t offset;     /**< where `data` is within `fd` (0 when fd is -1) */
+    uint64_t length;     /**< bytes of the plane from `data`: stride * height */
 } cvhost_plane;
 
 /** Frame flags. */
@@ -213,25 +271,23 @@ typedef struct cvhost_frame {
     uint64_t sequence;              /**< frame number from the start of the session, 0-based; gaps mean drops */
     int64_t capture_time_ns;        /**< when the frame was captured, ns since the Unix epoch (CLOCK_REALTIME) */
     int64_t presentation_time_ns;   /**< media time from the start of the source, ns (for files: the stream's time) */
-    uint32_t plane_count;           /**< 1..4 */
-    uint32_t flags;                 /**< CVHOST_FRAME_FLAG_* */
-    cvhost_plane planes[4];
     /**
      * 0, 1, 2, ... over the frames delivered to this --plugin (all its instances together), in
-     * frame order and without gaps (dropped frames get none). Parallel instances that share
-     * state (e.g. a tracker behind a lock, keyed by cvhost_host.instance_group) can use it to
-     * apply their frames to that state in order.
+     * frame order and without gaps (dropped frames get none).
      */
     uint64_t delivery_index;
+    uint32_t flags;                 /**< CVHOST_FRAME_FLAG_* */
     /**
      * The range and matrix of the frame's YUV samples (GRAY8: of its luma), from what the source
      * says (V4L2's quantization and Y'CbCr encoding, the stream's colour properties); where it
      * says nothing: full range BT.601 for JPEG and MJPEG, else limited range, BT.601 below 720
      * lines and BT.709 from 720 on. RGB24/BGR24 frames the host converted were computed with
-     * them: they are FULL and NONE. Added within ABI 1: read them when CVHOST_HAS_FIELD says so.
+     * them: they are FULL and NONE.
      */
-    uint32_t color_range;  /**< a cvhost_color_range */
-    uint32_t color_matrix; /**< a cvhost_color_matrix */
+    uint32_t color_range;           /**< a cvhost_color_range */
+    uint32_t color_matrix;          /**< a cvhost_color_matrix */
+    uint32_t plane_count;           /**< 1..4 */
+    cvhost_plane planes[4];
 } cvhost_frame;
 
 /** Log levels for cvhost_host.log. */
@@ -243,44 +299,48 @@ typedef enum cvhost_log_level {
 } cvhost_log_level;
 
 /**
- * Services the host offers a plugin instance. Passed to create(); valid until
- * destroy() returns. Call them only from within create/process/flush of the
- * instance they were given to (that is, from the thread the host called you on).
+ * Services the host offers a plugin instance. Passed to create(); valid until destroy() returns.
  */
 typedef struct cvhost_host {
     uint32_t struct_size; /**< sizeof(cvhost_host) as the host built it */
+    uint16_t abi_major;   /**< the ABI version of the host */
+    uint16_t abi_minor;
     void *context;        /**< opaque; pass it back as the first argument */
 
     /**
-     * Emits one result. `type` names the kind of result ([a-z0-9_.]+, e.g.
-     * "barcode", "lost"); `json_object` is one JSON object (UTF-8) holding the
-     * result's fields. The host validates and re-serializes it, wraps it in the
-     * envelope (plugin, frame sequence, timestamps), and writes it to stdout as
-     * one line. The result belongs to the frame being processed (in flush: the
+     * Emits one result. `type` names the kind of result ([a-z0-9_.]{1,64}, e.g. "barcode",
+     * "lost"); `json_object` is one JSON object (UTF-8) holding the result's fields. The host
+     * validates and re-serializes it, wraps it in the envelope (plugin, frame sequence, timestamps),
+     * and writes it as one line. The result belongs to the frame being processed (in flush: the
      * last frame processed).
-     * The object may be at most 1 MiB and nest at most 64 levels deep; strings must be
-     * valid UTF-8 with control characters escaped.
-     * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result
-     * is then not written; the error is counted and logged).
-     * Accepted only within process() and flush(), on the thread the host called them on.
-     * From create()/destroy(), or from any other thread (a plugin's own inference thread),
-     * it returns -EPERM and writes nothing (counted and logged): it is safe to call, but a
-     * result must be emitted in the call of the frame it belongs to.
+     * The object may be at most 1 MiB and nest at most 64 levels deep; strings must be valid UTF-8
+     * with control characters escaped.
+     * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result is then not
+     * written; the error is counted and logged).
+     * Accepted only within process() and flush(), on the thread the host called them on. From
+     * create()/destroy(), or from any other thread (a plugin's own inference thread), it returns
+     * -EPERM and writes nothing (counted and logged): it is safe to call, but a result must be
+     * emitted in the call of the frame it belongs to.
      */
     int (*emit)(void *context, const char *type, const char *json_object);
 
-    /** Writes one line to the host's log (stderr), tagged with the plugin's name. */
+    /** Writes one line to the host's log (stderr), tagged with the plugin's name. Any thread. */
     void (*log)(void *context, int level, const char *message);
 
     /**
      * Which of the plugin's parallel instances this is (0-based), and how many there are
-     * (`--plugin NAME:instances=N`). A plugin that keeps state between frames can refuse
-     * instance_count > 1 in create().
+     * (`--plugin NAME:instances=N`).
      */
     uint32_t instance_index;
     uint32_t instance_count;
-    /** The same for every instance of one --plugin, different for each --plugin in the process. */
-    uint64_t instance_group;
+
+    /* ---- ABI 2.1 ---- */
+    /**
+     * The plugin's shared state (what shared_create made), or NULL when it has none. Valid until
+     * destroy() returns. For the host given to shared_create itself: NULL, and instance_index is
+     * UINT32_MAX.
+     */
+    void *shared;
 } cvhost_host;
 
 /** One option value passed to create(): every declared option, the user's value or the default. */
@@ -289,14 +349,13 @@ typedef struct cvhost_option_value {
     const char *value; /**< checked against the option's type; booleans are "true" or "false" */
 } cvhost_option_value;
 
-/**
- * The plugin's descriptor. Returned by the entry symbol; static and constant.
- */
+/** The plugin's descriptor: the exported constant `cvhost_plugin`. */
 typedef struct cvhost_plugin_descriptor {
-    uint32_t abi_version;  /**< CVHOST_PLUGIN_ABI_VERSION */
-    uint32_t struct_size;  /**< sizeof(cvhost_plugin_descriptor) */
+    uint32_t struct_size;    /**< sizeof(cvhost_plugin_descriptor): CVHOST_PLUGIN_DESCRIPTOR_HEADER sets it */
+    uint16_t abi_major;      /**< CVHOST_PLUGIN_ABI_MAJOR */
+    uint16_t abi_minor;      /**< CVHOST_PLUGIN_ABI_MINOR */
 
-    const char *name;        /**< [a-z][a-z0-9_-]{0,31}: what users type after --plugin; equals the folder and the file name libcvhost-<name>.so */
+    const char *name;        /**< [a-z][a-z0-9_-]{0,31}: what users type after --plugin; the file is libcvhost-<name>.so */
     const char *version;     /**< the plugin's own version, e.g. "1.0.0" */
     const char *description; /**< one line */
 
@@ -304,16 +363,16 @@ typedef struct cvhost_plugin_descriptor {
     uint32_t pixel_format_count;   /**< >= 1 */
     uint32_t flags;                /**< CVHOST_PLUGIN_FLAG_* */
 
-    cvhost_capture_hints hints;
+    const cvhost_capture_hints *hints; /**< may be NULL: no wishes */
 
     const cvhost_option_spec *options; /**< may be NULL when option_count is 0 */
     uint32_t option_count;
     uint32_t option_spec_size;         /**< sizeof(cvhost_option_spec) as the plugin saw it */
 
     /**
-     * Required. Creates an instance. `options` holds every declared option, in
-     * declaration order. On failure, return a negative errno and, if you can,
-     * write a one-line reason into `error` (at most `error_size` bytes, NUL-terminated).
+     * Required. Creates an instance. `options` holds every declared option, in declaration
+     * order. On failure, return a negative errno and, if you can, write a one-line reason into
+     * `error` (at most `error_size` bytes, NUL-terminated).
      */
     int (*create)(const cvhost_host *host, const cvhost_option_value *options, uint32_t option_count,
                   void **out_instance, char *error, size_t error_size);
@@ -326,12 +385,75 @@ typedef struct cvhost_plugin_descriptor {
 
     /** Required. Frees the instance. */
     void (*destroy)(void *instance);
+
+    /* ---- ABI 2.1: the ordered stage (see the top of this file). All NULL, or shared_create,
+     * ordered and shared_destroy set (shared_flush optional). ---- */
+
+    /**
+     * Creates the state shared by all instances, before any instance's create(). `host` is for
+     * log() and, from shared_flush, emit(); same options and error rules as create().
+     */
+    int (*shared_create)(const cvhost_host *host, const cvhost_option_value *options, uint32_t option_count,
+                         void **out_shared, char *error, size_t error_size);
+
+    /** Applies one frame to the shared state, in frame order, after `instance`'s process() of it. */
+    int (*ordered)(void *shared, void *instance, const cvhost_frame *frame);
+
+    /** Optional. After every instance's flush(): emit what the shared state still holds. */
+    int (*shared_flush)(void *shared);
+
+    /** Frees the shared state, after every instance's destroy(). */
+    void (*shared_destroy)(void *shared);
 } cvhost_plugin_descriptor;
 
-/** The type of the entry symbol. Define it as:
- *     CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor *cvhost_plugin_entry(void) { return &my_descriptor; }
- */
-typedef const cvhost_plugin_descriptor *(*cvhost_plugin_entry_fn)(void);
+/** The first fields of every descriptor: `{ CVHOST_PLUGIN_DESCRIPTOR_HEADER, .name = ..., ... }`. */
+#define CVHOST_PLUGIN_DESCRIPTOR_HEADER \
+    .struct_size = sizeof(cvhost_plugin_descriptor), .abi_major = CVHOST_PLUGIN_ABI_MAJOR, \
+    .abi_minor = CVHOST_PLUGIN_ABI_MINOR
+
+/* ---------------------------------------------------------------------------
+ * Helpers for what every plugin writes by hand. Header-only: they add nothing to the ABI.
+ * ------------------------------------------------------------------------- */
+
+/** The value create() was given for option `name`, or NULL when the plugin declared no such option. */
+static inline const char *cvhost_option(const cvhost_option_value *options, uint32_t count, const char *name) {
+    for (uint32_t i = 0; i < count; i++)
+        if (options[i].name && strcmp(options[i].name, name) == 0) return options[i].value;
+    return NULL;
+}
+
+/** A BOOL option's value (the host passes "true" or "false"); `fallback` when absent. */
+static inline int cvhost_option_bool(const cvhost_option_value *options, uint32_t count, const char *name, int fallback) {
+    const char *v = cvhost_option(options, count, name);
+    return v ? strcmp(v, "true") == 0 : fallback;
+}
+
+/** An INT option's value (checked by the host against the option's bounds); `fallback` when absent. */
+static inline long long cvhost_option_int(const cvhost_option_value *options, uint32_t count, const char *name,
+                                          long long fallback) {
+    const char *v = cvhost_option(options, count, name);
+    return v ? strtoll(v, NULL, 10) : fallback;
+}
+
+/** A DOUBLE option's value (checked by the host against the option's bounds); `fallback` when absent. */
+static inline double cvhost_option_double(const cvhost_option_value *options, uint32_t count, const char *name,
+                                          double fallback) {
+    const char *v = cvhost_option(options, count, name);
+    return v ? strtod(v, NULL) : fallback;
+}
+
+/** host->log with printf formatting; the message is cut at 1023 bytes. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline void cvhost_logf(const cvhost_host *host, int level, const char *format, ...) {
+    char line[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    host->log(host->context, level, line);
+}
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,69 @@
+import CVHostCore
+import Foundation
+
+/// How one `--plugin` runs: what the user wrote after `NAME:`, checked against the plugin's own
+/// options and the host options every plugin takes, with defaults filled in.
+public struct PluginConfiguration: Sendable {
+    /// Every option the plugin declares, in declaration order, as create() receives it.
+    public let pluginOptions: [(String, String)]
+    /// Parallel instances (`instances`, `auto`: one per core).
+    public let instances: Int
+    /// nil: the session-wide default (`--queue-depth`, `--backpressure`).
+    public let queueDepth: Int?
+    public let backpressure: BackpressurePolicy?
+    /// 0: every frame.
+    public let maxFPS: Double
+    public let mirror: Bool
+    public let rotate: Int
+
+    /// Host-side options every plugin takes; plugins may not declare options with these names.
+    public static let hostOptions: [PluginOptionSpec] = [
+        PluginOptionSpec(name: "instances", type: .int, defaultValue: "1",
+                         help: "run N instances on N threads (auto: one per core), results kept in frame order (stateless plugins)",
+                         range: 1...64),
+        PluginOptionSpec(name: "queue_depth", type: .int, defaultValue: "",
+                         help: "frames that may wait for this plugin (default: --queue-depth)", range: 1...1000),
+        PluginOptionSpec(name: "backpressure", type: .enum, defaultValue: "",
+                         help: "drop-late or block for this plugin (default: --backpressure)", choices: ["drop-late", "block"]),
+        PluginOptionSpec(name: "max_fps", type: .double, defaultValue: "0",
+                         help: "deliver at most this many frames per second of media time (0: all)", range: 0...10000),
+        PluginOptionSpec(name: "mirror", type: .bool, defaultValue: "false",
+                         help: "flip frames left to right before this plugin sees them (results are in the flipped frame's pixels)"),
+        PluginOptionSpec(name: "rotate", type: .enum, defaultValue: "0",
+                         help: "turn frames clockwise by this many degrees, after mirror (for a camera mounted sideways or upside down)",
+                         choices: ["0", "90", "180", "270"]),
+    ]
+
+    /// Checks `options` (as written, host options included) against `plugin`.
+    /// - Parameter warn: told when the options make sense but may not do what the user expects.
+    /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue).
+    public init(plugin: PluginInfo, options: [(key: String, value: String)], warn: (String) -> Void = { _ in }) throws {
+        var given: [String: String] = [:]
+        for (key, value) in options {
+            guard plugin.options.contains(where: { $0.name == key }) || Self.hostOptions.contains(where: { $0.name == key }) else {
+                let known = (plugin.options + Self.hostOptions).map(\.name).joined(separator: ", ")
+                throw PluginLoadError(.unknownOption, "plugin \(plugin.name) has no option '\(key)': its options are \(known)")
+            }
+            given[key] = value
+        }
+        func hostValue(_ name: String) throws -> String? {
+            guard let v = given[name] else { return nil }
+            return try Self.hostOptions.first { $0.name == name }!.normalize(v, plugin: plugin.name)
+        }
+        // instances=auto: one per core the process may use.
+        instances = given["instances"]?.lowercased() == "auto"
+            ? max(1, min(64, ProcessInfo.processInfo.activeProcessorCount))
+            : try hostValue("instances").flatMap { Int($0) } ?? 1
+        if instances > 1 && !plugin.isStateless {
+            warn("plugin \(plugin.name) keeps state between frames; with instances=\(instances) each instance sees only some frames")
+        }
+        pluginOptions = try plugin.options.map { spec in
+            (spec.name, try spec.normalize(given[spec.name] ?? spec.defaultValue, plugin: plugin.name))
+        }
+        queueDepth = try hostValue("queue_depth").flatMap { Int($0) }
+        backpressure = try hostValue("backpressure").flatMap { BackpressurePolicy(rawValue: $0) }
+        maxFPS = try hostValue("max_fps").flatMap { Double($0) } ?? 0
+        mirror = try hostValue("mirror") == "true"
+        rotate = try hostValue("rotate").flatMap { Int($0) } ?? 0
+    }
+}

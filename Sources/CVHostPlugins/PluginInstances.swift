@@ -1,0 +1,39 @@
+import CVHostCore
+import CVHostPluginABI
+
+/// The instances of one `--plugin` on one input, wherever they run: in cvhost's process
+/// (InProcessInstances) or in a worker process (isolation=process). The runner calls instance
+/// `worker` only from delivery worker `worker`'s thread, so each instance sees one call at a time.
+protocol PluginInstances: AnyObject, Sendable {
+    var count: Int { get }
+    /// Calls process() on one frame.
+    func process(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls ordered() (the ordered stage) for the frame `worker` just processed; the runner
+    /// makes these calls one at a time, in frame order.
+    func ordered(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls flush() (if the plugin has one) after the worker's last frame.
+    func flush(worker: Int) -> PluginCallOutcome
+    /// Calls shared_flush() (if the plugin has one) after every worker's flush.
+    func flushShared() -> PluginCallOutcome
+    /// Destroys every instance. Once, after the session stopped.
+    func shutdown()
+    /// The calls in progress now.
+    var currentCalls: [PluginCall] { get }
+    /// Results refused so far (invalid, or emitted outside a call).
+    var invalidResults: UInt64 { get }
+}
+
+/// What became of a call into a plugin.
+enum PluginCallOutcome {
+    /// It returned `status` (0 or a negative errno), having emitted `lines`.
+    case returned(status: Int32, lines: [[UInt8]])
+    /// It was not made, or its frame is lost: the plugin was not there to take it.
+    case dropped(DropReason)
+}
+
+/// A call into a plugin: which callback, for which frame, since when (monotonic ns).
+public struct PluginCall: Sendable {
+    public let callback: String
+    public let sequence: UInt64?
+    public let sinceNs: UInt64
+}

@@ -35,6 +35,10 @@ let package = Package(
         // The signal handler that names a plugin that crashed the process (C: async-signal-safe).
         .target(name: "CPluginGuard", path: "Sources/CPluginGuard"),
 
+        // A plugin's worker process (isolation=process): spawning it with only the descriptors it
+        // needs, descriptors over unix sockets (SCM_RIGHTS), no_new_privs, memfd (C: macros Swift cannot import).
+        .target(name: "CWorkerIPC", path: "Sources/CWorkerIPC"),
+
         // FFmpeg's libav* (decoding of video files, streams, still images and MJPEG; pixel conversions).
         .systemLibrary(
             name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
@@ -49,11 +53,12 @@ let package = Package(
         // Capture devices that are not cameras: test pattern, still images, video files.
         .target(name: "CVHostSources", dependencies: ["CVHostCore", "CFFmpeg"], path: "Sources/CVHostSources"),
 
-        // Plugin loader, plugin instances, metrics, result validation and the JSON Lines writer.
+        // Plugin loader (descriptors read from the ELF file), plugin instances in this process or in a
+        // worker process, metrics, result validation and the JSON Lines writer.
         .target(
             name: "CVHostPlugins",
             dependencies: [
-                "CVHostCore", "CVHostPluginABI", "CPluginGuard",
+                "CVHostCore", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/CVHostPlugins"),

@@ -12,9 +12,6 @@ import Synchronization
 /// refused with -EPERM and counted, never a race: the call state is behind a lock.
 final class HostServices: @unchecked Sendable {
     // @unchecked Sendable: the call state is behind a Mutex; the refusal count is atomic.
-    /// The `source` of the result lines: the input this instance serves.
-    let source: String
-    let pluginName: String
     let pluginIndex: Int
     let logSource: String
     let host: UnsafeMutablePointer<cvhost_host>
@@ -22,7 +19,7 @@ final class HostServices: @unchecked Sendable {
     /// What the envelope of a result needs of the frame being processed (during flush: the last
     /// one processed). Not the frame itself: holding its pixels would keep a camera's driver
     /// buffer from going back to the driver.
-    struct FrameStamp {
+    struct FrameStamp: Sendable {
         let sequence: UInt64
         let captureTimeNs: Int64
         let presentationTimeNs: Int64
@@ -30,10 +27,15 @@ final class HostServices: @unchecked Sendable {
         let imagePath: String?
 
         init(_ sample: SampleBuffer) {
-            sequence = sample.sequence
-            captureTimeNs = sample.captureTimeNs
-            presentationTimeNs = sample.presentationTimeNs
-            imagePath = sample.imagePath
+            self.init(sequence: sample.sequence, captureTimeNs: sample.captureTimeNs, presentationTimeNs: sample.presentationTimeNs,
+                      imagePath: sample.imagePath)
+        }
+
+        init(sequence: UInt64, captureTimeNs: Int64, presentationTimeNs: Int64, imagePath: String?) {
+            self.sequence = sequence
+            self.captureTimeNs = captureTimeNs
+            self.presentationTimeNs = presentationTimeNs
+            self.imagePath = imagePath
         }
     }
 
@@ -42,7 +44,7 @@ final class HostServices: @unchecked Sendable {
     private struct Call {
         var thread: pthread_t?
         var frame: FrameStamp?
-        var lines: [[UInt8]] = []
+        var results: [EmittedResult] = []
     }
     private let call = Mutex(Call())
     /// Results refused; read by the metrics writer on another thread, hence atomic.
@@ -50,10 +52,7 @@ final class HostServices: @unchecked Sendable {
     var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
 
     /// - Parameters: instance: nil for the host given to shared_create; shared: the plugin's shared state.
-    init(source: String, pluginName: String, pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int,
-         shared: UnsafeMutableRawPointer? = nil) {
-        self.source = source
-        self.pluginName = pluginName
+    init(pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int, shared: UnsafeMutableRawPointer? = nil) {
         self.pluginIndex = pluginIndex
         self.logSource = logSource
         host = .allocate(capacity: 1)
@@ -71,19 +70,19 @@ final class HostServices: @unchecked Sendable {
 
     /// Runs `body` (a call into the plugin) as the call emit() is accepted in; `frame` is what its
     /// results belong to (nil: the frame of the call before, or none). - Returns: `body`'s result
-    /// and the result lines emitted meanwhile.
-    func during<R>(frame: FrameStamp?, _ body: () -> R) -> (R, [[UInt8]]) {
+    /// and the results emitted meanwhile.
+    func during<R>(frame: FrameStamp?, _ body: () -> R) -> (R, [EmittedResult]) {
         call.withLock { c in
             c.thread = pthread_self()
             if let frame { c.frame = frame }
         }
         let result = body()
-        let lines = call.withLock { c in
+        let results = call.withLock { c in
             c.thread = nil
-            defer { c.lines.removeAll(keepingCapacity: true) }
-            return c.lines
+            defer { c.results.removeAll(keepingCapacity: true) }
+            return c.results
         }
-        return (result, lines)
+        return (result, results)
     }
 
     /// Makes `frame` the one results emitted later with no frame of their own belong to (the
@@ -101,48 +100,28 @@ final class HostServices: @unchecked Sendable {
         guard let type, let json else {
             return reject("emit() was called with a NULL type or object")
         }
-        let typeName = String(cString: type)
-        guard HostServices.isValidType(typeName) else {
-            return reject("result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")
-        }
-        let length = strlen(json)
-        let data: [UInt8]
+        let checked: (type: String, json: [UInt8])
         do {
-            data = try json.withMemoryRebound(to: UInt8.self, capacity: length) {
-                try JSONValidator.minifiedObject(UnsafeBufferPointer(start: $0, count: length))
+            checked = try json.withMemoryRebound(to: UInt8.self, capacity: strlen(json)) {
+                try EmittedResult.check(type: UnsafeBufferPointer(start: UnsafeRawPointer(type).assumingMemoryBound(to: UInt8.self),
+                                                                  count: strlen(type)),
+                                        json: UnsafeBufferPointer(start: $0, count: strlen(json)))
             }
         } catch {
-            return reject("result of type \(typeName) dropped: \(error)")
+            return reject("\(error)")
         }
-        return call.withLock { c in
-            let current = c.frame
-            var event = JSONObject.envelope(
-                event: "result", source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: current?.sequence,
-                tsNs: current?.captureTimeNs ?? HostClock.wallNs(), ptsNs: current?.presentationTimeNs)
-            if let image = current?.imagePath { event.set("image", image) }
-            event.set("type", typeName)
-            event.set("data", validatedJSON: data)
-            var line = event.finished()
-            line.append(UInt8(ascii: "\n"))
-            c.lines.append(line)
-            return 0
-        }
+        call.withLock { c in c.results.append(EmittedResult(type: checked.type, json: checked.json, frame: c.frame)) }
+        return 0
     }
 
-    private func reject(_ message: String, code: Int32 = -EINVAL) -> Int32 {
+    /// Counts a refused result and logs it (the first few in full, then every 1000th, so that a
+    /// broken plugin cannot flood stderr).
+    func reject(_ message: String, code: Int32 = -EINVAL) -> Int32 {
         let n = refused.add(1, ordering: .relaxed).newValue
-        // Log the first few in full; after that, only every 1000th, so a broken plugin cannot flood stderr.
         if n <= 5 || n % 1000 == 0 {
             Log.warning("\(message) (\(n) so far)", source: logSource)
         }
         return code
-    }
-
-    static func isValidType(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { c in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
-                || c == UInt8(ascii: "_") || c == UInt8(ascii: ".")
-        }
     }
 }
 

@@ -8,55 +8,64 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
 
     private let instances: [PluginInstance]
     private let shared: PluginSharedStage?
+    private let source: String, pluginName: String, pluginIndex: Int
 
     /// Loads the plugin into this process and creates its shared stage (if it has one) and instances.
     /// - Throws: `PluginLoadError` (.notSharedObject, .createFailed, .badOptionValue).
     init(plugin: PluginInfo, configuration: PluginConfiguration, source: String, index: Int, label: String) throws {
-        let library = try PluginLibrary(plugin)
-        let count = configuration.instances
-        shared = try plugin.hasOrderedStage
-            ? PluginSharedStage(library: library, options: configuration.pluginOptions,
-                                services: HostServices(source: source, pluginName: plugin.name, pluginIndex: index, logSource: label,
-                                                       instance: nil, instanceCount: count))
+        self.source = source
+        pluginName = plugin.name
+        pluginIndex = index
+        let library = try PluginLibrary(plugin, pluginIndex: index)
+        (shared, instances) = try InProcessInstances.create(library: library, options: configuration.pluginOptions,
+                                                            count: configuration.instances, index: index, label: label)
+    }
+
+    /// Creates the shared stage (if the plugin has one), then `count` instances; undoes what was
+    /// made when one fails. Also how a worker process makes them.
+    static func create(library: PluginLibrary, options: [(String, String)], count: Int, index: Int, label: String) throws
+        -> (PluginSharedStage?, [PluginInstance])
+    {
+        let shared = try library.info.hasOrderedStage
+            ? PluginSharedStage(library: library, options: options,
+                                services: HostServices(pluginIndex: index, logSource: label, instance: nil, instanceCount: count))
             : nil
         var made: [PluginInstance] = []
         do {
             for worker in 0..<count {
-                let services = HostServices(source: source, pluginName: plugin.name, pluginIndex: index,
-                                            logSource: count == 1 ? label : "\(label) instance \(worker)",
+                let services = HostServices(pluginIndex: index, logSource: count == 1 ? label : "\(label) instance \(worker)",
                                             instance: worker, instanceCount: count, shared: shared?.handle)
-                made.append(try PluginInstance(library: library, options: configuration.pluginOptions, services: services))
+                made.append(try PluginInstance(library: library, options: options, services: services))
             }
         } catch {
             made.forEach { $0.destroy() }
             shared?.destroy()
             throw error
         }
-        instances = made
+        return (shared, made)
     }
 
     var count: Int { instances.count }
+    let isolated = false
+    let workerMetrics: JSONObject? = nil
+    let isQuarantined = false
 
     func process(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
-        let (status, lines) = instances[worker].process(&frame, stamp: stamp)
-        return .returned(status: status, lines: lines)
+        returned(instances[worker].process(&frame, stamp: stamp))
     }
 
     func ordered(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
-        let (status, lines) = instances[worker].ordered(shared: shared?.handle, &frame, stamp: stamp)
-        shared?.services.remember(frame: stamp)
-        return .returned(status: status, lines: lines)
+        defer { shared?.services.remember(frame: stamp) }
+        return returned(instances[worker].ordered(shared: shared?.handle, &frame, stamp: stamp))
     }
 
     func flush(worker: Int) -> PluginCallOutcome {
-        let (status, lines) = instances[worker].flush()
-        return .returned(status: status, lines: lines)
+        returned(instances[worker].flush())
     }
 
     func flushShared() -> PluginCallOutcome {
         guard let shared else { return .returned(status: 0, lines: []) }
-        let (status, lines) = shared.flush()
-        return .returned(status: status, lines: lines)
+        return returned(shared.flush())
     }
 
     func shutdown() {
@@ -67,4 +76,8 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     var currentCalls: [PluginCall] { instances.compactMap(\.currentCall) }
 
     var invalidResults: UInt64 { instances.reduce(shared?.services.invalidResults ?? 0) { $0 + $1.services.invalidResults } }
+
+    private func returned(_ call: (Int32, [EmittedResult])) -> PluginCallOutcome {
+        .returned(status: call.0, lines: call.1.map { $0.line(source: source, plugin: pluginName, pluginIndex: pluginIndex) })
+    }
 }

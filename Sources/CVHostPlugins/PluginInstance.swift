@@ -42,7 +42,7 @@ final class PluginInstance: @unchecked Sendable {
     }
 
     /// Calls process(); returns its result (0 or a negative errno) and the result lines it emitted.
-    func process(_ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [[UInt8]]) {
+    func process(_ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [EmittedResult]) {
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
         defer { cvhost_guard_leave() }
         let sequence = frame.sequence
@@ -51,7 +51,7 @@ final class PluginInstance: @unchecked Sendable {
 
     /// Calls ordered() for the frame this instance just processed (the ordered stage, ABI 2.1);
     /// the runner makes the calls one at a time in frame order.
-    func ordered(shared: UnsafeMutableRawPointer?, _ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [[UInt8]]) {
+    func ordered(shared: UnsafeMutableRawPointer?, _ frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> (Int32, [EmittedResult]) {
         guard let ordered = library.descriptor.ordered else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_PROCESS, frame.sequence)
         defer { cvhost_guard_leave() }
@@ -67,7 +67,7 @@ final class PluginInstance: @unchecked Sendable {
     }
 
     /// Calls flush() if the plugin has one; its results belong to the last frame processed.
-    func flush() -> (Int32, [[UInt8]]) {
+    func flush() -> (Int32, [EmittedResult]) {
         guard let flush = library.descriptor.flush else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
         defer { cvhost_guard_leave() }

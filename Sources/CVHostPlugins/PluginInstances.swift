@@ -6,6 +6,8 @@ import CVHostPluginABI
 /// `worker` only from delivery worker `worker`'s thread, so each instance sees one call at a time.
 protocol PluginInstances: AnyObject, Sendable {
     var count: Int { get }
+    /// True when the instances run in a worker process (isolation=process).
+    var isolated: Bool { get }
     /// Calls process() on one frame.
     func process(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome
     /// Calls ordered() (the ordered stage) for the frame `worker` just processed; the runner
@@ -21,6 +23,10 @@ protocol PluginInstances: AnyObject, Sendable {
     var currentCalls: [PluginCall] { get }
     /// Results refused so far (invalid, or emitted outside a call).
     var invalidResults: UInt64 { get }
+    /// The worker process's part of the metrics line (nil in cvhost's process).
+    var workerMetrics: JSONObject? { get }
+    /// The plugin was given up on after repeated crashes (isolation=process).
+    var isQuarantined: Bool { get }
 }
 
 /// What became of a call into a plugin.
@@ -29,6 +35,8 @@ enum PluginCallOutcome {
     case returned(status: Int32, lines: [[UInt8]])
     /// It was not made, or its frame is lost: the plugin was not there to take it.
     case dropped(DropReason)
+    /// The plugin's worker process crashed (or was killed, hung) during the call: the frame failed.
+    case crashed
 }
 
 /// A call into a plugin: which callback, for which frame, since when (monotonic ns).

@@ -1,3 +1,4 @@
+import CPluginGuard
 import CVHostPluginABI
 import Foundation
 
@@ -16,19 +17,26 @@ struct PluginLibrary: @unchecked Sendable {
     /// Loads `info.path`.
     /// - Throws: `.notSharedObject` when the dynamic loader refuses it (a missing library),
     ///   `.invalidDescriptor` when the loaded descriptor is not the one the file said.
-    init(_ info: PluginInfo) throws {
+    /// - Parameter pluginIndex: the position of its --plugin, for the crash report of a constructor.
+    init(_ info: PluginInfo, pluginIndex: Int) throws {
         self.info = info
-        // RTLD_LOCAL: two plugins may define the same symbols without seeing each other's.
-        guard let handle = dlopen(info.path, RTLD_NOW | RTLD_LOCAL) else {
+        // RTLD_LOCAL: two plugins may define the same symbols without seeing each other's. Loading
+        // runs the plugin's constructors: a crash in them is the plugin's, and named as such.
+        let guardName = strdup(info.name)
+        defer { free(guardName) }
+        cvhost_guard_enter(guardName, Int32(pluginIndex), CVHOST_GUARD_CREATE, 0)
+        let loaded = dlopen(info.path, RTLD_NOW | RTLD_LOCAL)
+        cvhost_guard_leave()
+        guard let handle = loaded else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             throw PluginLoadError(.notSharedObject, "cannot load plugin \(info.path): \(reason)")
         }
         guard let symbol = dlsym(handle, CVHOST_PLUGIN_SYMBOL) else {
             throw PluginLoadError(.noEntrySymbol, "\(info.path) exports no \(CVHOST_PLUGIN_SYMBOL) once loaded")
         }
-        let loaded = symbol.assumingMemoryBound(to: cvhost_plugin_descriptor.self)
+        let exported = symbol.assumingMemoryBound(to: cvhost_plugin_descriptor.self)
         var copy = cvhost_plugin_descriptor()
-        let size = min(Int(loaded.pointee.struct_size), MemoryLayout<cvhost_plugin_descriptor>.size)
+        let size = min(Int(exported.pointee.struct_size), MemoryLayout<cvhost_plugin_descriptor>.size)
         withUnsafeMutableBytes(of: &copy) { $0.copyMemory(from: UnsafeRawBufferPointer(start: symbol, count: size)) }
         // The file was read before loading: the object loaded must be that one.
         guard copy.name.map({ String(cString: $0) }) == info.name, copy.create != nil, copy.process != nil, copy.destroy != nil

@@ -16,6 +16,8 @@ enum PluginMetricsEvent {
         let invalidResults: UInt64
         /// A call that has lasted long enough to be reported, and since when.
         let hung: PluginCall?
+        /// isolation=process: the worker's state, pid, memory and restarts.
+        let worker: JSONObject?
         let now: UInt64
     }
 
@@ -55,6 +57,7 @@ enum PluginMetricsEvent {
         } else {
             e.set("hung", nil as String?)
         }
+        if let w = i.worker { e.set("worker", object: w) } else { e.set("worker", nil as String?) }
         return e
     }
 

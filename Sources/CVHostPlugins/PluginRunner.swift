@@ -21,6 +21,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public var instanceCount: Int { instances.count }
     /// The options as the plugin received them (every declared option, defaults filled in).
     public var resolvedOptions: [(String, String)] { configuration.pluginOptions }
+    /// The plugin runs in a worker process of its own.
+    public var isIsolated: Bool { instances.isolated }
+    /// The plugin was given up on after repeated crashes: the run went on without it.
+    public var isQuarantined: Bool { instances.isQuarantined }
 
     private let instances: PluginInstances
     private let metrics = PluginMetrics()
@@ -38,8 +42,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     ///   - options: what the user wrote after `NAME:`, host options included (PluginConfiguration).
     ///   - queueDepth, backpressure: the session-wide defaults (`--queue-depth`, `--backpressure`).
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed, .notSharedObject).
+    ///   - isolation: the run-wide default (`--isolation`), for a plugin whose options do not say.
     public init(plugin: PluginInfo, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
-                backpressure: BackpressurePolicy?, writer: JSONLineWriter) throws {
+                backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, writer: JSONLineWriter) throws {
         self.plugin = plugin
         self.source = source
         self.index = index
@@ -47,12 +52,22 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         sequencer = ResultSequencer(write: { [writer] line in writer.writeLine(line) })
         let name = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
         let label = [logPrefix, name].compactMap { $0 }.joined(separator: " ")
-        configuration = try PluginConfiguration(plugin: plugin, options: options, warn: {
+        configuration = try PluginConfiguration(plugin: plugin, options: options, isolation: isolation, warn: {
             Log.warning($0, source: [logPrefix, plugin.name].compactMap { $0 }.joined(separator: " "))
         })
         output = VideoDataOutput(plugin: plugin, configuration: configuration, label: label, queueDepth: queueDepth,
                                  backpressure: backpressure)
-        instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label)
+        switch configuration.isolation {
+        case .none:
+            instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label)
+        case .process:
+            let c = configuration
+            instances = try IsolatedInstances(
+                plugin: plugin, configuration: c, source: source, index: index, label: label,
+                limits: .init(callTimeoutMs: c.timeoutMs, startTimeoutMs: 6 * c.timeoutMs,
+                              maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
+                report: { [writer] in writer.write($0) })
+        }
         output.setSampleBufferDelegate(self)
     }
 
@@ -78,6 +93,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                 switch withExtendedLifetime(pixelBuffer, { instances.ordered(worker: context.worker, frame: &frame, stamp: stamp) }) {
                 case .returned(let orderedStatus, let more): return .returned(status: status != 0 ? status : orderedStatus, lines: lines + more)
                 case .dropped(let reason): return .dropped(reason)
+                case .crashed: return .crashed
                 }
             }
         }
@@ -96,6 +112,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             sequencer.submit(ticket: context.ticket, lines: lines)
         case .dropped(let reason):
             output.countDrop(reason)
+            sequencer.submit(ticket: context.ticket, lines: [])
+        case .crashed:
+            metrics.record(sequence: sample.sequence, ok: false, processingNs: end - start,
+                           latencyNs: end &- sample.monotonicCaptureNs, results: 0, endNs: end)
             sequencer.submit(ticket: context.ticket, lines: [])
         }
     }
@@ -137,7 +157,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         return PluginMetricsEvent.make(
             .init(source: source, plugin: plugin.name, pluginIndex: index, metrics: m, fps: metrics.fps(of: m, final: final, now: now),
                   delivery: output.statistics, queueCapacity: output.maxQueuedFrames, instances: instances.count,
-                  invalidResults: instances.invalidResults, hung: hungCall(now: now), now: now),
+                  invalidResults: instances.invalidResults, hung: hungCall(now: now), worker: instances.workerMetrics, now: now),
             final: final)
     }
 

@@ -31,7 +31,7 @@ final class PluginSharedStage: @unchecked Sendable {
     }
 
     /// Calls shared_flush, if the plugin has one; its results belong to the last frame processed.
-    func flush() -> (Int32, [[UInt8]]) {
+    func flush() -> (Int32, [EmittedResult]) {
         guard let flush = library.descriptor.shared_flush else { return (0, []) }
         cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
         defer { cvhost_guard_leave() }

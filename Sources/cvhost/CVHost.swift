@@ -1,7 +1,15 @@
 import ArgumentParser
+import CVHostPlugins
+import Glibc
 
 @main
 struct CVHost: ParsableCommand {
+    static func main() {
+        // A plugin's worker process (isolation=process) is this executable run again.
+        if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
+        main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "cvhost",
         abstract: "Run computer-vision plugins on camera, video, image or test-pattern frames; read results as JSON Lines.",

@@ -17,6 +17,9 @@ enum ExitCodes {
     static let pluginCrashed: Int32 = 19
     /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
     static let pluginHung: Int32 = 20
+    /// A plugin in a worker process (isolation=process) crashed too often and was quarantined:
+    /// the run went on without it to its end.
+    static let pluginQuarantined: Int32 = 21
     /// The command line is wrong (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
     /// A second SIGINT/SIGTERM while stopping: exit at once.
@@ -39,10 +42,13 @@ enum ExitCodes {
           16   plugin create() failed (its own message is shown)
           17   unknown plugin option
           18   bad plugin option value
-          19   a plugin crashed or called exit() (named on stderr and in session.error)
+          19   a plugin in cvhost's process crashed or called exit() (named on
+               stderr and in session.error)
           20   a plugin hung while stopping (or in destroy); the run ended without
                it after 5 s
                (named on stderr and in its final metrics' "hung")
+          21   a plugin with isolation=process crashed 5 times within 60 s and
+               was quarantined (plugin.quarantined); the run went on without it
           64   bad command line
           130  a second SIGINT/SIGTERM forced an immediate exit
         """

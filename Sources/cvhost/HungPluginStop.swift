@@ -1,8 +1,9 @@
 import CPluginGuard
 import CVHostCore
 import CVHostPlugins
-import Dispatch
+import Foundation
 import Glibc
+import Synchronization
 
 /// A stop completes even when a plugin hangs. Once a stop is under way (a signal, --duration,
 /// --max-frames, the end of the input), cvhost waits for the plugins to finish the frames they
@@ -24,7 +25,8 @@ enum HungPluginStop {
     /// The calls that have kept the stop waiting `graceSeconds` or more: their plugin and input.
     static func hung(_ sources: [SourceRun], stoppingSince since: UInt64, now: UInt64) -> [(SourceRun, PluginRunner, PluginCall)] {
         sources.filter { !$0.isStopped }.flatMap { source in
-            source.runners.compactMap { runner in
+            // A plugin in a worker process is killed by its own watchdog (timeout_ms): not waited on here.
+            source.runners.filter { !$0.isIsolated }.compactMap { runner in
                 runner.hungCall(now: now).flatMap { call in
                     Double(now - max(call.sinceNs, since)) / 1e9 >= graceSeconds ? (source, runner, call) : nil
                 }
@@ -57,14 +59,47 @@ enum HungPluginStop {
             runners.forEach { $0.shutdown() }
             done.signal()
         }
-        if done.wait(timeout: .now() + graceSeconds) == .success { return }
+        // Workers bound their own destroy() (timeout_ms, then killed).
+        let bound = runners.filter(\.isIsolated).map { Double($0.configuration.timeoutMs) / 1000 + 1 }.max() ?? 0
+        if done.wait(timeout: .now() + max(graceSeconds, bound)) == .success { return }
         let now = HostClock.monotonicNs()
-        for runner in runners {
+        for runner in runners where !runner.isIsolated {
             if let call = runner.hungCall(now: now) {
                 Log.error("plugin \(runner.plugin.name) hung in \(call.callback)(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
             }
         }
         cvhost_guard_host_exiting()
         _exit(ExitCodes.pluginHung)
+    }
+
+    /// While plugins are created (before any input runs): a stop asked for then that a create()
+    /// keeps waiting `graceSeconds` ends the process with exit 20, naming the plugin; there is no
+    /// line to write yet. A slow create() with no stop asked for is waited for.
+    final class CreationWatch: @unchecked Sendable {
+        // @unchecked Sendable: state behind a Mutex and an Atomic.
+        private let current = Mutex<String?>(nil)
+        private let finished = Atomic(false)
+
+        init(stop: RunStop) {
+            let thread = Thread { [self] in
+                while !finished.load(ordering: .relaxed) {
+                    usleep(100_000)
+                    guard let asked = stop.requested, !finished.load(ordering: .relaxed),
+                          Double(HostClock.monotonicNs() - asked.atNs) / 1e9 >= graceSeconds,
+                          let name = current.withLock({ $0 })
+                    else { continue }
+                    Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
+                    cvhost_guard_host_exiting()
+                    _exit(ExitCodes.pluginHung)
+                }
+            }
+            thread.name = "cvhost.creation-watch"
+            thread.start()
+        }
+
+        /// The plugin whose instances are being created now.
+        func creating(_ name: String) { current.withLock { $0 = name } }
+
+        func finish() { finished.store(true, ordering: .relaxed) }
     }
 }

@@ -9,6 +9,7 @@ import Foundation
 import Synchronization
 
 extension BackpressurePolicy: ExpressibleByArgument {}
+extension PluginIsolation: ExpressibleByArgument {}
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,6 +41,12 @@ struct RunCommand: ParsableCommand {
               max_fps=F         at most F frames per second of media time
               mirror=true       flip frames left to right for this plugin
               rotate=90|180|270 turn frames clockwise for this plugin (after mirror)
+              isolation=I       none or process (default --isolation)
+              timeout_ms=N      process: a call longer than N ms is a hang (5000)
+              max_rss_mb=N      process: restart the worker above N MiB resident
+
+            ISOLATION
+            none (the default): a plugin runs in cvhost's process; a crash or exit() in it ends the run (exit 19). process: each --plugin runs in a worker process of its own (this executable, run again), frames shared through memory, results checked by cvhost as always. A crash, exit(), a call hung past timeout_ms or memory past max_rss_mb gives plugin.crashed; the frames meanwhile are dropped (reason restarting), the worker is started again after a backoff (0.1 s, doubling) and plugin.restarted follows; 5 crashes within 60 s quarantine it (plugin.quarantined): the run goes on without it and ends with exit 21.
 
             BACK-PRESSURE
             drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.
@@ -93,6 +100,10 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("What to do when a plugin is busy: drop-late or block (default: drop-late for live sources, block for files and images).",
                                valueName: "policy"))
     var backpressure: BackpressurePolicy?
+
+    @Option(help: ArgumentHelp("Where plugins run: none (in cvhost's process) or process (each in a worker process that is restarted when it crashes). A plugin's isolation= option overrides it.",
+                               valueName: "none|process"))
+    var isolation: PluginIsolation = .none
 
     @Option(name: .customLong("queue-depth"), help: "Frames that may wait for each plugin.")
     var queueDepth: Int = 2
@@ -155,10 +166,17 @@ struct RunCommand: ParsableCommand {
         let writer = JSONLineWriter(fileDescriptor: results, onClosed: { stop.request(.outputClosed) })
         let lines = RunLines(writer: writer, sources: specs.count)
 
+        // Signals from here on: a stop asked for while plugins are created reaches the inputs
+        // as they start (RunStop), and a create() that holds it is named (CreationWatch).
+        let signals = SignalHandler { stop.request(.signal) }
+        defer { signals.cancel() }
+
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
         // its own runner of every plugin (own instances, queues and metrics).
         var runners: [[PluginRunner]] = []
         defer { HungPluginStop.shutDown(Array(runners.joined())) }
+        let creation = HungPluginStop.CreationWatch(stop: stop)
+        defer { creation.finish() }
         do {
             let loader = PluginLoader()
             let requests = try plugins.map { spec in
@@ -169,8 +187,10 @@ struct RunCommand: ParsableCommand {
                 var forInput: [PluginRunner] = []
                 defer { runners.append(forInput) }
                 for (index, (request, plugin)) in requests.enumerated() {
+                    creation.creating(plugin.name)
                     forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
                                                      options: request.options, queueDepth: queueDepth, backpressure: backpressure,
+                                                     isolation: isolation,
                                                      writer: writer))
                 }
             }
@@ -196,8 +216,6 @@ struct RunCommand: ParsableCommand {
             }
         }
 
-        let signals = SignalHandler { stop.request(.signal) }
-        defer { signals.cancel() }
         // With a camera, cameras plugged in or out while running are reported (not for files).
         let monitor = sources.contains { $0.device is V4L2CaptureDevice } ? startDeviceMonitor(lines) : nil
         defer { monitor?.cancel() }
@@ -219,6 +237,10 @@ struct RunCommand: ParsableCommand {
         try checkOutput(writer)
         // One input that failed while others went on still makes the run's exit code 2.
         if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
+        if let q = sources.flatMap(\.runners).first(where: \.isQuarantined) {
+            throw fail("plugin \(q.plugin.name) was quarantined after repeated crashes: its results stop at plugin.quarantined",
+                       code: ExitCodes.pluginQuarantined)
+        }
     }
 
     /// On the main thread, until every input has stopped: periodic metrics, progress (one input

@@ -8,6 +8,7 @@ public enum PluginFixtures {
     public static let includeDir = packageRoot + "/Sources/CVHostPluginABI/include"
     public static let brokenSource = packageRoot + "/Tests/Fixtures/broken-plugin.c"
     /// The header as ABI 2.0 shipped it, never edited: for plugins "built before" later fields.
+    public static let throwingSource = packageRoot + "/Tests/Fixtures/throwing-plugin.cpp"
     public static let frozenABI20IncludeDir = packageRoot + "/Tests/Fixtures/abi-2.0"
 
     /// A fresh folder for built plugins.
@@ -20,7 +21,7 @@ public enum PluginFixtures {
     public static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
                       fileName: String? = nil, includeDir: String = includeDir) throws -> String {
         let out = folder + "/" + (fileName ?? "libcvhost-\(name).so")
-        try Tool.check("cc", ["-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir, "-DPLUGIN_NAME=\"\(name)\""]
+        try Tool.check(source.hasSuffix(".cpp") ? "c++" : "cc", ["-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir, "-DPLUGIN_NAME=\"\(name)\""]
                        + defines.map { "-D\($0)" } + [source, "-o", out])
         return out
     }

@@ -7,6 +7,7 @@
 // -DHANG_IN_DESTROY: from destroy());
 // -DEXIT_ON_FRAME=N one that calls exit(0) on frame N (-DEXIT_FROM_THREAD: from a thread of its own);
 // -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process();
+// -DHANG_IN_CREATE one whose create() never returns; -DLEAK_MB=N one that leaks N MiB a frame;
 // -DCRASH_ON_LOAD one whose constructor crashes (listing plugins must not run it);
 // -DBREAK_ABI1 one that exports its descriptor as ABI 1 did, through an entry function;
 // -DORDERED_STAGE one with an ordered stage that reports, for each frame, whether it came in order
@@ -85,6 +86,9 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
     snprintf(error, error_size, "model file /nonexistent/model.bin is missing");
     return -ENOENT;
 #endif
+#ifdef HANG_IN_CREATE
+    for (;;) pause();
+#endif
 #ifdef ORDERED_STAGE
     if (!CVHOST_HAS_FIELD(host, cvhost_host, shared) || host->shared == NULL) {
         snprintf(error, error_size, "no shared state");
@@ -121,6 +125,15 @@ static int process(void *instance, const cvhost_frame *frame) {
 #endif
 #ifdef CRASH_ON_FRAME
     if (frame->sequence == CRASH_ON_FRAME) *(volatile int *)(uintptr_t)frame->width = 1;  // a bad address
+#endif
+#ifdef LEAK_MB
+    {
+        size_t n = (size_t)LEAK_MB << 20;
+        static char *volatile kept; /* volatile: the compiler may not drop the allocation */
+        char *leak = malloc(n);
+        if (leak) memset(leak, 1, n); /* touched: resident, not just reserved */
+        kept = leak;
+    }
 #endif
 #ifdef ABORT_ON_FRAME
     if (frame->sequence == ABORT_ON_FRAME) abort();

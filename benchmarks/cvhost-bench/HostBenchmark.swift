@@ -7,10 +7,13 @@ import Foundation
 ///
 ///   swift build -c release && .build/release/cvhost-bench [--frames 3000] [--live-seconds 5]
 ///
-/// 1. Overhead per frame per plugin: the unpaced test pattern (640x480 I420) runs with no
-///    plugin (the baseline: making frames), then with 1 and with 8 null plugins in block mode;
-///    the extra CPU time per frame, divided by the plugins, is the host's cost of delivering a
-///    frame to a plugin (queue hand-off, C frame, metrics, thread switches). Best of 3 runs.
+/// 1. Overhead per frame per plugin: the unpaced test pattern (I420, 640x480 and 1920x1080) runs
+///    with no plugin (the baseline: making frames), then with 1 and with 8 null plugins in block
+///    mode, in cvhost's process and in worker processes (isolation=process); the extra CPU time
+///    per frame (cvhost's and its workers'), divided by the plugins, is the host's cost of
+///    delivering a frame to a plugin (queue hand-off, C frame, metrics, thread switches; isolated:
+///    the copy into shared memory and the socket round trip). Starting and stopping the plugins
+///    is measured apart and taken out. Best of 3 runs.
 /// 2. Isolation: a live 640x480@60 test pattern feeds null:delay_ms=50 and null side by side
 ///    (drop-late); prints what share of frames each processed, and resident memory over the run.
 ///
@@ -19,6 +22,8 @@ import Foundation
 @main
 struct HostBenchmark {
     static func main() throws {
+        // isolation=process runs plugins in this executable, started again as a worker.
+        if let status = PluginWorker.runIfRequested() { exit(status) }
         var frames = 3000
         var liveSeconds = 5.0
         var args = CommandLine.arguments.dropFirst()
@@ -43,18 +48,26 @@ struct HostBenchmark {
         let null = try loader.find("null", isPath: false)
         let writer = JSONLineWriter(fileDescriptor: open("/dev/null", O_WRONLY))
 
-        print("host overhead, unpaced testsrc 640x480 I420, \(frames) frames, best of 3 (CPU time)")
-        func best(_ plugins: Int) throws -> Double {
-            try (0..<3).map { _ in try cpuPerFrame(plugins: plugins, frames: frames, plugin: null, writer: writer) }.min()!
+        print("host overhead per frame per plugin, unpaced testsrc I420, null plugins in block mode, best of 3 (CPU us, cvhost and its workers)")
+        print("  plugins  isolation   640x480 (\(frames) frames)   1920x1080 (\(frames / 4) frames)")
+        let sizes = [(640, 480, frames), (1920, 1080, frames / 4)]
+        var base: [Double] = []
+        for (w, h, n) in sizes {
+            base.append(try (0..<3).map { _ in try cpuPerFrame(plugins: 0, frames: n, width: w, height: h, isolation: .none, plugin: null, writer: writer) }.min()!)
         }
-        let base = try best(0)
-        let one = try best(1)
-        let eight = try best(8)
-        print(String(format: "  no plugin (making frames)   %7.2f us/frame", base * 1e6))
-        print(String(format: "  1 null plugin               %7.2f us/frame  -> host overhead %6.2f us per frame per plugin", one * 1e6,
-                     (one - base) * 1e6))
-        print(String(format: "  8 null plugins              %7.2f us/frame  -> host overhead %6.2f us per frame per plugin", eight * 1e6,
-                     (eight - base) / 8 * 1e6))
+        print(String(format: "  none     -           %7.2f (making frames)    %7.2f (making frames)", base[0] * 1e6, base[1] * 1e6))
+        for isolation in PluginIsolation.allCases {
+            for plugins in [1, 8] {
+                var cells: [String] = []
+                for (k, (w, h, n)) in sizes.enumerated() {
+                    let best = try (0..<3).map { _ in
+                        try cpuPerFrame(plugins: plugins, frames: n, width: w, height: h, isolation: isolation, plugin: null, writer: writer)
+                    }.min()!
+                    cells.append(String(format: "%7.2f", (best - base[k]) / Double(plugins) * 1e6))
+                }
+                print("  \(plugins)        \(isolation.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0))  \(cells[0])                  \(cells[1])")
+            }
+        }
 
         print("\nisolation, live testsrc 640x480@60, \(formatted(liveSeconds)) s, drop-late, queue depth 2")
         try isolation(seconds: liveSeconds, plugin: null, writer: writer)
@@ -62,21 +75,31 @@ struct HostBenchmark {
 
     static func formatted(_ v: Double) -> String { String(format: "%g", v) }
 
-    /// CPU seconds of this process per frame for a run with `plugins` null plugins.
-    static func cpuPerFrame(plugins: Int, frames: Int, plugin: PluginInfo, writer: JSONLineWriter) throws -> Double {
-        let session = CaptureSession()
-        try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 1000, paced: false)))
-        let runners = try (0..<plugins).map { i in
-            try PluginRunner(plugin: plugin, source: "testsrc", index: i, options: [], queueDepth: 2, backpressure: .block, writer: writer)
+    /// CPU seconds (this process and its workers) per frame for a run with `plugins` null plugins,
+    /// without what starting and stopping them costs.
+    static func cpuPerFrame(plugins: Int, frames: Int, width: Int, height: Int, isolation: PluginIsolation, plugin: PluginInfo,
+                            writer: JSONLineWriter) throws -> Double {
+        func runners() throws -> [PluginRunner] {
+            try (0..<plugins).map { i in
+                try PluginRunner(plugin: plugin, source: "testsrc", index: i, options: [], queueDepth: 2, backpressure: .block,
+                                 isolation: isolation, writer: writer)
+            }
         }
-        for r in runners { try session.addOutput(r.output) }
+        // Starting and stopping alone (a worker's exec and load): measured to be taken out.
+        var before = cpuSeconds()
+        try runners().forEach { $0.shutdown() }
+        let startStop = cpuSeconds() - before
+
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: width, height: height, frameRate: 1000, paced: false)))
+        let made = try runners()
+        for r in made { try session.addOutput(r.output) }
         session.frameLimit = UInt64(frames)
-        let before = cpuSeconds()
+        before = cpuSeconds()
         try session.startRunning()
         session.waitUntilStopped()
-        let used = cpuSeconds() - before
-        runners.forEach { $0.shutdown() }
-        return used / Double(frames)
+        made.forEach { $0.shutdown() }
+        return (cpuSeconds() - before - startStop) / Double(frames)
     }
 
     static func isolation(seconds: Double, plugin: PluginInfo, writer: JSONLineWriter) throws {
@@ -108,11 +131,15 @@ struct HostBenchmark {
         fast.shutdown()
     }
 
+    /// CPU time of this process and of its ended (reaped) children: the workers.
     static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
-            + Double(usage.ru_stime.tv_usec) / 1e6
+        func seconds(_ who: Int32) -> Double {
+            var usage = rusage()
+            getrusage(who, &usage)
+            return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+                + Double(usage.ru_stime.tv_usec) / 1e6
+        }
+        return seconds(RUSAGE_SELF.rawValue) + seconds(RUSAGE_CHILDREN.rawValue)
     }
 
     static func residentKiB() -> Int {

@@ -1,0 +1,49 @@
+import CVHostCore
+
+/// One result a plugin emitted (host->emit), checked: a type name `[a-z0-9_.]{1,64}` and one JSON
+/// object, minified. Made into a `result` line by `line(...)`. Results that come from a worker
+/// process are checked again on this side: the worker is the plugin's, not to be trusted.
+struct EmittedResult: Sendable {
+    let type: String
+    /// One valid JSON object, minified.
+    let json: [UInt8]
+    /// The frame it belongs to (nil: none was processed yet).
+    let frame: HostServices.FrameStamp?
+
+    struct Refusal: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Checks a result as a plugin handed it over. - Returns: the type and the minified object.
+    static func check(type: UnsafeBufferPointer<UInt8>, json: UnsafeBufferPointer<UInt8>) throws(Refusal) -> (type: String, json: [UInt8]) {
+        let typeName = String(decoding: type, as: UTF8.self)
+        guard isValidType(type) else {
+            throw Refusal(description: "result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")
+        }
+        do {
+            return (typeName, try JSONValidator.minifiedObject(json))
+        } catch {
+            throw Refusal(description: "result of type \(typeName) dropped: \(error)")
+        }
+    }
+
+    static func isValidType(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        !s.isEmpty && s.count <= 64 && s.allSatisfy { c in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+                || c == UInt8(ascii: "_") || c == UInt8(ascii: ".")
+        }
+    }
+
+    /// The `result` line (with its newline): the envelope (source, plugin, frame, timestamps) around the data.
+    func line(source: String, plugin: String, pluginIndex: Int) -> [UInt8] {
+        var event = JSONObject.envelope(
+            event: "result", source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
+            tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
+        if let image = frame?.imagePath { event.set("image", image) }
+        event.set("type", type)
+        event.set("data", validatedJSON: json)
+        var line = event.finished()
+        line.append(UInt8(ascii: "\n"))
+        return line
+    }
+}

@@ -1,0 +1,428 @@
+import CVHostCore
+import CVHostPluginABI
+import Glibc
+import Synchronization
+
+/// A plugin's instances in a worker process of their own (isolation=process): a crash, exit(),
+/// hang or runaway memory of the plugin ends the worker, not cvhost. cvhost says so
+/// (`plugin.crashed`), drops the frames that come meanwhile (reason `restarting`), starts a new
+/// worker after a backoff (`plugin.restarted`), and after `quarantineAfter` crashes within
+/// `quarantineWindow` gives the plugin up (`plugin.quarantined`): the run goes on without it.
+///
+/// Each instance has its own socket and frame slot and is called only from its delivery worker's
+/// thread; what the instances share (the worker, its state) is behind `state`.
+final class IsolatedInstances: PluginInstances, @unchecked Sendable {
+    // @unchecked Sendable: `slots` and `lastStamps` are per instance, each touched only by its
+    // delivery worker's thread; the rest is behind Mutexes or atomic.
+
+    let count: Int
+    let isolated = true
+    private let hello: WorkerMessage.Hello
+    private let source: String, pluginName: String, pluginIndex: Int
+    private let limits: Limits
+    /// Writes a `plugin.*` event line.
+    private let report: @Sendable (JSONObject) -> Void
+
+    /// What the configuration allows a worker.
+    struct Limits: Sendable {
+        /// A call into the plugin that takes longer is a hang: the worker is killed and restarted.
+        var callTimeoutMs: Int
+        /// The same for starting (loading, shared_create, create), which may load models.
+        var startTimeoutMs: Int
+        /// Resident memory above which the worker is restarted; 0: no limit.
+        var maxRSSBytes: UInt64
+    }
+
+    /// Crashes within `quarantineWindowNs` that quarantine a plugin, and the backoff before each restart.
+    static let quarantineAfter = 5
+    static let quarantineWindowNs: UInt64 = 60_000_000_000
+    static func backoffNs(crashesInWindow n: Int) -> UInt64 {
+        min(10_000_000_000, 100_000_000 << UInt64(max(0, min(n - 1, 10))))
+    }
+
+    private enum Phase {
+        case running
+        case restarting(atNs: UInt64)
+        case quarantined
+        case stopped
+    }
+
+    private struct State {
+        var worker: WorkerProcess?
+        var phase = Phase.running
+        var generation: UInt64 = 0
+        var recentCrashes: [UInt64] = []
+        var crashes = 0, timeouts = 0, memoryKills = 0, restarts = 0
+        var lastRSSCheckNs: UInt64 = 0
+        var downSinceNs: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    /// Held while a worker is being (re)started: one start at a time.
+    private let starting = Mutex(())
+    /// Each instance's call in progress.
+    private let calls: Mutex<[PluginCall?]>
+    private var slots: [FrameSlot?]
+    /// The frame each instance processed last (its flush's results belong to it), and the last
+    /// one through the ordered stage (shared_flush's).
+    private var lastStamps: [HostServices.FrameStamp?]
+    private let lastOrdered = Mutex<HostServices.FrameStamp?>(nil)
+    private let invalid = Atomic<UInt64>(0)
+    private let copiedFrames = Atomic<UInt64>(0)
+
+    /// Starts the worker and creates the plugin's shared stage and instances in it.
+    /// - Throws: `PluginLoadError`: what create() said (.createFailed, .badOptionValue), or that
+    ///   the worker crashed or hung while starting (.createFailed).
+    init(plugin: PluginInfo, configuration: PluginConfiguration, source: String, index: Int, label: String, limits: Limits,
+         report: @escaping @Sendable (JSONObject) -> Void) throws {
+        count = configuration.instances
+        hello = WorkerMessage.Hello(path: plugin.path, pluginIndex: index, instances: count, label: label,
+                                    options: configuration.pluginOptions)
+        self.source = source
+        pluginName = plugin.name
+        pluginIndex = index
+        self.limits = limits
+        self.report = report
+        calls = Mutex(Array(repeating: nil, count: count))
+        slots = Array(repeating: nil, count: count)
+        lastStamps = Array(repeating: nil, count: count)
+        let worker = try start(generation: 1)
+        state.withLock { s in
+            s.worker = worker
+            s.generation = 1
+        }
+    }
+
+    // MARK: - Calls
+
+    func process(worker i: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+        guard let w = liveWorker() else { return .dropped(droppedReason) }
+        lastStamps[i] = stamp
+        do {
+            let slot = try slotFor(i, pixels: frame)
+            slot.copy(into: &frame)
+            copiedFrames.add(1, ordering: .relaxed)
+            guard register(slot, instance: i, with: w) else { return died(w, .closed, "process", frame.sequence) }
+            return call(i, on: w, .process(.init(slot: slot.id, frame: frame)), "process", frame.sequence, stamp)
+        } catch {
+            Log.error("\(error)", source: hello.label)
+            return .dropped(droppedReason)
+        }
+    }
+
+    func ordered(worker i: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+        guard let w = liveWorker() else { return .dropped(droppedReason) }
+        lastOrdered.withLock { $0 = stamp }
+        // The frame is still in the instance's slot (process put it there; nothing else writes it).
+        guard let slot = slots[i], register(slot, instance: i, with: w) else { return died(w, .closed, "ordered", frame.sequence) }
+        return call(i, on: w, .ordered(.init(slot: slot.id, frame: frame)), "ordered", frame.sequence, stamp)
+    }
+
+    func flush(worker i: Int) -> PluginCallOutcome {
+        guard let w = liveWorker() else { return .dropped(droppedReason) }
+        return call(i, on: w, .flush, "flush", nil, lastStamps[i])
+    }
+
+    func flushShared() -> PluginCallOutcome {
+        guard let w = liveWorker() else { return .dropped(droppedReason) }
+        return call(0, on: w, .sharedFlush, "shared_flush", nil, lastOrdered.withLock { $0 })
+    }
+
+    /// Destroys the instances in the worker and lets it end; kills it if destroy() hangs.
+    func shutdown() {
+        let worker = state.withLock { s -> WorkerProcess? in
+            defer {
+                s.worker = nil
+                s.phase = .stopped
+            }
+            return s.worker
+        }
+        guard let worker else { return }
+        if worker.channels[0].send(.destroy) {
+            switch worker.channels[0].receive(timeoutMs: Int32(limits.callTimeoutMs)) {
+            case .message(.done, _):
+                break
+            case .timedOut:
+                Log.error("plugin \(pluginName): destroy() did not return within \(limits.callTimeoutMs) ms: its worker was killed",
+                          source: hello.label)
+                worker.kill()
+            default:
+                Log.error("plugin \(pluginName) crashed in destroy(): worker \(worker.pid) \(Self.describe(worker.reap()))",
+                          source: hello.label)
+            }
+        }
+        worker.reap()
+    }
+
+    var currentCalls: [PluginCall] { calls.withLock { $0.compactMap { $0 } } }
+
+    var invalidResults: UInt64 { invalid.load(ordering: .relaxed) }
+
+    var isQuarantined: Bool {
+        state.withLock { if case .quarantined = $0.phase { true } else { false } }
+    }
+
+    var workerMetrics: JSONObject? {
+        let (s, worker) = state.withLock { ($0, $0.worker) }
+        var o = JSONObject()
+        let phase: String = switch s.phase {
+        case .running: "running"
+        case .restarting: "restarting"
+        case .quarantined: "quarantined"
+        case .stopped: "stopped"
+        }
+        o.set("state", phase)
+        o.set("pid", worker.map { Int($0.pid) })
+        o.set("rss_mb", worker?.residentBytes.map { Double($0) / 1_048_576 }, decimals: 1)
+        o.set("restarts", s.restarts)
+        o.set("crashes", s.crashes)
+        o.set("timeouts", s.timeouts)
+        o.set("memory_restarts", s.memoryKills)
+        o.set("copied_frames", copiedFrames.load(ordering: .relaxed))
+        return o
+    }
+
+    // MARK: - One call
+
+    /// Sends one call and collects its results until it is done, the worker dies, or the call
+    /// times out (then the worker is killed).
+    private func call(_ i: Int, on w: WorkerProcess, _ message: WorkerMessage, _ callback: String, _ sequence: UInt64?,
+                      _ stamp: HostServices.FrameStamp?) -> PluginCallOutcome {
+        let since = HostClock.monotonicNs()
+        calls.withLock { $0[i] = PluginCall(callback: callback, sequence: sequence, sinceNs: since) }
+        defer { calls.withLock { $0[i] = nil } }
+        guard w.channels[i].send(message) else { return died(w, .closed, callback, sequence) }
+        let deadline = since + UInt64(limits.callTimeoutMs) * 1_000_000
+        var lines: [[UInt8]] = []
+        while true {
+            let now = HostClock.monotonicNs()
+            let left = now >= deadline ? 0 : Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))
+            switch w.channels[i].receive(timeoutMs: left) {
+            case .message(.result(let type, let json), _):
+                // Checked here as in cvhost's own process: the worker is the plugin's, not to be trusted.
+                do {
+                    let checked = try type.withUnsafeBufferPointer { t in
+                        try json.withUnsafeBufferPointer { try EmittedResult.check(type: t, json: $0) }
+                    }
+                    lines.append(EmittedResult(type: checked.type, json: checked.json, frame: stamp)
+                        .line(source: source, plugin: pluginName, pluginIndex: pluginIndex))
+                } catch {
+                    let n = invalid.add(1, ordering: .relaxed).newValue
+                    if n <= 5 || n % 1000 == 0 { Log.warning("\(error) (\(n) so far)", source: hello.label) }
+                }
+            case .message(.done(let status), _):
+                checkMemory(w, sequence)
+                return .returned(status: status, lines: lines)
+            case .timedOut:
+                return died(w, .timeout, callback, sequence)
+            case .closed:
+                return died(w, .closed, callback, sequence)
+            case .message, .failed:
+                return died(w, .protocolError, callback, sequence)
+            }
+        }
+    }
+
+    /// The instance's slot, replaced by a larger one when the frame does not fit.
+    private func slotFor(_ i: Int, pixels frame: cvhost_frame) throws -> FrameSlot {
+        let needed = FrameSlot.bytes(for: frame)
+        if let slot = slots[i], slot.size >= needed { return slot }
+        let slot = try FrameSlot(id: UInt32(i), size: max(needed, 64 * 1024))
+        slots[i] = slot
+        return slot
+    }
+
+    /// Gives the worker the slot once per worker. - Returns: false when the worker is gone.
+    private func register(_ slot: FrameSlot, instance i: Int, with w: WorkerProcess) -> Bool {
+        guard slot.registeredWith != w.generation else { return true }
+        guard w.channels[i].send(.slot(id: slot.id, size: UInt64(slot.size)), fds: [slot.fd]) else { return false }
+        slot.registeredWith = w.generation
+        return true
+    }
+
+    private func checkMemory(_ w: WorkerProcess, _ sequence: UInt64?) {
+        guard limits.maxRSSBytes > 0 else { return }
+        let now = HostClock.monotonicNs()
+        let due = state.withLock { s in
+            guard now - s.lastRSSCheckNs >= 100_000_000 else { return false }
+            s.lastRSSCheckNs = now
+            return true
+        }
+        guard due, let rss = w.residentBytes, rss > limits.maxRSSBytes else { return }
+        _ = died(w, .memory(rss), "process", sequence)
+    }
+
+    // MARK: - Crashes, restarts, quarantine
+
+    private enum Cause {
+        case closed
+        case timeout
+        case memory(UInt64)
+        case protocolError
+    }
+
+    private var droppedReason: DropReason {
+        isQuarantined ? .quarantined : .restarting
+    }
+
+    /// The worker, when one is running: starts a new one when a restart is due (on this thread,
+    /// while the others drop their frames).
+    private func liveWorker() -> WorkerProcess? {
+        let now = HostClock.monotonicNs()
+        let due = state.withLock { s -> Bool? in
+            switch s.phase {
+            case .running: return s.worker != nil ? false : nil
+            case .restarting(let at): return now >= at ? true : nil
+            case .quarantined, .stopped: return nil
+            }
+        }
+        guard let due else { return nil }
+        if !due { return state.withLock { $0.worker } }
+        return starting.withLock { _ -> WorkerProcess? in
+            // Another thread may have restarted it meanwhile.
+            let generation: UInt64? = state.withLock { s in
+                guard case .restarting(let at) = s.phase, now >= at else { return nil }
+                s.phase = .restarting(atNs: .max)
+                return s.generation + 1
+            }
+            guard let generation else { return state.withLock { $0.worker } }
+            do {
+                let worker = try start(generation: generation)
+                let down = state.withLock { s -> UInt64 in
+                    s.worker = worker
+                    s.generation = generation
+                    s.phase = .running
+                    s.restarts += 1
+                    return HostClock.monotonicNs() - s.downSinceNs
+                }
+                var e = event("plugin.restarted", sequence: nil)
+                e.set("pid", Int(worker.pid))
+                e.set("restarts", state.withLock { $0.restarts })
+                e.set("down_ms", Double(down) / 1e6, decimals: 1)
+                report(e)
+                Log.info("plugin \(pluginName) restarted (worker \(worker.pid))", source: hello.label)
+                return worker
+            } catch {
+                Log.error("plugin \(pluginName) could not be restarted: \(error)", source: hello.label)
+                recordCrash(reason: "start_failed", detail: { _ in }, callback: "create", sequence: nil)
+                return nil
+            }
+        }
+    }
+
+    /// Starts a worker and creates the plugin in it.
+    private func start(generation: UInt64) throws -> WorkerProcess {
+        let worker = try WorkerProcess(instances: count, generation: generation)
+        let failure: String
+        if worker.channels[0].send(.hello(hello)) {
+            switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
+            case .message(.ready, _):
+                return worker
+            case .message(.failed(let kind, let message), _):
+                worker.reap()
+                throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .createFailed, message)
+            case .timedOut:
+                worker.kill()
+                failure = "did not finish starting (create()) within \(limits.startTimeoutMs) ms: its worker was killed"
+            default:
+                failure = "crashed while starting"
+            }
+        } else {
+            failure = "crashed while starting"
+        }
+        let how = Self.describe(worker.reap())
+        throw PluginLoadError(.createFailed, "plugin \(pluginName) \(failure) (worker \(how))")
+    }
+
+    static func describe(_ t: WorkerProcess.Termination) -> String {
+        switch t {
+        case .signaled(let s): "killed by \(signalName(s))"
+        case .exited(let code): "exited with status \(code)"
+        }
+    }
+
+    /// The worker died or must: say so once (the first instance to see it), count it, and decide
+    /// between a restart and quarantine. - Returns: what becomes of the call that saw it.
+    private func died(_ w: WorkerProcess, _ cause: Cause, _ callback: String, _ sequence: UInt64?) -> PluginCallOutcome {
+        let first = state.withLock { s -> Bool in
+            guard s.worker === w else { return false }
+            s.worker = nil
+            s.phase = .restarting(atNs: .max)
+            s.downSinceNs = HostClock.monotonicNs()
+            return true
+        }
+        guard first else { return .dropped(.restarting) }
+        switch cause {
+        case .timeout, .memory, .protocolError: w.kill()
+        case .closed: break
+        }
+        let termination = w.reap()
+        let reason: String
+        switch cause {
+        case .timeout: reason = "timeout"
+        case .memory: reason = "memory"
+        case .protocolError: reason = "protocol"
+        case .closed:
+            if case .signaled = termination { reason = "signal" } else { reason = "exit" }
+        }
+        recordCrash(reason: reason, detail: { e in
+            switch termination {
+            case .signaled(let s):
+                e.set("signal", signalName(s))
+                e.set("exit_status", nil as Int?)
+            case .exited(let code):
+                e.set("signal", nil as String?)
+                e.set("exit_status", Int(code))
+            }
+            e.set("pid", Int(w.pid))
+            if case .timeout = cause { e.set("timeout_ms", self.limits.callTimeoutMs) }
+            if case .memory(let rss) = cause { e.set("rss_mb", Double(rss) / 1_048_576, decimals: 1) }
+        }, callback: callback, sequence: sequence)
+        let what = callback == "process" || callback == "ordered" ? "\(callback)() of frame \(sequence.map(String.init) ?? "?")" : "\(callback)()"
+        let why = switch cause {
+        case .timeout: "hung in \(what) for \(limits.callTimeoutMs) ms"
+        case .memory(let rss): "used \(rss / 1_048_576) MiB (max_rss_mb=\(limits.maxRSSBytes / 1_048_576)) after \(what)"
+        case .protocolError: "broke the worker protocol in \(what)"
+        case .closed: "crashed in \(what)"
+        }
+        Log.error("plugin \(pluginName) \(why): worker \(w.pid) \(Self.describe(termination))", source: hello.label)
+        if case .memory = cause { return .returned(status: 0, lines: []) }
+        return .crashed
+    }
+
+    /// Counts a crash and writes `plugin.crashed`; then `plugin.quarantined` when there were too many.
+    private func recordCrash(reason: String, detail: (inout JSONObject) -> Void, callback: String, sequence: UInt64?) {
+        let now = HostClock.monotonicNs()
+        let (total, quarantined, recent) = state.withLock { s -> (Int, Bool, Int) in
+            switch reason {
+            case "timeout": s.timeouts += 1
+            case "memory": s.memoryKills += 1
+            default: s.crashes += 1
+            }
+            s.recentCrashes = s.recentCrashes.filter { now - $0 < Self.quarantineWindowNs } + [now]
+            let recent = s.recentCrashes.count
+            if recent >= Self.quarantineAfter {
+                s.phase = .quarantined
+            } else {
+                s.phase = .restarting(atNs: now + Self.backoffNs(crashesInWindow: recent))
+            }
+            return (s.crashes + s.timeouts + s.memoryKills, recent >= Self.quarantineAfter, recent)
+        }
+        var e = event("plugin.crashed", sequence: sequence)
+        e.set("reason", reason)
+        e.set("callback", callback)
+        detail(&e)
+        e.set("crashes", total)
+        report(e)
+        guard quarantined else { return }
+        var q = event("plugin.quarantined", sequence: sequence)
+        q.set("crashes", recent)
+        q.set("window_s", Double(Self.quarantineWindowNs) / 1e9, decimals: 0)
+        report(q)
+        Log.error("plugin \(pluginName) crashed \(recent) times within \(Self.quarantineWindowNs / 1_000_000_000) s: quarantined, the run goes on without it",
+                  source: hello.label)
+    }
+
+    private func event(_ name: String, sequence: UInt64?) -> JSONObject {
+        JSONObject.envelope(event: name, source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: sequence, tsNs: HostClock.wallNs())
+    }
+}

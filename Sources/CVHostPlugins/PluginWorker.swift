@@ -1,0 +1,132 @@
+import CVHostCore
+import CVHostPluginABI
+import CWorkerIPC
+import Foundation
+import Synchronization
+
+/// The frame slots cvhost registered with this worker, by id: mapped read-only, with their descriptors.
+private final class Slots: Sendable {
+    // Addresses as numbers: a Mutex holds only Sendable values.
+    let table = Mutex<[UInt32: (base: UInt, size: Int, fd: Int32)]>([:])
+}
+
+/// The worker process of one `--plugin` (isolation=process): the cvhost executable run again with
+/// `--cvhost-plugin-worker`. It loads the plugin, makes its shared stage and instances, and serves
+/// one instance per socket (descriptors 3, 4, ...), each on its own thread, as cvhost's own process
+/// would call them: frames come as memfd slots it maps read-only, results go back unformatted, for
+/// cvhost to check and write. It holds nothing else of cvhost's: no stdout (its descriptor 1 is
+/// cvhost's stderr), no other descriptor, no new privileges.
+public enum PluginWorker {
+    /// The argument that makes a cvhost executable a worker: `exe --cvhost-plugin-worker CHANNELS PARENT_PID`.
+    static let flag = "--cvhost-plugin-worker"
+
+    /// Runs the worker and returns its exit status when the process was started as one; nil otherwise.
+    /// Call first thing in main().
+    public static func runIfRequested(_ arguments: [String] = CommandLine.arguments) -> Int32? {
+        guard arguments.count == 4, arguments[1] == flag, let channels = Int(arguments[2]), channels >= 1,
+              let parent = Int32(arguments[3])
+        else { return nil }
+        return run(channels: channels, parent: parent)
+    }
+
+    /// Exit statuses of a worker that could not start serving (cvhost reports them).
+    static let restrictFailed: Int32 = 70
+    static let noHello: Int32 = 71
+
+    private static func run(channels count: Int, parent: pid_t) -> Int32 {
+        guard cvhost_worker_restrict(parent) == 0 else { return restrictFailed }
+        let channels = (0..<count).map { WorkerChannel(fd: Int32(3 + $0)) }
+        guard case .message(.hello(let hello), _) = channels[0].receive(), hello.instances == count else { return noHello }
+        let shared: PluginSharedStage?
+        let instances: [PluginInstance]
+        do {
+            let library = try PluginLibrary(PluginInfo(path: hello.path), pluginIndex: hello.pluginIndex)
+            (shared, instances) = try InProcessInstances.create(library: library, options: hello.options, count: count,
+                                                                index: hello.pluginIndex, label: hello.label)
+        } catch let e as PluginLoadError {
+            channels[0].send(.failed(kind: e.kind.rawValue, message: e.message))
+            return 0
+        } catch {
+            channels[0].send(.failed(kind: PluginLoadError.Kind.createFailed.rawValue, message: "\(error)"))
+            return 0
+        }
+        channels[0].send(.ready)
+        let slots = Slots()
+        for i in 1..<count {
+            let thread = Thread { serve(channels[i], instances[i], shared: shared, slots: slots) }
+            thread.name = "\(hello.label) instance \(i)"
+            thread.start()
+        }
+        serve(channels[0], instances[0], shared: shared, slots: slots, onDestroy: {
+            instances.forEach { $0.destroy() }
+            shared?.destroy()
+        })
+        return 0
+    }
+
+    /// Serves one instance until cvhost says destroy (socket 0) or goes away; then ends the process.
+    private static func serve(_ channel: WorkerChannel, _ instance: PluginInstance, shared: PluginSharedStage?,
+                              slots: Slots, onDestroy: (() -> Void)? = nil) {
+        func reply(_ call: (Int32, [EmittedResult])) {
+            for r in call.1 { channel.send(.result(type: Array(r.type.utf8), json: r.json)) }
+            channel.send(.done(status: call.0))
+        }
+        func frame(_ m: WorkerMessage.FrameMessage) -> (cvhost_frame, HostServices.FrameStamp)? {
+            guard let slot = slots.table.withLock({ $0[m.slot] }) else { return nil }
+            var f = m.frame
+            var inside = true
+            withUnsafeMutableBytes(of: &f.planes) { raw in
+                let planes = raw.bindMemory(to: cvhost_plane.self)
+                for i in 0..<Int(min(f.plane_count, 4)) {
+                    inside = inside && planes[i].offset &+ planes[i].length <= UInt64(slot.size)
+                    planes[i].data = UnsafeRawPointer(bitPattern: slot.base + UInt(planes[i].offset))?.assumingMemoryBound(to: UInt8.self)
+                    planes[i].fd = slot.fd
+                }
+            }
+            guard inside else { return nil }
+            return (f, HostServices.FrameStamp(sequence: f.sequence, captureTimeNs: f.capture_time_ns,
+                                               presentationTimeNs: f.presentation_time_ns, imagePath: nil))
+        }
+        while true {
+            switch channel.receive() {
+            case .message(.slot(let id, let size), let fds):
+                guard let fd = fds.first else { continue }
+                fds.dropFirst().forEach { close($0) }
+                let p = mmap(nil, Int(size), PROT_READ, MAP_SHARED, fd, 0)
+                guard let p, p != MAP_FAILED else {
+                    close(fd)
+                    continue
+                }
+                // A slot replaced by a larger one: the old mapping goes. The descriptor of the
+                // current one stays open: it is the planes' `fd`, which the plugin may map itself.
+                let old = slots.table.withLock { slots in
+                    defer { slots[id] = (UInt(bitPattern: p), Int(size), fd) }
+                    return slots[id]
+                }
+                if let old {
+                    munmap(UnsafeMutableRawPointer(bitPattern: old.base), old.size)
+                    close(old.fd)
+                }
+            case .message(.process(let m), _):
+                guard var (f, stamp) = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
+                reply(instance.process(&f, stamp: stamp))
+            case .message(.ordered(let m), _):
+                guard var (f, stamp) = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
+                reply(instance.ordered(shared: shared?.handle, &f, stamp: stamp))
+            case .message(.flush, _):
+                reply(instance.flush())
+            case .message(.sharedFlush, _):
+                reply(shared?.flush() ?? (0, []))
+            case .message(.destroy, _):
+                onDestroy?()
+                channel.send(.done(status: 0))
+                _exit(0)
+            case .closed, .failed:
+                // cvhost is gone (or is not speaking our language): nothing more to do.
+                _exit(0)
+            case .message, .timedOut:
+                continue
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import CVHostPluginABI
+
+/// The messages between cvhost and a plugin's worker process, one per SOCK_SEQPACKET packet
+/// (WorkerChannel splits long ones). Binary, little-endian, both ends built from this file: the
+/// worker is always the same cvhost executable re-run, so the format needs no versioning.
+enum WorkerMessage {
+    // cvhost -> worker
+    /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
+    case hello(Hello)
+    /// A memfd slot for frames (its descriptor is attached), registered once.
+    case slot(id: UInt32, size: UInt64)
+    case process(FrameMessage)
+    case ordered(FrameMessage)
+    case flush
+    case sharedFlush
+    /// Destroy the instances and the shared stage, then exit (socket 0).
+    case destroy
+
+    // worker -> cvhost
+    case ready
+    /// hello failed: a PluginLoadError.Kind raw value and the message.
+    case failed(kind: String, message: String)
+    /// One emitted result, as the plugin gave it (checked again by cvhost).
+    case result(type: [UInt8], json: [UInt8])
+    /// The call returned this status; its results came before.
+    case done(status: Int32)
+
+    struct Hello {
+        var path: String
+        var pluginIndex: Int
+        var instances: Int
+        var label: String
+        var options: [(String, String)]
+    }
+
+    /// A frame in a slot: the C frame's fields, with plane offsets into the slot in place of pointers.
+    struct FrameMessage {
+        var slot: UInt32
+        var frame: cvhost_frame
+    }
+
+    private enum Kind: UInt8 {
+        case hello = 1, slot, process, ordered, flush, sharedFlush, destroy
+        case ready = 64, failed, result, done
+    }
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        switch self {
+        case .hello(let h):
+            w.u8(Kind.hello.rawValue)
+            w.string(h.path)
+            w.u64(UInt64(h.pluginIndex))
+            w.u64(UInt64(h.instances))
+            w.string(h.label)
+            w.u64(UInt64(h.options.count))
+            for (k, v) in h.options {
+                w.string(k)
+                w.string(v)
+            }
+        case .slot(let id, let size):
+            w.u8(Kind.slot.rawValue)
+            w.u32(id)
+            w.u64(size)
+        case .process(let f), .ordered(let f):
+            if case .process = self { w.u8(Kind.process.rawValue) } else { w.u8(Kind.ordered.rawValue) }
+            w.u32(f.slot)
+            // The C frame as bytes: the same executable on both ends, so the same layout. The
+            // planes' `data` hold offsets into the slot; the worker turns them into pointers.
+            withUnsafeBytes(of: f.frame) { w.bytes.append(contentsOf: $0) }
+        case .flush: w.u8(Kind.flush.rawValue)
+        case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
+        case .destroy: w.u8(Kind.destroy.rawValue)
+        case .ready: w.u8(Kind.ready.rawValue)
+        case .failed(let kind, let message):
+            w.u8(Kind.failed.rawValue)
+            w.string(kind)
+            w.string(message)
+        case .result(let type, let json):
+            w.u8(Kind.result.rawValue)
+            w.data(type)
+            w.data(json)
+        case .done(let status):
+            w.u8(Kind.done.rawValue)
+            w.u32(UInt32(bitPattern: status))
+        }
+        return w.bytes
+    }
+
+    /// - Returns: nil for a message that is not one of these (a worker that is not ours, or broken).
+    init?(decoding bytes: [UInt8]) {
+        var r = ByteReader(bytes)
+        guard let raw = r.u8(), let kind = Kind(rawValue: raw) else { return nil }
+        switch kind {
+        case .hello:
+            guard let path = r.string(), let index = r.u64(), let instances = r.u64(), let label = r.string(), let n = r.u64(), n < 1024
+            else { return nil }
+            var options: [(String, String)] = []
+            for _ in 0..<n {
+                guard let k = r.string(), let v = r.string() else { return nil }
+                options.append((k, v))
+            }
+            self = .hello(Hello(path: path, pluginIndex: Int(index), instances: Int(instances), label: label, options: options))
+        case .slot:
+            guard let id = r.u32(), let size = r.u64() else { return nil }
+            self = .slot(id: id, size: size)
+        case .process, .ordered:
+            guard let slot = r.u32(), let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
+            let frame = raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) }
+            let message = FrameMessage(slot: slot, frame: frame)
+            self = kind == .process ? .process(message) : .ordered(message)
+        case .flush: self = .flush
+        case .sharedFlush: self = .sharedFlush
+        case .destroy: self = .destroy
+        case .ready: self = .ready
+        case .failed:
+            guard let k = r.string(), let m = r.string() else { return nil }
+            self = .failed(kind: k, message: m)
+        case .result:
+            guard let type = r.data(), let json = r.data() else { return nil }
+            self = .result(type: type, json: json)
+        case .done:
+            guard let s = r.u32() else { return nil }
+            self = .done(status: Int32(bitPattern: s))
+        }
+    }
+}
+
+private struct ByteWriter {
+    var bytes: [UInt8] = []
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func data(_ d: [UInt8]) {
+        u64(UInt64(d.count))
+        bytes += d
+    }
+    mutating func string(_ s: String) { data(Array(s.utf8)) }
+}
+
+private struct ByteReader {
+    let bytes: [UInt8]
+    var at = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    mutating func take(_ n: Int) -> ArraySlice<UInt8>? {
+        guard n >= 0, at + n <= bytes.count else { return nil }
+        defer { at += n }
+        return bytes[at..<at + n]
+    }
+    mutating func u8() -> UInt8? { take(1)?.first }
+    mutating func u32() -> UInt32? { take(4).map { $0.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) } } }
+    mutating func u64() -> UInt64? { take(8).map { $0.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } } }
+    mutating func data() -> [UInt8]? {
+        guard let n = u64(), n <= UInt64(bytes.count) else { return nil }
+        return take(Int(n)).map(Array.init)
+    }
+    mutating func string() -> String? { data().map { String(decoding: $0, as: UTF8.self) } }
+}

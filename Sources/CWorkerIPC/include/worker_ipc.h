@@ -1,0 +1,33 @@
+/*
+ * CWorkerIPC: what a plugin's worker process (isolation=process) needs from C: starting it with
+ * exactly the descriptors it should have, passing descriptors over a unix socket (SCM_RIGHTS,
+ * whose CMSG macros Swift cannot import), and the worker's own restrictions.
+ */
+#ifndef CWORKERIPC_H
+#define CWORKERIPC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Starts `exe` with `argv` and `envp` as a worker: fds[i] becomes descriptor 3 + i, every other descriptor
+ * above 2 is closed, stdin is /dev/null, stdout is this process's stderr (a plugin's printf can
+ * never reach the JSON lines), all signals have their default action and none is blocked, and the
+ * worker is in a process group of its own (a Ctrl-C on the terminal is cvhost's to handle, not the
+ * worker's). Returns 0 and the pid, or an errno value. */
+int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, pid_t *pid);
+
+/* Sends one message with `nfds` descriptors attached (0..4). Returns bytes sent or -errno. */
+ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds);
+
+/* Receives one message and up to `maxfds` descriptors (close-on-exec), waiting at most
+ * `timeout_ms` (-1: for ever). Returns bytes received, 0 at end of stream, -ETIMEDOUT, or -errno. */
+ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms);
+
+/* Called first in the worker: no new privileges (setuid binaries, file capabilities) for it or
+ * what it runs, and SIGKILL when cvhost (`parent`) dies. Returns 0 or an errno value. */
+int cvhost_worker_restrict(pid_t parent);
+
+/* A memfd of `size` bytes (sealed against shrinking), or -errno. */
+int cvhost_memfd(const char *name, size_t size);
+
+#endif

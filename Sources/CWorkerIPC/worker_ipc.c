@@ -1,0 +1,123 @@
+#define _GNU_SOURCE
+#include "worker_ipc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc) return rc;
+    if ((rc = posix_spawnattr_init(&attr))) {
+        posix_spawn_file_actions_destroy(&actions);
+        return rc;
+    }
+    // Move the sockets far up first, so that placing them at 3.. cannot overwrite one another.
+    if (nfds > 64) return EINVAL;
+    for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], 900 + i);
+    for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, 900 + i, 3 + i);
+    if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, 2, 1);
+    if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
+    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
+    if (!rc)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    if (!rc) rc = posix_spawn(pid, exe, &actions, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}
+
+ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    union {
+        char bytes[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > 0) {
+        if (nfds > 4) return -EINVAL;
+        memset(&control, 0, sizeof control);
+        msg.msg_control = control.bytes;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    for (;;) {
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n >= 0) return n;
+        if (errno != EINTR) return -errno;
+    }
+}
+
+ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms) {
+    if (nfds) *nfds = 0;
+    struct pollfd p = {.fd = sock, .events = POLLIN};
+    for (;;) {
+        int r = poll(&p, 1, timeout_ms);
+        if (r > 0) break;
+        if (r == 0) return -ETIMEDOUT;
+        if (errno != EINTR) return -errno;
+    }
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    union {
+        char bytes[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
+    ssize_t n;
+    for (;;) {
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n >= 0) break;
+        if (errno != EINTR) return -errno;
+    }
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int got[4];
+        if (count > 4) count = 4;
+        memcpy(got, CMSG_DATA(c), sizeof(int) * count);
+        for (int i = 0; i < count; i++) {
+            if (fds && nfds && *nfds < maxfds) fds[(*nfds)++] = got[i];
+            else close(got[i]);
+        }
+    }
+    if (msg.msg_flags & MSG_TRUNC) return -EMSGSIZE;
+    return n;
+}
+
+int cvhost_worker_restrict(pid_t parent) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    // cvhost may have died between the spawn and the line above: then nobody would kill us.
+    if (getppid() != parent) return ESRCH;
+    return 0;
+}
+
+int cvhost_memfd(const char *name, size_t size) {
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -errno;
+    if (ftruncate(fd, (off_t)size) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}

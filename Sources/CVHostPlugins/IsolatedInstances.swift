@@ -12,8 +12,8 @@ import Synchronization
 /// Each instance has its own socket and frame slot and is called only from its delivery worker's
 /// thread; what the instances share (the worker, its state) is behind `state`.
 final class IsolatedInstances: PluginInstances, @unchecked Sendable {
-    // @unchecked Sendable: `slots` and `lastStamps` are per instance, each touched only by its
-    // delivery worker's thread; the rest is behind Mutexes or atomic.
+    // @unchecked Sendable: each `lanes` element is touched only by its instance's delivery worker
+    // thread; the rest is behind Mutexes or atomic.
 
     let count: Int
     let isolated = true
@@ -61,10 +61,14 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     private let starting = Mutex(())
     /// Each instance's call in progress.
     private let calls: Mutex<[PluginCall?]>
-    private var slots: [FrameSlot?]
-    /// The frame each instance processed last (its flush's results belong to it), and the last
-    /// one through the ordered stage (shared_flush's).
-    private var lastStamps: [HostServices.FrameStamp?]
+    /// What belongs to one instance: its frame slot, and the frame it processed last (its flush's
+    /// results belong to it).
+    private final class Lane {
+        var slot: FrameSlot?
+        var lastStamp: HostServices.FrameStamp?
+    }
+    private let lanes: [Lane]
+    /// The last frame through the ordered stage (shared_flush's results belong to it).
     private let lastOrdered = Mutex<HostServices.FrameStamp?>(nil)
     private let invalid = Atomic<UInt64>(0)
     private let copiedFrames = Atomic<UInt64>(0)
@@ -83,8 +87,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         self.limits = limits
         self.report = report
         calls = Mutex(Array(repeating: nil, count: count))
-        slots = Array(repeating: nil, count: count)
-        lastStamps = Array(repeating: nil, count: count)
+        lanes = (0..<count).map { _ in Lane() }
         let worker = try start(generation: 1)
         state.withLock { s in
             s.worker = worker
@@ -96,7 +99,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     func process(worker i: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
-        lastStamps[i] = stamp
+        lanes[i].lastStamp = stamp
         do {
             let slot = try slotFor(i, pixels: frame)
             slot.copy(into: &frame)
@@ -113,13 +116,13 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
         lastOrdered.withLock { $0 = stamp }
         // The frame is still in the instance's slot (process put it there; nothing else writes it).
-        guard let slot = slots[i], register(slot, instance: i, with: w) else { return died(w, .closed, "ordered", frame.sequence) }
+        guard let slot = lanes[i].slot, register(slot, instance: i, with: w) else { return died(w, .closed, "ordered", frame.sequence) }
         return call(i, on: w, .ordered(.init(slot: slot.id, frame: frame)), "ordered", frame.sequence, stamp)
     }
 
     func flush(worker i: Int) -> PluginCallOutcome {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
-        return call(i, on: w, .flush, "flush", nil, lastStamps[i])
+        return call(i, on: w, .flush, "flush", nil, lanes[i].lastStamp)
     }
 
     func flushShared() -> PluginCallOutcome {
@@ -225,9 +228,9 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     /// The instance's slot, replaced by a larger one when the frame does not fit.
     private func slotFor(_ i: Int, pixels frame: cvhost_frame) throws -> FrameSlot {
         let needed = FrameSlot.bytes(for: frame)
-        if let slot = slots[i], slot.size >= needed { return slot }
+        if let slot = lanes[i].slot, slot.size >= needed { return slot }
         let slot = try FrameSlot(id: UInt32(i), size: max(needed, 64 * 1024))
-        slots[i] = slot
+        lanes[i].slot = slot
         return slot
     }
 

@@ -52,6 +52,12 @@ final class WorkerProcess: @unchecked Sendable {
         self.generation = generation
     }
 
+    /// cvhost's ends are closed only when no call holds the worker any more: closed earlier, their
+    /// numbers could be reused by the next worker's sockets while another instance's thread still reads.
+    deinit {
+        channels.forEach { $0.close() }
+    }
+
     /// The thread every worker is started from. A worker dies with the THREAD that started it
     /// (PR_SET_PDEATHSIG follows the parent thread, not the process), so workers are started from
     /// one thread that lives as long as cvhost, not from the delivery thread that restarts one.
@@ -62,8 +68,8 @@ final class WorkerProcess: @unchecked Sendable {
         if ended == nil { _ = Glibc.kill(pid, SIGKILL) }
     }
 
-    /// Waits for the worker to end (call after it closed its sockets or was killed) and closes
-    /// cvhost's ends. - Returns: how it ended.
+    /// Waits for the worker to end (call after it closed its sockets or was killed).
+    /// - Returns: how it ended.
     @discardableResult
     func reap() -> Termination {
         if let ended { return ended }
@@ -72,7 +78,6 @@ final class WorkerProcess: @unchecked Sendable {
         // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (macros).
         let signal = status & 0x7F
         let result: Termination = signal != 0 && signal != 0x7F ? .signaled(signal) : .exited((status >> 8) & 0xFF)
-        channels.forEach { $0.close() }
         ended = result
         return result
     }

@@ -175,6 +175,7 @@ struct RunCommand: ParsableCommand {
         // its own runner of every plugin (own instances, queues and metrics).
         var runners: [[PluginRunner]] = []
         defer { HungPluginStop.shutDown(Array(runners.joined())) }
+        // Only while plugins are created: from then on, HungPluginStop names a hang.
         let creation = HungPluginStop.CreationWatch(stop: stop)
         defer { creation.finish() }
         do {
@@ -197,6 +198,7 @@ struct RunCommand: ParsableCommand {
         } catch let error as PluginLoadError {
             throw fail(error.message, code: error.kind.exitCode)
         }
+        creation.finish()
 
         // Then every input: one that cannot be opened ends the run before any starts (exit 3).
         var sources: [SourceRun] = []

@@ -73,7 +73,7 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
         shared?.destroy()
     }
 
-    var currentCalls: [PluginCall] { instances.compactMap(\.currentCall) }
+    var currentCalls: [PluginCall] { (instances.map(\.calls) + [shared?.calls].compactMap { $0 }).compactMap(\.currentCall) }
 
     var invalidResults: UInt64 { instances.reduce(shared?.services.invalidResults ?? 0) { $0 + $1.services.invalidResults } }
 

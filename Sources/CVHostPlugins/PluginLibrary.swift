@@ -22,11 +22,9 @@ struct PluginLibrary: @unchecked Sendable {
         self.info = info
         // RTLD_LOCAL: two plugins may define the same symbols without seeing each other's. Loading
         // runs the plugin's constructors: a crash in them is the plugin's, and named as such.
-        let guardName = strdup(info.name)
-        defer { free(guardName) }
-        cvhost_guard_enter(guardName, Int32(pluginIndex), CVHOST_GUARD_CREATE, 0)
-        let loaded = dlopen(info.path, RTLD_NOW | RTLD_LOCAL)
-        cvhost_guard_leave()
+        let loaded = PluginCallGuard(plugin: info.name, index: pluginIndex).run(CVHOST_GUARD_CREATE, "load") {
+            dlopen(info.path, RTLD_NOW | RTLD_LOCAL)
+        }
         guard let handle = loaded else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             throw PluginLoadError(.notSharedObject, "cannot load plugin \(info.path): \(reason)")

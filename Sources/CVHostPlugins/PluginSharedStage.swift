@@ -12,20 +12,20 @@ final class PluginSharedStage: @unchecked Sendable {
     let services: HostServices
     private let library: PluginLibrary
     private(set) var handle: UnsafeMutableRawPointer?
-    private let guardName: UnsafeMutablePointer<CChar>
+    let calls: PluginCallGuard
 
     /// Calls shared_create.
     /// - Throws: `.createFailed` or `.badOptionValue` with the plugin's own message.
     init(library: PluginLibrary, options: [(String, String)], services: HostServices) throws {
         self.library = library
         self.services = services
-        guardName = strdup(library.info.name)
+        calls = PluginCallGuard(plugin: library.info.name, index: services.pluginIndex)
         let create = library.descriptor.shared_create!
-        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_CREATE, 0)
-        let (rc, message) = withOptionValues(options) { values, count in
-            callCreate { out, error, size in create(services.host, values, count, &out, error, size) }
+        let (rc, message) = calls.run(CVHOST_GUARD_CREATE, "shared_create") {
+            withOptionValues(options) { values, count in
+                callCreate { out, error, size in create(services.host, values, count, &out, error, size) }
+            }
         }
-        cvhost_guard_leave()
         guard rc.status == 0 else { throw createError(plugin: library.info.name, status: rc.status, message: message) }
         handle = rc.handle
     }
@@ -33,21 +33,15 @@ final class PluginSharedStage: @unchecked Sendable {
     /// Calls shared_flush, if the plugin has one; its results belong to the last frame processed.
     func flush() -> (Int32, [EmittedResult]) {
         guard let flush = library.descriptor.shared_flush else { return (0, []) }
-        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_FLUSH, 0)
-        defer { cvhost_guard_leave() }
-        return services.during(frame: nil) { flush(handle) }
+        return calls.run(CVHOST_GUARD_FLUSH, "shared_flush") { services.during(frame: nil) { flush(handle) } }
     }
 
     /// Calls shared_destroy. After every instance's destroy.
     func destroy() {
         guard handle != nil else { return }
-        cvhost_guard_enter(guardName, Int32(services.pluginIndex), CVHOST_GUARD_DESTROY, 0)
-        library.descriptor.shared_destroy?(handle)
-        cvhost_guard_leave()
+        calls.run(CVHOST_GUARD_DESTROY, "shared_destroy") { library.descriptor.shared_destroy?(handle) }
         handle = nil
     }
-
-    deinit { free(guardName) }
 }
 
 /// Runs `body` with the options as a C array of cvhost_option_value (valid during the call).

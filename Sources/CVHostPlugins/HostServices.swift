@@ -47,14 +47,15 @@ final class HostServices: @unchecked Sendable {
         var results: [EmittedResult] = []
     }
     private let call = Mutex(Call())
-    /// Results refused; read by the metrics writer on another thread, hence atomic.
-    private let refused = Atomic<UInt64>(0)
-    var invalidResults: UInt64 { refused.load(ordering: .relaxed) }
+    /// Results refused; read by the metrics writer on another thread.
+    private let refused: RepeatedWarning
+    var invalidResults: UInt64 { refused.total }
 
     /// - Parameters: instance: nil for the host given to shared_create; shared: the plugin's shared state.
     init(pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int, shared: UnsafeMutableRawPointer? = nil) {
         self.pluginIndex = pluginIndex
         self.logSource = logSource
+        refused = RepeatedWarning(source: logSource)
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
             struct_size: UInt32(MemoryLayout<cvhost_host>.size), abi_major: UInt16(CVHOST_PLUGIN_ABI_MAJOR),
@@ -100,13 +101,12 @@ final class HostServices: @unchecked Sendable {
         guard let type, let json else {
             return reject("emit() was called with a NULL type or object")
         }
+        func bytes(_ s: UnsafePointer<CChar>) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: UnsafeRawPointer(s).assumingMemoryBound(to: UInt8.self), count: strlen(s))
+        }
         let checked: (type: String, json: [UInt8])
         do {
-            checked = try json.withMemoryRebound(to: UInt8.self, capacity: strlen(json)) {
-                try EmittedResult.check(type: UnsafeBufferPointer(start: UnsafeRawPointer(type).assumingMemoryBound(to: UInt8.self),
-                                                                  count: strlen(type)),
-                                        json: UnsafeBufferPointer(start: $0, count: strlen(json)))
-            }
+            checked = try EmittedResult.check(type: bytes(type), json: bytes(json))
         } catch {
             return reject("\(error)")
         }
@@ -114,13 +114,9 @@ final class HostServices: @unchecked Sendable {
         return 0
     }
 
-    /// Counts a refused result and logs it (the first few in full, then every 1000th, so that a
-    /// broken plugin cannot flood stderr).
-    func reject(_ message: String, code: Int32 = -EINVAL) -> Int32 {
-        let n = refused.add(1, ordering: .relaxed).newValue
-        if n <= 5 || n % 1000 == 0 {
-            Log.warning("\(message) (\(n) so far)", source: logSource)
-        }
+    /// Counts a refused result and logs it (RepeatedWarning).
+    private func reject(_ message: String, code: Int32 = -EINVAL) -> Int32 {
+        refused.record { "\(message) (\($0) so far)" }
         return code
     }
 }

@@ -70,7 +70,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     private let lanes: [Lane]
     /// The last frame through the ordered stage (shared_flush's results belong to it).
     private let lastOrdered = Mutex<HostServices.FrameStamp?>(nil)
-    private let invalid = Atomic<UInt64>(0)
+    private let invalid: RepeatedWarning
     private let copiedFrames = Atomic<UInt64>(0)
 
     /// Starts the worker and creates the plugin's shared stage and instances in it.
@@ -86,6 +86,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         pluginIndex = index
         self.limits = limits
         self.report = report
+        invalid = RepeatedWarning(source: label)
         calls = Mutex(Array(repeating: nil, count: count))
         lanes = (0..<count).map { _ in Lane() }
         let worker = try start(generation: 1)
@@ -101,7 +102,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
         lanes[i].lastStamp = stamp
         do {
-            let slot = try slotFor(i, pixels: frame)
+            let slot = try slotFor(i, frame)
             slot.copy(into: &frame)
             copiedFrames.add(1, ordering: .relaxed)
             guard register(slot, instance: i, with: w) else { return died(w, .closed, "process", frame.sequence) }
@@ -158,7 +159,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     var currentCalls: [PluginCall] { calls.withLock { $0.compactMap { $0 } } }
 
-    var invalidResults: UInt64 { invalid.load(ordering: .relaxed) }
+    var invalidResults: UInt64 { invalid.total }
 
     var isQuarantined: Bool {
         state.withLock { if case .quarantined = $0.phase { true } else { false } }
@@ -209,8 +210,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
                     lines.append(EmittedResult(type: checked.type, json: checked.json, frame: stamp)
                         .line(source: source, plugin: pluginName, pluginIndex: pluginIndex))
                 } catch {
-                    let n = invalid.add(1, ordering: .relaxed).newValue
-                    if n <= 5 || n % 1000 == 0 { Log.warning("\(error) (\(n) so far)", source: hello.label) }
+                    invalid.record { "\(error) (\($0) so far)" }
                 }
             case .message(.done(let status), _):
                 checkMemory(w, sequence)
@@ -226,7 +226,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     }
 
     /// The instance's slot, replaced by a larger one when the frame does not fit.
-    private func slotFor(_ i: Int, pixels frame: cvhost_frame) throws -> FrameSlot {
+    private func slotFor(_ i: Int, _ frame: cvhost_frame) throws -> FrameSlot {
         let needed = FrameSlot.bytes(for: frame)
         if let slot = lanes[i].slot, slot.size >= needed { return slot }
         let slot = try FrameSlot(id: UInt32(i), size: max(needed, 64 * 1024))
@@ -388,7 +388,6 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         case .closed: "crashed in \(what)"
         }
         Log.error("plugin \(pluginName) \(why): worker \(w.pid) \(Self.describe(termination))", source: hello.label)
-        if case .memory = cause { return .returned(status: 0, lines: []) }
         return .crashed
     }
 

@@ -37,6 +37,11 @@ enum PluginCallOutcome {
     case dropped(DropReason)
     /// The plugin's worker process crashed (or was killed, hung) during the call: the frame failed.
     case crashed
+
+    /// The call was made and returned 0.
+    var succeeded: Bool {
+        if case .returned(0, _) = self { true } else { false }
+    }
 }
 
 /// A call into a plugin: which callback, for which frame, since when (monotonic ns).

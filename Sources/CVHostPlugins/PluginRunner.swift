@@ -33,7 +33,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     private let turns = OrderedTurns()
     private let writer: JSONLineWriter
     private let finishing = Mutex<(workers: Int, lines: [[UInt8]])>((0, []))
-    private let failureLogs = Atomic<UInt64>(0)
+    private let failures: RepeatedWarning
 
     /// Creates the plugin's instances and its output.
     /// - Parameters:
@@ -57,6 +57,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         })
         output = VideoDataOutput(plugin: plugin, configuration: configuration, label: label, queueDepth: queueDepth,
                                  backpressure: backpressure)
+        failures = RepeatedWarning(source: label)
         switch configuration.isolation {
         case .none:
             instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label)
@@ -98,26 +99,22 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             }
         }
         let end = HostClock.monotonicNs()
+        var lines: [[UInt8]] = []
         switch outcome {
-        case .returned(let status, let lines):
-            metrics.record(sequence: sample.sequence, ok: status == 0, processingNs: end - start,
-                           latencyNs: end &- sample.monotonicCaptureNs, results: lines.count, endNs: end)
-            if status != 0 {
-                let n = failureLogs.add(1, ordering: .relaxed).newValue
-                if n <= 5 || n % 1000 == 0 {
-                    Log.warning("process() failed on frame \(sample.sequence) with \(errnoName(status)) (\(n) failures so far)",
-                                source: output.label)
-                }
-            }
-            sequencer.submit(ticket: context.ticket, lines: lines)
         case .dropped(let reason):
             output.countDrop(reason)
-            sequencer.submit(ticket: context.ticket, lines: [])
+        case .returned(let status, let emitted):
+            lines = emitted
+            if status != 0 {
+                failures.record { "process() failed on frame \(sample.sequence) with \(errnoName(status)) (\($0) failures so far)" }
+            }
+            fallthrough
         case .crashed:
-            metrics.record(sequence: sample.sequence, ok: false, processingNs: end - start,
-                           latencyNs: end &- sample.monotonicCaptureNs, results: 0, endNs: end)
-            sequencer.submit(ticket: context.ticket, lines: [])
+            // Made, well or not; a crash is a failed frame (the instances told of the crash itself).
+            metrics.record(sequence: sample.sequence, ok: outcome.succeeded, processingNs: end - start,
+                           latencyNs: end &- sample.monotonicCaptureNs, results: lines.count, endNs: end)
         }
+        sequencer.submit(ticket: context.ticket, lines: lines)
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {

@@ -108,10 +108,10 @@ public enum PluginWorker {
                     close(old.fd)
                 }
             case .message(.process(let m), _):
-                guard var (f, stamp) = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
+                guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
                 reply(instance.process(&f, stamp: stamp))
             case .message(.ordered(let m), _):
-                guard var (f, stamp) = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
+                guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
                 reply(instance.ordered(shared: shared?.handle, &f, stamp: stamp))
             case .message(.flush, _):
                 reply(instance.flush())

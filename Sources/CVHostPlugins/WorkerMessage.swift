@@ -66,7 +66,7 @@ enum WorkerMessage {
             if case .process = self { w.u8(Kind.process.rawValue) } else { w.u8(Kind.ordered.rawValue) }
             w.u32(f.slot)
             // The C frame as bytes: the same executable on both ends, so the same layout. The
-            // planes' `data` hold offsets into the slot; the worker turns them into pointers.
+            // planes' `data` are NULL and their `offset` is into the slot: the worker sets `data`.
             withUnsafeBytes(of: f.frame) { w.bytes.append(contentsOf: $0) }
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)

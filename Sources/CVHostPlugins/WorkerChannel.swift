@@ -4,9 +4,13 @@ import Glibc
 /// One end of a SOCK_SEQPACKET socket between cvhost and a plugin's worker process: messages
 /// kept whole (a packet is a message, or part of one: long results are split into packets of at
 /// most 32 KiB, each led by a byte saying whether more follow), with descriptors attached.
-struct WorkerChannel: @unchecked Sendable {
-    // @unchecked Sendable: a descriptor; each channel is used by one thread at a time.
+final class WorkerChannel: @unchecked Sendable {
+    // @unchecked Sendable: each channel is used by one thread at a time (its instance's).
     let fd: Int32
+    /// Where packets are received, kept: a call's messages arrive on every frame.
+    private var buffer = [UInt8](repeating: 0, count: WorkerChannel.packetPayload + 1)
+
+    init(fd: Int32) { self.fd = fd }
 
     /// What receive() got.
     enum Received {
@@ -52,7 +56,6 @@ struct WorkerChannel: @unchecked Sendable {
     func receive(timeoutMs: Int32 = -1) -> Received {
         var message: [UInt8] = []
         var fds: [Int32] = []
-        var buffer = [UInt8](repeating: 0, count: WorkerChannel.packetPayload + 1)
         while true {
             var got: [Int32] = [-1, -1, -1, -1]
             var count: Int32 = 0

@@ -28,15 +28,18 @@ let package = Package(
         // The one public header plugin authors compile against.
         .target(name: "CVHostPluginABI", path: "Sources/CVHostPluginABI"),
 
+        // Shared memory (memfd) for pixel buffers a plugin's worker process maps (C: memfd_create, seals).
+        .target(name: "CSharedMemory", path: "Sources/CSharedMemory"),
+
         // Session, devices, formats, connections, video data output, pixel buffers, events; pixel
         // conversions and frames decoded by FFmpeg as pixel buffers (libswscale, libavutil).
-        .target(name: "CVHostCore", dependencies: ["CFFmpeg"], path: "Sources/CVHostCore"),
+        .target(name: "CVHostCore", dependencies: ["CFFmpeg", "CSharedMemory"], path: "Sources/CVHostCore"),
 
         // The signal handler that names a plugin that crashed the process (C: async-signal-safe).
         .target(name: "CPluginGuard", path: "Sources/CPluginGuard"),
 
         // A plugin's worker process (isolation=process): spawning it with only the descriptors it
-        // needs, descriptors over unix sockets (SCM_RIGHTS), no_new_privs, memfd (C: macros Swift cannot import).
+        // needs, descriptors over unix sockets (SCM_RIGHTS), no_new_privs (C: macros Swift cannot import).
         .target(name: "CWorkerIPC", path: "Sources/CWorkerIPC"),
 
         // FFmpeg's libav* (decoding of video files, streams, still images and MJPEG; pixel conversions).

@@ -16,6 +16,7 @@ const unsigned long CV4L2Shim_VIDIOC_REQBUFS = VIDIOC_REQBUFS;
 const unsigned long CV4L2Shim_VIDIOC_QUERYBUF = VIDIOC_QUERYBUF;
 const unsigned long CV4L2Shim_VIDIOC_QBUF = VIDIOC_QBUF;
 const unsigned long CV4L2Shim_VIDIOC_DQBUF = VIDIOC_DQBUF;
+const unsigned long CV4L2Shim_VIDIOC_EXPBUF = VIDIOC_EXPBUF;
 const unsigned long CV4L2Shim_VIDIOC_STREAMON = VIDIOC_STREAMON;
 const unsigned long CV4L2Shim_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
 const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL = VIDIOC_QUERYCTRL;

@@ -17,12 +17,16 @@ public final class PixelBuffer: @unchecked Sendable {
         public let rows: Int
         /// Samples per row in this plane (the width of a chroma plane is half the frame's).
         public let samplesPerRow: Int
+        /// Where the plane lies in memory another process can map, when it does (nil: private
+        /// memory, which a plugin's worker process gets a copy of).
+        public let shared: SharedMemory.Location?
 
-        public init(base: UnsafeRawPointer, bytesPerRow: Int, rows: Int, samplesPerRow: Int) {
+        public init(base: UnsafeRawPointer, bytesPerRow: Int, rows: Int, samplesPerRow: Int, shared: SharedMemory.Location? = nil) {
             self.base = base
             self.bytesPerRow = bytesPerRow
             self.rows = rows
             self.samplesPerRow = samplesPerRow
+            self.shared = shared
         }
     }
 
@@ -54,7 +58,8 @@ public final class PixelBuffer: @unchecked Sendable {
     }
 
     /// Allocates a buffer with tightly packed planes (rows padded to 16 bytes) and lets `fill`
-    /// write its pixels before the buffer is shared.
+    /// write its pixels before the buffer is shared. The memory is shared memory from the pool
+    /// when it is on (a plugin runs in a worker process), else the heap's.
     public static func allocate(
         format: PixelFormat, width: Int, height: Int, colorimetry: Colorimetry,
         fill: (_ planes: [UnsafeMutableRawPointer], _ bytesPerRow: [Int]) throws -> Void
@@ -62,19 +67,28 @@ public final class PixelBuffer: @unchecked Sendable {
         let layout = format.planeLayout(width: width, height: height)
         let strides = layout.map { ($0.rowBytes + 15) & ~15 }
         let sizes = zip(strides, layout).map { $0 * $1.rows }
-        let memory = Allocation(byteCount: sizes.reduce(0, +))
+        let byteCount = sizes.reduce(0, +)
+        let lease = SharedMemoryPool.shared.take(byteCount: byteCount)
+        let owner: AnyObject, start: UnsafeMutableRawPointer
+        if let lease {
+            (owner, start) = (lease, lease.block.base)
+        } else {
+            let heap = Allocation(byteCount: byteCount)
+            (owner, start) = (heap, heap.pointer)
+        }
+        var offsets: [Int] = []
         var offset = 0
-        var pointers: [UnsafeMutableRawPointer] = []
         for size in sizes {
-            pointers.append(memory.pointer + offset)
+            offsets.append(offset)
             offset += size
         }
-        try fill(pointers, strides)
-        let planes = (0..<layout.count).map {
-            Plane(base: UnsafeRawPointer(pointers[$0]), bytesPerRow: strides[$0], rows: layout[$0].rows,
-                  samplesPerRow: layout[$0].samplesPerRow)
+        try fill(offsets.map { start + $0 }, strides)
+        let planes = (0..<layout.count).map { i in
+            Plane(base: UnsafeRawPointer(start + offsets[i]), bytesPerRow: strides[i], rows: layout[i].rows,
+                  samplesPerRow: layout[i].samplesPerRow,
+                  shared: lease.map { SharedMemory.Location(memory: $0.block.memory, offset: offsets[i]) })
         }
-        return PixelBuffer(format: format, width: width, height: height, planes: planes, colorimetry: colorimetry, owner: memory)
+        return PixelBuffer(format: format, width: width, height: height, planes: planes, colorimetry: colorimetry, owner: owner)
     }
 
     /// This image in `target` format: itself, a zero-copy view (gray8 from a luma-first format),

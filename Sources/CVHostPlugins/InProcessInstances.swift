@@ -50,11 +50,11 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     let workerMetrics: JSONObject? = nil
     let isQuarantined = false
 
-    func process(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func process(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         returned(instances[worker].process(&frame, stamp: stamp))
     }
 
-    func ordered(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func ordered(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         defer { shared?.services.remember(frame: stamp) }
         return returned(instances[worker].ordered(shared: shared?.handle, &frame, stamp: stamp))
     }

@@ -9,7 +9,7 @@ import Synchronization
 /// worker after a backoff (`plugin.restarted`), and after `quarantineAfter` crashes within
 /// `quarantineWindow` gives the plugin up (`plugin.quarantined`): the run goes on without it.
 ///
-/// Each instance has its own socket and frame slot and is called only from its delivery worker's
+/// Each instance has its own socket and frame transfer and is called only from its delivery worker's
 /// thread; what the instances share (the worker, its state) is behind `state`.
 final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     // @unchecked Sendable: each `lanes` element is touched only by its instance's delivery worker
@@ -61,17 +61,19 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     private let starting = Mutex(())
     /// Each instance's call in progress.
     private let calls: Mutex<[PluginCall?]>
-    /// What belongs to one instance: its frame slot, and the frame it processed last (its flush's
-    /// results belong to it).
+    /// What belongs to one instance: how its frames reach the worker, and the frame it processed
+    /// last (its flush's results belong to it).
     private final class Lane {
-        var slot: FrameSlot?
+        let transfer = FrameTransfer()
         var lastStamp: HostServices.FrameStamp?
     }
     private let lanes: [Lane]
     /// The last frame through the ordered stage (shared_flush's results belong to it).
     private let lastOrdered = Mutex<HostServices.FrameStamp?>(nil)
     private let invalid: RepeatedWarning
+    /// Frames copied into a slot, and frames that went in the shared memory they were in.
     private let copiedFrames = Atomic<UInt64>(0)
+    private let sharedFrames = Atomic<UInt64>(0)
 
     /// Starts the worker and creates the plugin's shared stage and instances in it.
     /// - Throws: `PluginLoadError`: what create() said (.createFailed, .badOptionValue), or that
@@ -89,6 +91,8 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         invalid = RepeatedWarning(source: label)
         calls = Mutex(Array(repeating: nil, count: count))
         lanes = (0..<count).map { _ in Lane() }
+        // Frames made from now on are made where the worker can map them.
+        SharedMemoryPool.shared.enable()
         let worker = try start(generation: 1)
         state.withLock { s in
             s.worker = worker
@@ -98,27 +102,31 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     // MARK: - Calls
 
-    func process(worker i: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func process(worker i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
         lanes[i].lastStamp = stamp
         do {
-            let slot = try slotFor(i, frame)
-            slot.copy(into: &frame)
-            copiedFrames.add(1, ordering: .relaxed)
-            guard register(slot, instance: i, with: w) else { return died(w, .closed, "process", frame.sequence) }
-            return call(i, on: w, .process(.init(slot: slot.id, frame: frame)), "process", frame.sequence, stamp)
+            guard let (way, memory) = try lanes[i].transfer.prepare(&frame, pixels: pixels, channel: w.channels[i], generation: w.generation)
+            else { return died(w, .closed, "process", frame.sequence) }
+            switch way {
+            case .shared: sharedFrames.add(1, ordering: .relaxed)
+            case .copied: copiedFrames.add(1, ordering: .relaxed)
+            }
+            return call(i, on: w, .process(.init(memory: memory, frame: frame)), "process", frame.sequence, stamp)
         } catch {
             Log.error("\(error)", source: hello.label)
             return .dropped(droppedReason)
         }
     }
 
-    func ordered(worker i: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func ordered(worker i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         guard let w = liveWorker() else { return .dropped(droppedReason) }
         lastOrdered.withLock { $0 = stamp }
-        // The frame is still in the instance's slot (process put it there; nothing else writes it).
-        guard let slot = lanes[i].slot, register(slot, instance: i, with: w) else { return died(w, .closed, "ordered", frame.sequence) }
-        return call(i, on: w, .ordered(.init(slot: slot.id, frame: frame)), "ordered", frame.sequence, stamp)
+        // process() prepared this frame: it is where it was (the runner holds `pixels`; nothing
+        // else writes the slot). A worker restarted since then has not mapped it, and its
+        // shared state never saw the frame's process(): the frame is lost to the restart.
+        guard w.generation == lanes[i].transfer.generation else { return .dropped(.restarting) }
+        return call(i, on: w, .ordered(.init(memory: lanes[i].transfer.lastMemory, frame: frame)), "ordered", frame.sequence, stamp)
     }
 
     func flush(worker i: Int) -> PluginCallOutcome {
@@ -181,6 +189,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         o.set("crashes", s.crashes)
         o.set("timeouts", s.timeouts)
         o.set("memory_restarts", s.memoryKills)
+        o.set("shared_frames", sharedFrames.load(ordering: .relaxed))
         o.set("copied_frames", copiedFrames.load(ordering: .relaxed))
         return o
     }
@@ -223,23 +232,6 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
                 return died(w, .protocolError, callback, sequence)
             }
         }
-    }
-
-    /// The instance's slot, replaced by a larger one when the frame does not fit.
-    private func slotFor(_ i: Int, _ frame: cvhost_frame) throws -> FrameSlot {
-        let needed = FrameSlot.bytes(for: frame)
-        if let slot = lanes[i].slot, slot.size >= needed { return slot }
-        let slot = try FrameSlot(id: UInt32(i), size: max(needed, 64 * 1024))
-        lanes[i].slot = slot
-        return slot
-    }
-
-    /// Gives the worker the slot once per worker. - Returns: false when the worker is gone.
-    private func register(_ slot: FrameSlot, instance i: Int, with w: WorkerProcess) -> Bool {
-        guard slot.registeredWith != w.generation else { return true }
-        guard w.channels[i].send(.slot(id: slot.id, size: UInt64(slot.size)), fds: [slot.fd]) else { return false }
-        slot.registeredWith = w.generation
-        return true
     }
 
     private func checkMemory(_ w: WorkerProcess, _ sequence: UInt64?) {

@@ -8,11 +8,11 @@ protocol PluginInstances: AnyObject, Sendable {
     var count: Int { get }
     /// True when the instances run in a worker process (isolation=process).
     var isolated: Bool { get }
-    /// Calls process() on one frame.
-    func process(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call).
+    func process(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
     /// Calls ordered() (the ordered stage) for the frame `worker` just processed; the runner
     /// makes these calls one at a time, in frame order.
-    func ordered(worker: Int, frame: inout cvhost_frame, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    func ordered(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
     /// Calls flush() (if the plugin has one) after the worker's last frame.
     func flush(worker: Int) -> PluginCallOutcome
     /// Calls shared_flush() (if the plugin has one) after every worker's flush.

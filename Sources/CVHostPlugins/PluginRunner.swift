@@ -84,14 +84,13 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         var frame = cvhost_frame(sample, pixelBuffer, deliveryIndex: context.ticket)
         let start = HostClock.monotonicNs()
         let stamp = HostServices.FrameStamp(sample)
-        var outcome = withExtendedLifetime(pixelBuffer) {
-            instances.process(worker: context.worker, frame: &frame, stamp: stamp)
-        }
+        // `frame` points into `pixelBuffer`, which the calls hold.
+        var outcome = instances.process(worker: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp)
         if plugin.hasOrderedStage {
             outcome = turns.take(context.ticket) {
                 // Only a frame the plugin processed (well or not) goes on to the ordered stage.
                 guard case .returned(let status, let lines) = outcome else { return outcome }
-                switch withExtendedLifetime(pixelBuffer, { instances.ordered(worker: context.worker, frame: &frame, stamp: stamp) }) {
+                switch instances.ordered(worker: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp) {
                 case .returned(let orderedStatus, let more): return .returned(status: status != 0 ? status : orderedStatus, lines: lines + more)
                 case .dropped(let reason): return .dropped(reason)
                 case .crashed: return .crashed

@@ -2,18 +2,11 @@ import CVHostCore
 import CVHostPluginABI
 import CWorkerIPC
 import Foundation
-import Synchronization
-
-/// The frame slots cvhost registered with this worker, by id: mapped read-only, with their descriptors.
-private final class Slots: Sendable {
-    // Addresses as numbers: a Mutex holds only Sendable values.
-    let table = Mutex<[UInt32: (base: UInt, size: Int, fd: Int32)]>([:])
-}
 
 /// The worker process of one `--plugin` (isolation=process): the cvhost executable run again with
 /// `--cvhost-plugin-worker`. It loads the plugin, makes its shared stage and instances, and serves
 /// one instance per socket (descriptors 3, 4, ...), each on its own thread, as cvhost's own process
-/// would call them: frames come as memfd slots it maps read-only, results go back unformatted, for
+/// would call them: frames come in shared memory it maps read-only, results go back unformatted, for
 /// cvhost to check and write. It holds nothing else of cvhost's: no stdout (its descriptor 1 is
 /// cvhost's stderr), no other descriptor, no new privileges.
 public enum PluginWorker {
@@ -51,13 +44,12 @@ public enum PluginWorker {
             return 0
         }
         channels[0].send(.ready)
-        let slots = Slots()
         for i in 1..<count {
-            let thread = Thread { serve(channels[i], instances[i], shared: shared, slots: slots) }
+            let thread = Thread { serve(channels[i], instances[i], shared: shared) }
             thread.name = "\(hello.label) instance \(i)"
             thread.start()
         }
-        serve(channels[0], instances[0], shared: shared, slots: slots, onDestroy: {
+        serve(channels[0], instances[0], shared: shared, onDestroy: {
             instances.forEach { $0.destroy() }
             shared?.destroy()
         })
@@ -66,21 +58,34 @@ public enum PluginWorker {
 
     /// Serves one instance until cvhost says destroy (socket 0) or goes away; then ends the process.
     private static func serve(_ channel: WorkerChannel, _ instance: PluginInstance, shared: PluginSharedStage?,
-                              slots: Slots, onDestroy: (() -> Void)? = nil) {
+                              onDestroy: (() -> Void)? = nil) {
+        /// The shared memory cvhost sent on this socket, by id: mapped read-only, with its descriptor.
+        var mapped: [UInt64: (base: UnsafeRawPointer, size: Int, fd: Int32)] = [:]
+        func unmap(_ id: UInt64) {
+            guard let m = mapped.removeValue(forKey: id) else { return }
+            munmap(UnsafeMutableRawPointer(mutating: m.base), m.size)
+            close(m.fd)
+        }
         func reply(_ call: (Int32, [EmittedResult])) {
             for r in call.1 { channel.send(.result(type: Array(r.type.utf8), json: r.json)) }
             channel.send(.done(status: call.0))
         }
         func frame(_ m: WorkerMessage.FrameMessage) -> (cvhost_frame, HostServices.FrameStamp)? {
-            guard let slot = slots.table.withLock({ $0[m.slot] }) else { return nil }
             var f = m.frame
+            let count = Int(min(f.plane_count, 4))
+            guard m.memory.count >= count else { return nil }
             var inside = true
             withUnsafeMutableBytes(of: &f.planes) { raw in
                 let planes = raw.bindMemory(to: cvhost_plane.self)
-                for i in 0..<Int(min(f.plane_count, 4)) {
-                    inside = inside && planes[i].offset &+ planes[i].length <= UInt64(slot.size)
-                    planes[i].data = UnsafeRawPointer(bitPattern: slot.base + UInt(planes[i].offset))?.assumingMemoryBound(to: UInt8.self)
-                    planes[i].fd = slot.fd
+                for i in 0..<count {
+                    guard let memory = mapped[m.memory[i]], planes[i].offset <= UInt64(memory.size),
+                          planes[i].length <= UInt64(memory.size) - planes[i].offset
+                    else {
+                        inside = false
+                        return
+                    }
+                    planes[i].data = (memory.base + Int(planes[i].offset)).assumingMemoryBound(to: UInt8.self)
+                    planes[i].fd = memory.fd
                 }
             }
             guard inside else { return nil }
@@ -89,24 +94,19 @@ public enum PluginWorker {
         }
         while true {
             switch channel.receive() {
-            case .message(.slot(let id, let size), let fds):
+            case .message(.memory(let id, let size), let fds):
                 guard let fd = fds.first else { continue }
                 fds.dropFirst().forEach { close($0) }
-                let p = mmap(nil, Int(size), PROT_READ, MAP_SHARED, fd, 0)
-                guard let p, p != MAP_FAILED else {
+                unmap(id)
+                // Unmappable memory (a size that lies): its frames are refused as outside it.
+                guard size <= UInt64(Int.max), let p = mmap(nil, Int(size), PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else {
                     close(fd)
                     continue
                 }
-                // A slot replaced by a larger one: the old mapping goes. The descriptor of the
-                // current one stays open: it is the planes' `fd`, which the plugin may map itself.
-                let old = slots.table.withLock { slots in
-                    defer { slots[id] = (UInt(bitPattern: p), Int(size), fd) }
-                    return slots[id]
-                }
-                if let old {
-                    munmap(UnsafeMutableRawPointer(bitPattern: old.base), old.size)
-                    close(old.fd)
-                }
+                // The descriptor stays open while mapped: it is the planes' `fd`, which the plugin may map itself.
+                mapped[id] = (UnsafeRawPointer(p), Int(size), fd)
+            case .message(.forget(let ids), _):
+                ids.forEach(unmap)
             case .message(.process(let m), _):
                 guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
                 reply(instance.process(&f, stamp: stamp))

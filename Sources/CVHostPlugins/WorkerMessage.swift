@@ -7,8 +7,11 @@ enum WorkerMessage {
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
     case hello(Hello)
-    /// A memfd slot for frames (its descriptor is attached), registered once.
-    case slot(id: UInt32, size: UInt64)
+    /// Shared memory that frames lie in (its descriptor attached: a memfd or a camera's dmabuf),
+    /// sent once per worker and instance; the worker maps it read-only until told to forget it.
+    case memory(id: UInt64, size: UInt64)
+    /// Memory cvhost has released: the worker unmaps it.
+    case forget(ids: [UInt64])
     case process(FrameMessage)
     case ordered(FrameMessage)
     case flush
@@ -33,14 +36,15 @@ enum WorkerMessage {
         var options: [(String, String)]
     }
 
-    /// A frame in a slot: the C frame's fields, with plane offsets into the slot in place of pointers.
+    /// A frame in shared memory: the C frame's fields, each plane's `offset` into the memory
+    /// `memory[plane]` in place of its pointer.
     struct FrameMessage {
-        var slot: UInt32
+        var memory: [UInt64]
         var frame: cvhost_frame
     }
 
     private enum Kind: UInt8 {
-        case hello = 1, slot, process, ordered, flush, sharedFlush, destroy
+        case hello = 1, memory, forget, process, ordered, flush, sharedFlush, destroy
         case ready = 64, failed, result, done
     }
 
@@ -58,15 +62,20 @@ enum WorkerMessage {
                 w.string(k)
                 w.string(v)
             }
-        case .slot(let id, let size):
-            w.u8(Kind.slot.rawValue)
-            w.u32(id)
+        case .memory(let id, let size):
+            w.u8(Kind.memory.rawValue)
+            w.u64(id)
             w.u64(size)
+        case .forget(let ids):
+            w.u8(Kind.forget.rawValue)
+            w.u64(UInt64(ids.count))
+            ids.forEach { w.u64($0) }
         case .process(let f), .ordered(let f):
             if case .process = self { w.u8(Kind.process.rawValue) } else { w.u8(Kind.ordered.rawValue) }
-            w.u32(f.slot)
+            w.u64(UInt64(f.memory.count))
+            f.memory.forEach { w.u64($0) }
             // The C frame as bytes: the same executable on both ends, so the same layout. The
-            // planes' `data` are NULL and their `offset` is into the slot: the worker sets `data`.
+            // planes' `data` are NULL and their `offset` is into their memory: the worker sets `data`.
             withUnsafeBytes(of: f.frame) { w.bytes.append(contentsOf: $0) }
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
@@ -101,13 +110,16 @@ enum WorkerMessage {
                 options.append((k, v))
             }
             self = .hello(Hello(path: path, pluginIndex: Int(index), instances: Int(instances), label: label, options: options))
-        case .slot:
-            guard let id = r.u32(), let size = r.u64() else { return nil }
-            self = .slot(id: id, size: size)
+        case .memory:
+            guard let id = r.u64(), let size = r.u64() else { return nil }
+            self = .memory(id: id, size: size)
+        case .forget:
+            guard let ids = r.u64s() else { return nil }
+            self = .forget(ids: ids)
         case .process, .ordered:
-            guard let slot = r.u32(), let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
+            guard let memory = r.u64s(), memory.count <= 4, let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
             let frame = raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) }
-            let message = FrameMessage(slot: slot, frame: frame)
+            let message = FrameMessage(memory: memory, frame: frame)
             self = kind == .process ? .process(message) : .ordered(message)
         case .flush: self = .flush
         case .sharedFlush: self = .sharedFlush
@@ -150,6 +162,16 @@ private struct ByteReader {
     mutating func u8() -> UInt8? { take(1)?.first }
     mutating func u32() -> UInt32? { take(4).map { $0.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) } } }
     mutating func u64() -> UInt64? { take(8).map { $0.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } } }
+    /// A count, then that many u64s.
+    mutating func u64s() -> [UInt64]? {
+        guard let n = u64(), n <= UInt64(bytes.count - at) / 8 else { return nil }
+        var values: [UInt64] = []
+        for _ in 0..<n {
+            guard let v = u64() else { return nil }
+            values.append(v)
+        }
+        return values
+    }
     mutating func data() -> [UInt8]? {
         guard let n = u64(), n <= UInt64(bytes.count) else { return nil }
         return take(Int(n)).map(Array.init)

@@ -13,6 +13,9 @@ final class V4L2BufferSet: @unchecked Sendable {
     /// Memory planes per buffer (1 in the single-planar API).
     let planeCount: Int
     private let mappings: [[(address: UnsafeMutableRawPointer, length: Int)]]
+    /// Each mapping as a dmabuf another process can map (VIDIOC_EXPBUF), when a plugin runs in a
+    /// worker process and the driver can export it; nil otherwise (the worker gets a copy).
+    private let exports: [[SharedMemory?]]
     private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
 
     init(fd: V4L2Descriptor, count: UInt32, type: V4L2BufferType, planeCount: Int, device: String) throws {
@@ -50,7 +53,25 @@ final class V4L2BufferSet: @unchecked Sendable {
             maps.append(bufferMaps)
         }
         mappings = maps
+        let share = SharedMemoryPool.shared.isEnabled
+        exports = maps.indices.map { i in
+            maps[i].indices.map { plane in
+                share ? V4L2BufferSet.export(fd, type: type, index: i, plane: plane, length: maps[i][plane].1) : nil
+            }
+        }
         for i in 0..<maps.count { requeue(i) }
+    }
+
+    /// Memory plane `plane` of buffer `index` as a read-only dmabuf; nil when the driver cannot
+    /// export it (EXPBUF needs videobuf2; its memory must allow it).
+    private static func export(_ fd: V4L2Descriptor, type: V4L2BufferType, index: Int, plane: Int, length: Int) -> SharedMemory? {
+        var e = v4l2_exportbuffer()
+        e.type = type.rawValue
+        e.index = UInt32(index)
+        e.plane = UInt32(plane)
+        e.flags = UInt32(O_RDONLY | O_CLOEXEC)
+        guard V4L2IO.tryIoctl(fd, CV4L2Shim_VIDIOC_EXPBUF, &e) == 0, e.fd >= 0 else { return nil }
+        return SharedMemory(adopting: e.fd, size: length)
     }
 
     /// Makes a buffer request (QUERYBUF, QBUF, DQBUF) about buffer `index` (MMAP memory), with
@@ -94,6 +115,8 @@ final class V4L2BufferSet: @unchecked Sendable {
 
     /// Memory plane `plane` of buffer `index`.
     func mapping(of index: Int, plane: Int) -> (address: UnsafeMutableRawPointer, length: Int) { mappings[index][plane] }
+    /// Memory plane `plane` of buffer `index` as shared memory, if it was exported.
+    func export(of index: Int, plane: Int) -> SharedMemory? { exports[index][plane] }
     var queuedCount: Int { state.withLock { $0.queued } }
     var starvationCopies: UInt64 { state.withLock { $0.copies } }
     func countStarvationCopy() { state.withLock { $0.copies += 1 } }

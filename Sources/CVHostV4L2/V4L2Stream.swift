@@ -237,8 +237,10 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
     private func pixels(of index: Int, format pixelFormat: PixelFormat, planes imagePlanes: [V4L2Layout.ImagePlane],
                         filled: [(start: Int, used: Int)]) -> PixelBuffer {
         let planes = imagePlanes.map { p in
-            PixelBuffer.Plane(base: UnsafeRawPointer(buffers.mapping(of: index, plane: p.memoryPlane).address + filled[p.memoryPlane].start + p.offset),
-                              bytesPerRow: p.bytesPerRow, rows: p.rows, samplesPerRow: p.samplesPerRow)
+            let offset = filled[p.memoryPlane].start + p.offset
+            return PixelBuffer.Plane(base: UnsafeRawPointer(buffers.mapping(of: index, plane: p.memoryPlane).address + offset),
+                                     bytesPerRow: p.bytesPerRow, rows: p.rows, samplesPerRow: p.samplesPerRow,
+                                     shared: buffers.export(of: index, plane: p.memoryPlane).map { .init(memory: $0, offset: offset) })
         }
         let width = layout.width, height = layout.height
         if buffers.queuedCount >= V4L2Stream.minimumQueued {

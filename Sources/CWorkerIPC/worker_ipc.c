@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -109,15 +108,4 @@ int cvhost_worker_restrict(pid_t parent) {
     // cvhost may have died between the spawn and the line above: then nobody would kill us.
     if (getppid() != parent) return ESRCH;
     return 0;
-}
-
-int cvhost_memfd(const char *name, size_t size) {
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return -errno;
-    if (ftruncate(fd, (off_t)size) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
 }

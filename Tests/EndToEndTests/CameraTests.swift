@@ -161,10 +161,16 @@ struct CameraTests {
         }
         let nv12m = try VividVM.step("mp-nv12m", mode: "multiplanar")
         #expect((nv12m.events("session.started").first?["format"] as? [String: Any])?["fourcc"] as? String == "NM12")
+        // In a worker process: the code read from the driver's own buffers, exported as dmabufs, with no copy.
+        let isolated = try VividVM.step("mp-nv12m-isolated", mode: "multiplanar")
+        let texts = isolated.events("result").compactMap { ($0["data"] as? [String: Any])?["text"] as? String }
+        #expect(!texts.isEmpty && texts.allSatisfy { $0 == "https://example.com/cvhost?id=42" }, "\(isolated.stderr)")
+        let worker = isolated.events("metrics").last?["worker"] as? [String: Any]
+        #expect((worker?["shared_frames"] as? Int ?? 0) > 0 && worker?["copied_frames"] as? Int == 0, "\(worker ?? [:])")
         let yuv420m = try VividVM.step("mp-yuv420m", mode: "multiplanar")
         #expect(yuv420m.exitCode == 0, "\(yuv420m.stderr)")
         CameraTests.expectEveryFrameAccounted(yuv420m, plugin: "null", frames: 10)
-        #expect(try VividVM.schemaProblems(mode: "multiplanar", steps: ["mp-devices", "mp-yuyv", "mp-nv12m", "mp-yuv420m", "mp-corrupt"]) == nil)
+        #expect(try VividVM.schemaProblems(mode: "multiplanar", steps: ["mp-devices", "mp-yuyv", "mp-nv12m", "mp-nv12m-isolated", "mp-yuv420m", "mp-corrupt"]) == nil)
     }
 
     @Test("frames the driver flags as errored are dropped and counted as corrupt, never handed on")

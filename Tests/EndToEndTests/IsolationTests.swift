@@ -152,4 +152,39 @@ struct IsolationTests {
                                        environment: ["CVHOST_PLUGIN_PATH": folder])
         #expect(run.exitCode == 16 && run.stderr.contains("crashed while starting"), "exit \(run.exitCode): \(run.stderr)")
     }
+
+    @Test("frames in shared memory reach a worker with no copy, others in one copy: the plugin reads the same pixels as in cvhost's process, and cannot write them")
+    func sharedFrames() throws {
+        let probeSource = PluginFixtures.packageRoot + "/Tests/Fixtures/frame-probe-plugin.c"
+        let grey = try PluginFixtures.build(name: "probegrey", defines: ["PROBE_FORMAT=CVHOST_PIXEL_FORMAT_GRAY8"], source: probeSource,
+                                            in: Self.folder)
+        let rgb = try PluginFixtures.build(name: "probergb", defines: ["PROBE_FORMAT=CVHOST_PIXEL_FORMAT_RGB24"], source: probeSource,
+                                           in: Self.folder)
+        let clip = try MediaFixtures.h264()
+        // (plugin, input, frames the worker should get in shared memory: all or none)
+        let cases: [(String, String, Bool)] = [
+            (grey, "testsrc:640x480:unpaced", true),  // the test pattern's own pooled frames
+            (rgb, "testsrc:640x480:unpaced", true),  // a conversion, made in the pool
+            (grey, clip, false),  // the decoder's own frame: copied into the slot
+            (rgb, clip, true),  // converted from it: in the pool
+            (grey, "testsrc:160x120:unpaced", false),  // too small to be worth a descriptor
+        ]
+        for (plugin, input, shared) in cases {
+            let what = "\(plugin.split(separator: "/").last!) on \(input.split(separator: "/").last!)"
+            func run(_ isolation: String) throws -> (sums: [String], descriptors: Set<Int>, worker: [String: Any]?) {
+                let r = try CVHostBinary.run(["run", "--plugin", plugin, "--isolation", isolation, "--input", input, "--max-frames", "12",
+                                              "--backpressure", "block", "--metrics-interval", "0"])
+                #expect(r.exitCode == 0, "\(what), \(isolation): \(r.stderr)")
+                let data = r.events("result").compactMap { $0["data"] as? [String: Any] }
+                return (data.compactMap { $0["checksum"] as? String }, Set(data.compactMap { $0["descriptor"] as? Int }),
+                        r.events("metrics").last?["worker"] as? [String: Any])
+            }
+            let mine = try run("none"), theirs = try run("process")
+            #expect(mine.sums.count == 12 && theirs.sums == mine.sums, "\(what): the worker saw other pixels")
+            // In cvhost's process planes have no descriptor (-1); in a worker, one that maps the same bytes read-only (0).
+            #expect(mine.descriptors == [-1] && theirs.descriptors == [0], "\(what): \(theirs.descriptors)")
+            #expect(theirs.worker?["shared_frames"] as? Int == (shared ? 12 : 0), "\(what): \(theirs.worker ?? [:])")
+            #expect(theirs.worker?["copied_frames"] as? Int == (shared ? 0 : 12), "\(what): \(theirs.worker ?? [:])")
+        }
+    }
 }

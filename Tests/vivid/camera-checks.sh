@@ -13,7 +13,7 @@ step() { # step NAME TIMEOUT COMMAND...: run, keep stdout/stderr/exit code
   timeout -k 5 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
   echo $? > "$out/$name.rc"
 }
-loop_qr() { # loop_qr NAME FFMPEG_PIXFMT FOURCC: show the camera the QR code through vivid's loop, read it with barcode
+loop_qr() { # loop_qr NAME FFMPEG_PIXFMT FOURCC [PLUGIN]: show the camera the QR code through vivid's loop, read it with barcode
   # (FFMPEG_PIXFMT bayer_bggr8: FFmpeg cannot write Bayer, so its RGB is sampled in the BGGR pattern here.)
   local fmt=$2
   [ "$fmt" = bayer_bggr8 ] && fmt=rgb24
@@ -32,7 +32,7 @@ for y in range(h):
 open(sys.argv[1], "wb").write(out)' "/tmp/qr.$2"
   fi
   vivid_inject "/tmp/qr.$2" "$3" 640 480
-  step "$1" 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format "$3" --plugin barcode --max-frames 20 \
+  step "$1" 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format "$3" --plugin "${4:-barcode}" --max-frames 20 \
     --metrics-interval 0
 }
 if [ "$mode" = webcam ]; then
@@ -84,6 +84,9 @@ elif [ "$mode" = multiplanar ]; then
   loop_qr mp-yuyv yuyv422 YUYV
   vivid_reload
   loop_qr mp-nv12m nv12 NM12
+  vivid_reload
+  # The same in a worker process: the driver's buffers exported (VIDIOC_EXPBUF) and read there with no copy.
+  loop_qr mp-nv12m-isolated nv12 NM12 barcode:isolation=process
   vivid_reload
   step mp-yuv420m 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YM12 --plugin null:results=1 --max-frames 10 \
     --metrics-interval 0

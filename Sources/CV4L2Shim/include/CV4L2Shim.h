@@ -25,6 +25,7 @@ extern const unsigned long CV4L2Shim_VIDIOC_REQBUFS;
 extern const unsigned long CV4L2Shim_VIDIOC_QUERYBUF;
 extern const unsigned long CV4L2Shim_VIDIOC_QBUF;
 extern const unsigned long CV4L2Shim_VIDIOC_DQBUF;
+extern const unsigned long CV4L2Shim_VIDIOC_EXPBUF;
 extern const unsigned long CV4L2Shim_VIDIOC_STREAMON;
 extern const unsigned long CV4L2Shim_VIDIOC_STREAMOFF;
 extern const unsigned long CV4L2Shim_VIDIOC_QUERYCTRL;

@@ -27,7 +27,4 @@ ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int ma
  * what it runs, and SIGKILL when cvhost (`parent`) dies. Returns 0 or an errno value. */
 int cvhost_worker_restrict(pid_t parent);
 
-/* A memfd of `size` bytes (sealed against shrinking), or -errno. */
-int cvhost_memfd(const char *name, size_t size);
-
 #endif

@@ -240,8 +240,9 @@ enum {
 
 /**
  * One plane of a frame. The pointer is always set; the plane is also in a file descriptor when
- * `fd` >= 0 (a memfd the host shares with a worker process, a camera buffer exported as a
- * dmabuf): mmap(fd) at `offset` gives the same bytes. Fixed in size: it sits in an array.
+ * `fd` >= 0 (in a worker process, isolation=process: the shared memory the host made the frame in
+ * or copied it to, or the camera's own buffer exported as a dmabuf): mmap(fd) at `offset` gives the
+ * same bytes. It is read-only: mapping it for writing fails. Fixed in size: it sits in an array.
  */
 typedef struct cvhost_plane {
     const uint8_t *data; /**< first byte of the first row */

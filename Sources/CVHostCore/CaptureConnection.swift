@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The link between the session's video and one output (AVCaptureConnection): it can be
 /// disabled, it can cap the frame rate its output sees, and it can mirror and rotate the picture.
@@ -10,7 +9,7 @@ public final class CaptureConnection: Sendable {
         var lastPassedNs: Int64?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

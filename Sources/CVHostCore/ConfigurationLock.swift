@@ -1,8 +1,7 @@
-import Synchronization
 
 /// The exclusive configuration lock of a device.
 public final class ConfigurationLock: Sendable {
-    private let held = Mutex(false)
+    private let held = Locked(false)
 
     public init() {}
 

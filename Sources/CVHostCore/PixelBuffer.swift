@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Reference-counted image memory: every consumer that takes the same pixel format reads the
 /// same bytes, never a per-consumer copy (the role of CVPixelBuffer).
@@ -8,7 +7,7 @@ import Synchronization
 /// per frame however many consumers ask for it.
 ///
 /// `@unchecked Sendable`: the plane pointers are written once in `init` and only read after;
-/// the memory they point into is kept alive by `owner`; the conversion cache is behind a Mutex.
+/// the memory they point into is kept alive by `owner`; the conversion cache is behind a lock.
 public final class PixelBuffer: @unchecked Sendable {
     /// One plane of pixel data.
     public struct Plane: @unchecked Sendable {
@@ -44,7 +43,7 @@ public final class PixelBuffer: @unchecked Sendable {
         let format: PixelFormat
         let orientation: VideoOrientation
     }
-    private let conversions = Mutex<[Variant: PixelBuffer]>([:])
+    private let conversions = Locked<[Variant: PixelBuffer]>([:])
 
     /// Wraps memory that `owner` keeps alive. The planes must match `format`'s layout.
     public init(format: PixelFormat, width: Int, height: Int, planes: [Plane], colorimetry: Colorimetry, owner: AnyObject) {

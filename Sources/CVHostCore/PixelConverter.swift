@@ -1,5 +1,4 @@
 import CFFmpeg
-import Synchronization
 
 /// Pixel format conversions between the formats cvhost knows, with FFmpeg's libswscale: the
 /// conversions the field relies on (SIMD, every pair of formats), honouring the frame's range
@@ -80,7 +79,7 @@ final class Scaler: @unchecked Sendable {
     let key: Key
     let context: OpaquePointer
 
-    private static let pool = Mutex<[Key: [Scaler]]>([:])
+    private static let pool = Locked<[Key: [Scaler]]>([:])
     /// Idle contexts kept per conversion: enough for a few plugins converting at once.
     private static let keptPerKey = 4
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where `PixelBuffer.allocate` takes its memory from once a plugin runs in a worker process: blocks
 /// of shared memory, so that the frames cvhost makes (test pattern, conversions, decoded and turned
@@ -27,7 +26,7 @@ public final class SharedMemoryPool: Sendable {
         var inUse = 0
         var failureLogged = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// From now on, buffers of `minimumBytes` or more are made in shared memory (and cameras
     /// export their buffers). Called when a plugin is to run in a worker process.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Receives frames from a video data output. All calls for one output come from that output's
 /// worker thread(s): with one worker, strictly one at a time and in frame order.
@@ -55,8 +54,8 @@ public final class VideoDataOutput: @unchecked Sendable {
     public let connection = CaptureConnection()
 
     public private(set) weak var delegate: VideoDataOutputDelegate?
-    private let counters = Mutex(DeliveryStatistics())
-    private let queue = Mutex<DeliveryQueue?>(nil)
+    private let counters = Locked(DeliveryStatistics())
+    private let queue = Locked<DeliveryQueue?>(nil)
 
     public init(label: String) {
         self.label = label

@@ -1,7 +1,6 @@
 import CVHostCore
 import CVHostPluginABI
 import Glibc
-import Synchronization
 
 /// The `cvhost_host` table given to one plugin instance, and the state behind it: which frame
 /// the instance is working on, and the result lines it emitted for that frame.
@@ -11,7 +10,7 @@ import Synchronization
 /// plugin's own inference thread, a timer) or outside those calls (create, destroy) it is
 /// refused with -EPERM and counted, never a race: the call state is behind a lock.
 final class HostServices: @unchecked Sendable {
-    // @unchecked Sendable: the call state is behind a Mutex; the refusal count is atomic.
+    // @unchecked Sendable: the call state is behind a lock; the refusal count is atomic.
     let pluginIndex: Int
     let logSource: String
     let host: UnsafeMutablePointer<cvhost_host>
@@ -46,7 +45,7 @@ final class HostServices: @unchecked Sendable {
         var frame: FrameStamp?
         var results: [EmittedResult] = []
     }
-    private let call = Mutex(Call())
+    private let call = Locked(Call())
     /// Results refused; read by the metrics writer on another thread.
     private let refused: RepeatedWarning
     var invalidResults: UInt64 { refused.total }

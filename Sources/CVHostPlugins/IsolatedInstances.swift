@@ -13,7 +13,7 @@ import Synchronization
 /// thread; what the instances share (the worker, its state) is behind `state`.
 final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     // @unchecked Sendable: each `lanes` element is touched only by its instance's delivery worker
-    // thread; the rest is behind Mutexes or atomic.
+    // thread; the rest is behind locks or atomic.
 
     let count: Int
     let isolated = true
@@ -56,11 +56,11 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         var lastRSSCheckNs: UInt64 = 0
         var downSinceNs: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Held while a worker is being (re)started: one start at a time.
-    private let starting = Mutex(())
+    private let starting = Locked(())
     /// Each instance's call in progress.
-    private let calls: Mutex<[PluginCall?]>
+    private let calls: Locked<[PluginCall?]>
     /// What belongs to one instance: how its frames reach the worker, and the frame it processed
     /// last (its flush's results belong to it).
     private final class Lane {
@@ -69,7 +69,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     }
     private let lanes: [Lane]
     /// The last frame through the ordered stage (shared_flush's results belong to it).
-    private let lastOrdered = Mutex<HostServices.FrameStamp?>(nil)
+    private let lastOrdered = Locked<HostServices.FrameStamp?>(nil)
     private let invalid: RepeatedWarning
     /// Frames copied into a slot, and frames that went in the shared memory they were in.
     private let copiedFrames = Atomic<UInt64>(0)
@@ -89,7 +89,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         self.limits = limits
         self.report = report
         invalid = RepeatedWarning(source: label)
-        calls = Mutex(Array(repeating: nil, count: count))
+        calls = Locked(Array(repeating: nil, count: count))
         lanes = (0..<count).map { _ in Lane() }
         // Frames made from now on are made where the worker can map them.
         SharedMemoryPool.shared.enable()

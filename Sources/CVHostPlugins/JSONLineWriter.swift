@@ -1,6 +1,6 @@
 import CPluginGuard
+import CVHostCore
 import Glibc
-import Synchronization
 
 /// Writes JSON Lines to a file descriptor (stdout): one whole line per write(2), so lines from
 /// different threads never interleave and nothing waits in a buffer (a consumer reading a
@@ -11,7 +11,7 @@ import Synchronization
 /// end); anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
 public final class JSONLineWriter: Sendable {
     private let fd: Int32
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let onClosed: @Sendable () -> Void
 
     private struct State {

@@ -1,19 +1,18 @@
 import CPluginGuard
 import CVHostCore
 import Glibc
-import Synchronization
 
 /// Brackets every call into one plugin object in this process (an instance, its shared stage, the
 /// loading of its library): while the call runs, CPluginGuard knows the plugin (a crash then names
 /// it) and the call is readable from other threads (a hang then names it: HungPluginStop, metrics'
 /// `hung`).
 final class PluginCallGuard: @unchecked Sendable {
-    // @unchecked Sendable: `name` is written once; the call in progress is behind a Mutex.
+    // @unchecked Sendable: `name` is written once; the call in progress is behind a lock.
 
     /// The plugin's name as a C string: the signal handler may read it while a callback runs.
     private let name: UnsafeMutablePointer<CChar>
     private let index: Int32
-    private let call = Mutex<PluginCall?>(nil)
+    private let call = Locked<PluginCall?>(nil)
 
     init(plugin: String, index: Int) {
         name = strdup(plugin)

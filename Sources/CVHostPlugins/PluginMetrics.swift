@@ -1,6 +1,5 @@
 import CVHostCore
 import Histogram
-import Synchronization
 
 /// What one plugin did: frames processed and failed, results, and how long frames took,
 /// as HdrHistograms (microseconds, 3 significant digits) since the start of the run.
@@ -19,9 +18,9 @@ final class PluginMetrics: Sendable {
     /// One hour, in microseconds: anything longer is recorded as one hour.
     static let highestMicros: UInt64 = 3_600_000_000
 
-    private let state = Mutex(Snapshot())
+    private let state = Locked(Snapshot())
     /// When the last report was made, and how many frames had been done then.
-    private let lastReport = Mutex<(ns: UInt64, done: UInt64)>((0, 0))
+    private let lastReport = Locked<(ns: UInt64, done: UInt64)>((0, 0))
 
     /// Records one frame's call into the plugin.
     /// - Parameters:

@@ -8,7 +8,7 @@ import Synchronization
 /// options (PluginConfiguration), the output (PluginOutput), the instances (PluginInstances),
 /// the C frame (CFrame), the metrics line (PluginMetricsEvent).
 public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
-    // @unchecked Sendable: everything is immutable after init or behind a Mutex/Atomic.
+    // @unchecked Sendable: everything is immutable after init or behind a lock/Atomic.
 
     public let plugin: PluginInfo
     /// The input this runner serves: the `source` of its lines.
@@ -32,7 +32,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()
     private let writer: JSONLineWriter
-    private let finishing = Mutex<(workers: Int, lines: [[UInt8]])>((0, []))
+    private let finishing = Locked<(workers: Int, lines: [[UInt8]])>((0, []))
     private let failures: RepeatedWarning
 
     /// Creates the plugin's instances and its output.

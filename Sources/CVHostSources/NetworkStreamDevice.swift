@@ -1,6 +1,5 @@
 import CVHostCore
 import Glibc
-import Synchronization
 
 /// How to open and follow a live stream.
 public struct StreamOptions: Sendable {
@@ -28,7 +27,7 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
     private let format: DeviceFormat
     /// The decoder opened to learn the format, handed to the first stream: standard input and
     /// pipes cannot be opened twice, and a camera need not be asked twice.
-    private let probe: Mutex<SendableDecoder?>
+    private let probe: Locked<SendableDecoder?>
     /// Bounds and cancels the blocking calls of the probe and of the stream that takes it over.
     private let interrupt = InterruptDeadline()
     /// Damaged packets skipped while reading (FFmpeg conceals what it can).
@@ -56,7 +55,7 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
         let decoder = try NetworkStreamDevice.open(location, options, interrupt: interrupt)
         modelID = "ffmpeg-\(decoder.codecName)"
         format = decoder.deviceFormat
-        probe = Mutex(SendableDecoder(decoder))
+        probe = Locked(SendableDecoder(decoder))
     }
 
     public func setActiveFormat(_ format: DeviceFormat) throws {

@@ -1,7 +1,6 @@
 import CV4L2Shim
 import CVHostCore
 import Glibc
-import Synchronization
 
 /// The driver's mapped buffers: for each buffer, one mapping per memory plane (one in the
 /// single-planar API). Lives until the stream is closed and no frame uses a buffer.
@@ -16,7 +15,7 @@ final class V4L2BufferSet: @unchecked Sendable {
     /// Each mapping as a dmabuf another process can map (VIDIOC_EXPBUF), when a plugin runs in a
     /// worker process and the driver can export it; nil otherwise (the worker gets a copy).
     private let exports: [[SharedMemory?]]
-    private let state = Mutex<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
+    private let state = Locked<(queued: Int, stopped: Bool, copies: UInt64)>((0, false, 0))
 
     init(fd: V4L2Descriptor, count: UInt32, type: V4L2BufferType, planeCount: Int, device: String) throws {
         self.fd = fd

@@ -1,7 +1,6 @@
 import CV4L2Shim
 import CVHostCore
 import Glibc
-import Synchronization
 
 /// A V4L2 camera (AVCaptureDevice for Linux). The camera is always set to one of its own
 /// formats: raw YUV, grey and RGB frames are read as the driver fills them, MJPEG is decoded by
@@ -17,7 +16,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
     public let formats: [DeviceFormat]
     /// Single- or multi-planar: which buffer API the node speaks.
     let bufferType: V4L2BufferType
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// The node now open; after a reconnection it may be another /dev/videoN.
     public var path: String { state.withLock { $0.path } }
@@ -68,7 +67,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
         let type = V4L2BufferType(deviceCaps: node.deviceCaps)
         guard let fd = V4L2Descriptor(path: path) else { throw V4L2IO.error(errno, "open", device: path) }
         self.node = node
-        self.state = Mutex(State(path: path, fd: fd))
+        self.state = Locked(State(path: path, fd: fd))
         bufferType = type
         self.formats = V4L2FormatEnumeration.formats(fd: fd, type: bufferType)
         readBack()

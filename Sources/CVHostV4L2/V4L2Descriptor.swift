@@ -1,21 +1,21 @@
 import CV4L2Shim
+import CVHostCore
 import Glibc
-import Synchronization
 
 /// An open V4L2 node that cannot be used once closed: every call after `close()` fails with
 /// EBADF instead of reaching whatever the number was given to next (a camera unplugged and
 /// back is opened again, and may get the same number). Calls hold its lock, so a close never
 /// lands in the middle of one.
 final class V4L2Descriptor: @unchecked Sendable {
-    // @unchecked Sendable: the number is behind a Mutex.
+    // @unchecked Sendable: the number is behind a lock.
     /// -1 once closed.
-    private let number: Mutex<Int32>
+    private let number: Locked<Int32>
 
     /// Opens `path` for streaming (read-write, non-blocking). nil, with errno set, when it cannot be opened.
     init?(path: String) {
         let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        number = Mutex(fd)
+        number = Locked(fd)
     }
 
     deinit { close() }

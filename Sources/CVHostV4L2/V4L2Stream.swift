@@ -18,7 +18,7 @@ import Synchronization
 /// decoded or converted frame is new memory: its buffer goes back at once.
 final class V4L2Stream: FrameStream, @unchecked Sendable {
     // @unchecked Sendable: `next()` runs on the capture thread only; shared state is in `buffers`
-    // (behind its Mutex) and in atomics.
+    // (behind its lock) and in atomics.
     static let bufferCount: UInt32 = 6
     static let minimumQueued = 2
     /// No frame for this long is reported as an interruption.

@@ -76,8 +76,8 @@ enum HungPluginStop {
     /// keeps waiting `graceSeconds` ends the process with exit 20, naming the plugin; there is no
     /// line to write yet. A slow create() with no stop asked for is waited for.
     final class CreationWatch: @unchecked Sendable {
-        // @unchecked Sendable: state behind a Mutex and an Atomic.
-        private let current = Mutex<String?>(nil)
+        // @unchecked Sendable: state behind a lock and an Atomic.
+        private let current = Locked<String?>(nil)
         private let finished = Atomic(false)
 
         init(stop: RunStop) {

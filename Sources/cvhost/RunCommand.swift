@@ -6,7 +6,6 @@ import CVHostSources
 import CVHostV4L2
 import Dispatch
 import Foundation
-import Synchronization
 
 extension BackpressurePolicy: ExpressibleByArgument {}
 extension PluginIsolation: ExpressibleByArgument {}

@@ -1,11 +1,10 @@
 import CVHostCore
-import Synchronization
 
 /// Stops every input of a run at once (a signal, --duration, stdout closed). A stop asked for
 /// while an input is still starting reaches it as soon as it runs (`started`).
 final class RunStop: Sendable {
     private let sessions: [CaptureSession]
-    private let reason = Mutex<(why: StopReason, atNs: UInt64)?>(nil)
+    private let reason = Locked<(why: StopReason, atNs: UInt64)?>(nil)
 
     init(sessions: [CaptureSession]) { self.sessions = sessions }
 

@@ -1,18 +1,17 @@
 import CVHostCore
 import CVHostPlugins
 import CVHostV4L2
-import Synchronization
 
 /// The lines of a whole run, shared by its inputs: keeps the promise that each input's final
 /// metrics and then its `session.stopped` are its last lines, and that lines of no input (a
 /// camera plugged in) stop once every input has written its final lines.
 final class RunLines: Sendable {
     let writer: JSONLineWriter
-    private let openSources: Mutex<Int>
+    private let openSources: Locked<Int>
 
     init(writer: JSONLineWriter, sources: Int) {
         self.writer = writer
-        openSources = Mutex(sources)
+        openSources = Locked(sources)
     }
 
     /// Writes an input's last lines; after the last input's, lines of no input are dropped.
@@ -41,7 +40,7 @@ final class SourceReport: Sendable {
     let lines: RunLines
     /// What became of --control settings, reported in session.started with the plugins' hints.
     let deviceSettings: [SettingReport]
-    private let state = Mutex<(finalWritten: Bool, failed: Bool, lost: [FrameLossReason: UInt64])>((false, false, [:]))
+    private let state = Locked<(finalWritten: Bool, failed: Bool, lost: [FrameLossReason: UInt64])>((false, false, [:]))
 
     init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = []) {
         self.source = source

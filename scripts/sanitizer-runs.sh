@@ -40,7 +40,7 @@ run() {
   # A worker killed on purpose (the crash fixture) is reported by the sanitizer as the SEGV it
   # is: that report is the plugin's crash, not a finding. Every other report is.
   local reports
-  reports=$(grep -E "^(WARNING|ERROR): (Address|Thread|Leak)Sanitizer" "$log/$name.err" | grep -vc "SEGV on unknown address" || true)
+  reports=$(grep -E "(WARNING|ERROR): (Address|Thread|Leak)Sanitizer" "$log/$name.err" | grep -vc "SEGV on unknown address" || true)
   if [ "$rc" != "$expected" ] || [ "$reports" != 0 ]; then
     echo "FAIL $name: exit $rc (expected $expected), $reports sanitizer reports (see $log/$name.err)"
     failed=1

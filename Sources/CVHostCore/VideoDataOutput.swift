@@ -92,14 +92,15 @@ public final class VideoDataOutput: @unchecked Sendable {
     func start(liveSource: Bool) {
         let policy = effectiveBackpressure(liveSource: liveSource)
         counters.withLock { $0.policy = policy }
+        // The handlers hold the output: the cycle (output -> queue -> handlers) ends in finish(),
+        // which the session calls at every stop. (Weak captures would do as well, but a weak
+        // reference's side table is pointed to only by tagged refcount bits, which LeakSanitizer
+        // cannot follow: it reported each as leaked.)
         let q = DeliveryQueue(
             label: "cvhost.output.\(label)", capacity: maxQueuedFrames, policy: policy, workerCount: workerCount,
-            handler: { [weak self] sample, context in self?.deliver(sample, context: context) },
-            onDrop: { [weak self] sample, reason in self?.drop(sample, reason: reason) },
-            onFinish: { [weak self] worker in
-                guard let self else { return }
-                self.delegate?.videoDataOutputDidFinish(self, worker: worker)
-            })
+            handler: { [self] sample, context in deliver(sample, context: context) },
+            onDrop: { [self] sample, reason in drop(sample, reason: reason) },
+            onFinish: { [self] worker in delegate?.videoDataOutputDidFinish(self, worker: worker) })
         queue.withLock { $0 = q }
         q.start()
     }

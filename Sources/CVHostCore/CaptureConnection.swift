@@ -1,4 +1,3 @@
-
 /// The link between the session's video and one output (AVCaptureConnection): it can be
 /// disabled, it can cap the frame rate its output sees, and it can mirror and rotate the picture.
 public final class CaptureConnection: Sendable {

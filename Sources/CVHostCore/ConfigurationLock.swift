@@ -1,4 +1,3 @@
-
 /// The exclusive configuration lock of a device.
 public final class ConfigurationLock: Sendable {
     private let held = Locked(false)

@@ -1,4 +1,3 @@
-
 /// Reference-counted image memory: every consumer that takes the same pixel format reads the
 /// same bytes, never a per-consumer copy (the role of CVPixelBuffer).
 ///

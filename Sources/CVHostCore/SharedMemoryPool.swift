@@ -1,4 +1,3 @@
-
 /// Where `PixelBuffer.allocate` takes its memory from once a plugin runs in a worker process: blocks
 /// of shared memory, so that the frames cvhost makes (test pattern, conversions, decoded and turned
 /// frames) reach the worker with no copy, each block mapped by the worker once. A block goes back to

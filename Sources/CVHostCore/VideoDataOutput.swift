@@ -1,4 +1,3 @@
-
 /// Receives frames from a video data output. All calls for one output come from that output's
 /// worker thread(s): with one worker, strictly one at a time and in frame order.
 public protocol VideoDataOutputDelegate: AnyObject, Sendable {

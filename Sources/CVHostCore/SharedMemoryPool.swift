@@ -75,7 +75,7 @@ public final class SharedMemoryPool: Sendable {
     }
 
     /// A pixel buffer's hold on a block: the block goes back to the pool with the last buffer using it.
-    final class Lease: @unchecked Sendable {
+    final class Lease: Sendable {
         let block: SharedMemoryBlock
         private let pool: SharedMemoryPool
 

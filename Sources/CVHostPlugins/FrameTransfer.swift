@@ -40,7 +40,7 @@ final class FrameTransfer {
         let count = Int(min(frame.plane_count, 4))
         let locations = pixels.planes.prefix(count).compactMap(\.shared)
         let way: Way
-        var memory: [SharedMemory]
+        let memory: [SharedMemory]
         if locations.count == count {
             way = .shared
             memory = locations.map(\.memory)

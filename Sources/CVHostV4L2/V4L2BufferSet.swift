@@ -55,7 +55,7 @@ final class V4L2BufferSet: @unchecked Sendable {
         let share = SharedMemoryPool.shared.isEnabled
         exports = maps.indices.map { i in
             maps[i].indices.map { plane in
-                share ? V4L2BufferSet.export(fd, type: type, index: i, plane: plane, length: maps[i][plane].1) : nil
+                share ? V4L2BufferSet.exportPlane(fd, type: type, index: i, plane: plane, length: maps[i][plane].1) : nil
             }
         }
         for i in 0..<maps.count { requeue(i) }
@@ -63,7 +63,7 @@ final class V4L2BufferSet: @unchecked Sendable {
 
     /// Memory plane `plane` of buffer `index` as a read-only dmabuf; nil when the driver cannot
     /// export it (EXPBUF needs videobuf2; its memory must allow it).
-    private static func export(_ fd: V4L2Descriptor, type: V4L2BufferType, index: Int, plane: Int, length: Int) -> SharedMemory? {
+    private static func exportPlane(_ fd: V4L2Descriptor, type: V4L2BufferType, index: Int, plane: Int, length: Int) -> SharedMemory? {
         var e = v4l2_exportbuffer()
         e.type = type.rawValue
         e.index = UInt32(index)

@@ -2,7 +2,7 @@
 // cvhost: a plugin-based computer-vision frame-processing host for Linux.
 //
 // Floors (each uses only the floor below it):
-//   cvhost (CLI)  ->  CVHostSources, CVHostPlugins  ->  CVHostCore, CVHostPluginABI
+//   cvhost (CLI)  ->  CVHostSources, CVHostPlugins  ->  CVHostOutput  ->  CVHostCore, CVHostPluginABI
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
@@ -56,12 +56,19 @@ let package = Package(
         // Capture devices that are not cameras: test pattern, still images, video files.
         .target(name: "CVHostSources", dependencies: ["CVHostCore", "CFFmpeg"], path: "Sources/CVHostSources"),
 
+        // libmosquitto, the MQTT reference client (Debian's libmosquitto-dev): the MQTT output sink.
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+
+        // What leaves the machine: the JSON Lines of every event (envelope, builder, validator), who
+        // produced them, and the sinks they go to (stdout, files, MQTT) behind bounded queues.
+        .target(name: "CVHostOutput", dependencies: ["CVHostCore", "CPluginGuard", "CMosquitto"], path: "Sources/CVHostOutput"),
+
         // Plugin loader (descriptors read from the ELF file), plugin instances in this process or in a
-        // worker process, metrics, result validation and the JSON Lines writer.
+        // worker process, metrics and result validation.
         .target(
             name: "CVHostPlugins",
             dependencies: [
-                "CVHostCore", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
+                "CVHostCore", "CVHostOutput", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/CVHostPlugins"),
@@ -69,14 +76,14 @@ let package = Package(
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CPluginGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),
 
         // What the host itself costs, measured with the null plugin, and its MJPEG decoding (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
 
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)
@@ -105,7 +112,8 @@ let package = Package(
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
         .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
-        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
         // Format selection, control parsing, plane layouts, MJPEG decoding; streaming itself is tested on vivid (EndToEndTests/CameraTests).
         .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore", "CVHostTestSupport"]),

@@ -21,6 +21,9 @@ packages+=(libzbar-dev cmake zint)
 packages+=(gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 python3-gi gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
+# The MQTT output: libmosquitto (the reference client); its tests run a real broker (mosquitto),
+# subscribe with mosquitto_sub and make a test CA with openssl.
+packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), the live
 # RTSP camera of the latency benchmark (x264enc, in plugins-ugly), and libjpeg-turbo's cjpeg (webcam-like
 # MJPEG frames for the MJPEG benchmark).

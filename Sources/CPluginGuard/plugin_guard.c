@@ -9,6 +9,8 @@
 
 static int guard_exit_code = 1;
 static int guard_json_fd = -1;
+/* `,"host":"…","session":"…"`: who wrote the line, as in every other line. */
+static char guard_producer[512];
 /* Lines being written now (by any thread), and whether a plugin crashed: from then on no new
  * line is started, so the handler's line can follow the last whole one. */
 static int output_writers;
@@ -32,7 +34,7 @@ static struct sigaction previous[FATAL_SIGNAL_COUNT];
 
 /* A tiny async-signal-safe string builder. */
 typedef struct {
-    char data[768];
+    char data[1280];
     size_t len;
 } line_t;
 
@@ -139,7 +141,9 @@ static void report_and_exit(int sig) {
         clock_gettime(CLOCK_REALTIME, &now);
         line_t json = {.len = 0};
         /* source null: the crash ends every input of the run, not only the one the plugin served. */
-        put(&json, "{\"event\":\"session.error\",\"source\":null,\"plugin\":");
+        put(&json, "{\"event\":\"session.error\"");
+        put(&json, guard_producer);
+        put(&json, ",\"source\":null,\"plugin\":");
         if (current_plugin) {
             put(&json, "\"");
             put(&json, current_plugin); /* plugin names are [a-z][a-z0-9_-]*: nothing to escape */
@@ -181,6 +185,11 @@ void cvhost_guard_install(int exit_code, int json_fd) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < FATAL_SIGNAL_COUNT; i++) sigaction(fatal_signals[i], &sa, &previous[i]);
+}
+
+void cvhost_guard_set_producer(const char *fields) {
+    /* Fields too long for the line (a host name escaped to more than 400 bytes) are left out. */
+    if (strlen(fields) < sizeof guard_producer) strcpy(guard_producer, fields);
 }
 
 void cvhost_guard_host_exiting(void) { __atomic_store_n(&run_active, 0, __ATOMIC_SEQ_CST); }

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 
 /// One result a plugin emitted (host->emit), checked: a type name `[a-z0-9_.]{1,64}` and one JSON
 /// object, minified. Made into a `result` line by `line(...)`. Results that come from a worker
@@ -35,15 +36,13 @@ struct EmittedResult: Sendable {
     }
 
     /// The `result` line (with its newline): the envelope (source, plugin, frame, timestamps) around the data.
-    func line(source: String, plugin: String, pluginIndex: Int) -> [UInt8] {
+    func line(source: String, plugin: String, pluginIndex: Int) -> OutputLine {
         var event = JSONObject.envelope(
             event: "result", source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
             tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
         if let image = frame?.imagePath { event.set("image", image) }
         event.set("type", type)
         event.set("data", validatedJSON: json)
-        var line = event.finished()
-        line.append(UInt8(ascii: "\n"))
-        return line
+        return event.line()
     }
 }

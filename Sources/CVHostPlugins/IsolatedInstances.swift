@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPluginABI
 import Glibc
 import Synchronization
@@ -205,7 +206,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         defer { calls.withLock { $0[i] = nil } }
         guard w.channels[i].send(message) else { return died(w, .closed, callback, sequence) }
         let deadline = since + UInt64(limits.callTimeoutMs) * 1_000_000
-        var lines: [[UInt8]] = []
+        var lines: [OutputLine] = []
         while true {
             let now = HostClock.monotonicNs()
             let left = now >= deadline ? 0 : Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))

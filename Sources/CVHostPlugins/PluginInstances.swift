@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPluginABI
 
 /// The instances of one `--plugin` on one input, wherever they run: in cvhost's process
@@ -32,7 +33,7 @@ protocol PluginInstances: AnyObject, Sendable {
 /// What became of a call into a plugin.
 enum PluginCallOutcome {
     /// It returned `status` (0 or a negative errno), having emitted `lines`.
-    case returned(status: Int32, lines: [[UInt8]])
+    case returned(status: Int32, lines: [OutputLine])
     /// It was not made, or its frame is lost: the plugin was not there to take it.
     case dropped(DropReason)
     /// The plugin's worker process crashed (or was killed, hung) during the call: the frame failed.

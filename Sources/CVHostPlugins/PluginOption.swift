@@ -1,3 +1,4 @@
+import CVHostOutput
 import CVHostPluginABI
 
 /// One option a plugin declares (`cvhost_option_spec`), read out of the plugin's memory.

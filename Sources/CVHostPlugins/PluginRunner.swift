@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPluginABI
 import Synchronization
 
@@ -31,8 +32,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     private let sequencer: ResultSequencer
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()
-    private let writer: JSONLineWriter
-    private let finishing = Locked<(workers: Int, lines: [[UInt8]])>((0, []))
+    private let sink: OutputSink
+    private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
 
     /// Creates the plugin's instances and its output.
@@ -44,12 +45,12 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed, .notSharedObject).
     ///   - isolation: the run-wide default (`--isolation`), for a plugin whose options do not say.
     public init(plugin: PluginInfo, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
-                backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, writer: JSONLineWriter) throws {
+                backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, sink: OutputSink) throws {
         self.plugin = plugin
         self.source = source
         self.index = index
-        self.writer = writer
-        sequencer = ResultSequencer(write: { [writer] line in writer.writeLine(line) })
+        self.sink = sink
+        sequencer = ResultSequencer(write: { [sink] line in sink.write(line) })
         let name = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
         let label = [logPrefix, name].compactMap { $0 }.joined(separator: " ")
         configuration = try PluginConfiguration(plugin: plugin, options: options, isolation: isolation, warn: {
@@ -67,7 +68,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                 plugin: plugin, configuration: c, source: source, index: index, label: label,
                 limits: .init(callTimeoutMs: c.timeoutMs, startTimeoutMs: 6 * c.timeoutMs,
                               maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
-                report: { [writer] in writer.write($0) })
+                report: { [sink] in sink.write($0) })
         }
         output.setSampleBufferDelegate(self)
     }
@@ -98,7 +99,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             }
         }
         let end = HostClock.monotonicNs()
-        var lines: [[UInt8]] = []
+        var lines: [OutputLine] = []
         switch outcome {
         case .dropped(let reason):
             output.countDrop(reason)
@@ -121,7 +122,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     }
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
-        var lines: [[UInt8]] = []
+        var lines: [OutputLine] = []
         if case .returned(let status, let flushed) = instances.flush(worker: worker) {
             if status != 0 { Log.warning("flush() failed with \(errnoName(status))", source: output.label) }
             lines = flushed
@@ -129,7 +130,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         metrics.addResults(lines.count)
         // Flush results come after every frame's results: hold them until the last worker ends,
         // when every ticket has been written.
-        var release: [[UInt8]]? = finishing.withLock { state in
+        var release: [OutputLine]? = finishing.withLock { state in
             state.workers += 1
             state.lines += lines
             return state.workers == instances.count ? state.lines : nil
@@ -140,7 +141,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             metrics.addResults(shared.count)
             release! += shared
         }
-        release?.forEach { writer.writeLine($0) }
+        release?.forEach { sink.write($0) }
     }
 
     // MARK: - Metrics

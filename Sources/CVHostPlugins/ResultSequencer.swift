@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 
 /// Puts the results of frames processed by parallel instances back in frame order before
 /// they are written: results of ticket n are written only after those of every ticket < n.
@@ -7,15 +8,15 @@ final class ResultSequencer: @unchecked Sendable {
     // @unchecked Sendable: all state is behind `lock`.
     private let lock = ConditionLock()
     private var nextTicket: UInt64 = 0
-    private var held: [UInt64: [[UInt8]]] = [:]
-    private let write: @Sendable ([UInt8]) -> Void
+    private var held: [UInt64: [OutputLine]] = [:]
+    private let write: @Sendable (OutputLine) -> Void
 
-    init(write: @escaping @Sendable ([UInt8]) -> Void) {
+    init(write: @escaping @Sendable (OutputLine) -> Void) {
         self.write = write
     }
 
     /// Hands in the lines of one ticket (possibly none). Writes every line that is now in order.
-    func submit(ticket: UInt64, lines: [[UInt8]]) {
+    func submit(ticket: UInt64, lines: [OutputLine]) {
         lock.withLock {
             held[ticket] = lines
             // Written with the lock held, so that two workers cannot reorder their releases.

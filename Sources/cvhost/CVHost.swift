@@ -1,4 +1,5 @@
 import ArgumentParser
+import CVHostOutput
 import CVHostPlugins
 import Glibc
 
@@ -31,6 +32,6 @@ struct CVHost: ParsableCommand {
 
             \(ExitCodes.helpText)
             """,
-        version: "0.1.0",
+        version: Producer.version,
         subcommands: [RunCommand.self, DevicesCommand.self, PluginsCommand.self])
 }

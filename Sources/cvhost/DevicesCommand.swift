@@ -1,6 +1,6 @@
 import ArgumentParser
 import CVHostCore
-import CVHostPlugins
+import CVHostOutput
 import CVHostV4L2
 
 struct DevicesCommand: ParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CVHostCore
-import CVHostPlugins
+import CVHostOutput
 import Glibc
 
 /// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostOutput
 import CVHostPlugins
 
 struct PluginsCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CPluginGuard
 import CVHostCore
+import CVHostOutput
 import CVHostPlugins
 import CVHostSources
 import CVHostV4L2
@@ -153,6 +154,7 @@ struct RunCommand: ParsableCommand {
         // The JSON lines alone on stdout: what plugins write to it goes to stderr.
         let results = StandardOutput.claim()
         // Plugins run in this process: if one crashes it, say which one, on which frame.
+        cvhost_guard_set_producer(String(decoding: JSONObject.producerFields, as: UTF8.self))
         cvhost_guard_install(ExitCodes.pluginCrashed, results)
         defer { cvhost_guard_host_exiting() }
 
@@ -191,7 +193,7 @@ struct RunCommand: ParsableCommand {
                     forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
                                                      options: request.options, queueDepth: queueDepth, backpressure: backpressure,
                                                      isolation: isolation,
-                                                     writer: writer))
+                                                     sink: writer))
                 }
             }
         } catch let error as PluginLoadError {

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPlugins
 import CVHostV4L2
 
@@ -9,6 +10,7 @@ enum SessionEventLines {
         switch event {
         case .started(let device, let format, let settings):
             var e = JSONObject.envelope(event: "session.started", source: source, tsNs: now)
+            e.set("cvhost_version", Producer.version)
             var d = JSONObject()
             d.set("unique_id", device.uniqueID)
             d.set("name", device.localizedName)

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPluginABI
 import Foundation
 import CVHostTestSupport
@@ -48,7 +49,7 @@ struct PluginLoaderTests {
         let info = try loader().find(path, isPath: true)
         #expect(info.abiMajor == 2 && info.abiMinor == 0 && !info.hasOrderedStage)
         let runner = try PluginRunner(plugin: info, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil,
-                                      writer: JSONLineWriter())
+                                      sink: JSONLineWriter())
         runner.shutdown()
     }
 
@@ -129,7 +130,7 @@ struct PluginLoaderTests {
         try PluginFixtures.build(name: "nocreate", defines: ["BREAK_CREATE"], in: folder)
         let plugin = try loader().find("nocreate", isPath: false)
         let e = refusal {
-            _ = try PluginRunner(plugin: plugin, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
+            _ = try PluginRunner(plugin: plugin, source: "test", index: 0, options: [], queueDepth: 2, backpressure: nil, sink: JSONLineWriter())
         }
         #expect(e?.kind == .createFailed && e?.kind.exitCode == 16)
         #expect(e?.message.contains("model file /nonexistent/model.bin is missing") == true)
@@ -142,7 +143,7 @@ struct PluginLoaderTests {
         func start(_ options: [(String, String)]) -> PluginLoadError? {
             refusal {
                 let r = try PluginRunner(plugin: plugin, source: "test", index: 0, options: options.map { (key: $0.0, value: $0.1) },
-                                         queueDepth: 2, backpressure: nil, writer: JSONLineWriter())
+                                         queueDepth: 2, backpressure: nil, sink: JSONLineWriter())
                 r.shutdown()
             }
         }

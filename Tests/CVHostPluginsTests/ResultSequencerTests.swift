@@ -1,4 +1,5 @@
-import Synchronization
+import CVHostCore
+import CVHostOutput
 import Testing
 @testable import CVHostPlugins
 
@@ -6,14 +7,18 @@ import Testing
 struct ResultSequencerTests {
     @Test("tickets handed in out of order are written in order")
     func reorders() {
-        let written = Mutex<[String]>([])
-        let s = ResultSequencer { line in written.withLock { $0.append(String(decoding: line, as: UTF8.self)) } }
-        s.submit(ticket: 2, lines: [Array("c".utf8)])
+        let written = Locked<[String]>([])
+        let s = ResultSequencer { line in written.withLock { $0.append(String(decoding: line.bytes, as: UTF8.self)) } }
+        s.submit(ticket: 2, lines: [line("c")])
         s.submit(ticket: 1, lines: [])
         #expect(written.withLock { $0 }.isEmpty)
         #expect(s.heldCount == 2)
-        s.submit(ticket: 0, lines: [Array("a1".utf8), Array("a2".utf8)])
+        s.submit(ticket: 0, lines: [line("a1"), line("a2")])
         #expect(written.withLock { $0 } == ["a1", "a2", "c"])
         #expect(s.heldCount == 0)
+    }
+
+    private func line(_ text: String) -> OutputLine {
+        OutputLine(bytes: Array(text.utf8), route: .init(event: "result", source: nil, plugin: nil))
     }
 }

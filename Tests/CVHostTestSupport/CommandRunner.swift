@@ -19,6 +19,15 @@ public struct CommandResult: Sendable {
     public func events(_ name: String, plugin index: Int? = nil) -> [[String: Any]] {
         events.filter { $0["event"] as? String == name && (index == nil || $0["plugin_index"] as? Int == index) }
     }
+
+    /// The `result` lines without what differs from one run to the next (the wall-clock `ts`
+    /// and the run's `session`): what two runs of the same input must agree on.
+    public var comparableResults: [String] {
+        lines.filter { $0.contains("\"event\":\"result\"") }.map { line in
+            line.replacingOccurrences(of: #""ts":[0-9.]+"#, with: "", options: .regularExpression)
+                .replacingOccurrences(of: #""session":"[0-9a-f-]+""#, with: "", options: .regularExpression)
+        }
+    }
 }
 
 public enum CVHostBinary {

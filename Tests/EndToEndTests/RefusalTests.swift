@@ -56,6 +56,9 @@ struct RefusalTests {
             let last = try #require(r.events.last)
             #expect(last["event"] as? String == "session.error" && last["code"] as? String == "plugin_crashed", "\(last)")
             #expect(last["plugin"] as? String == name && last["plugin_index"] as? Int == 1 && last["seq"] as? Int == 3)
+            // Written by the signal handler, it still names its producer as every other line does.
+            let first = try #require(r.events.first)
+            #expect(last["session"] as? String == first["session"] as? String && last["host"] as? String == first["host"] as? String)
             #expect(r.stdout.hasSuffix("}\n"))
         }
     }

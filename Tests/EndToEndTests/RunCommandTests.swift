@@ -84,16 +84,33 @@ struct RunCommandTests {
         #expect(refused.exitCode == 3 && refused.stdout.isEmpty && refused.stderr.contains("no-index.mp4"), "\(refused.stderr)")
     }
 
+    @Test("every line names its producer: the host, and a session id shared by every input of a run and new in the next")
+    func producer() throws {
+        let args = ["run", "--plugin", "null:results=1", "--input", "a=testsrc:160x120:unpaced", "--input", "b=testsrc:160x120:unpaced",
+                    "--max-frames", "5"]
+        let first = try CVHostBinary.run(args)
+        let second = try CVHostBinary.run(args)
+        #expect(first.exitCode == 0 && second.exitCode == 0, "\(first.stderr) \(second.stderr)")
+        try RunCommandTests.expectValid(first)
+        let hosts = Set(first.events.compactMap { $0["host"] as? String })
+        let sessions = Set(first.events.compactMap { $0["session"] as? String })
+        #expect(hosts.count == 1, "\(hosts)")
+        #expect(sessions.count == 1 && first.events.allSatisfy { $0["session"] != nil }, "\(sessions)")
+        #expect(Set(second.events.compactMap { $0["session"] as? String }).isDisjoint(with: sessions))
+        let started = first.events("session.started")
+        #expect(started.count == 2 && started.allSatisfy { ($0["cvhost_version"] as? String)?.isEmpty == false })
+        // Lines of no input carry them too.
+        let plugins = try CVHostBinary.run(["plugins", "--json"])
+        #expect(plugins.events.allSatisfy { $0["host"] as? String == hosts.first && ($0["session"] as? String)?.count == 36 })
+    }
+
     @Test("parallel instances give the same output, in the same order, as one")
     func parallelInstancesKeepOrder() throws {
         let clip = try MediaFixtures.h264()
         func resultData(_ args: String) throws -> [String] {
             let r = try CVHostBinary.run(["run", "--plugin", "null:\(args)", "--input", clip])
             #expect(r.exitCode == 0, "\(r.stderr)")
-            return r.lines.filter { $0.contains("\"event\":\"result\"") }.map { line in
-                // Everything but the capture timestamp, which is wall-clock time.
-                line.replacingOccurrences(of: #""ts":[0-9.]+"#, with: "", options: .regularExpression)
-            }
+            return r.comparableResults
         }
         let one = try resultData("results=2")
         let four = try resultData("results=2,instances=4,delay_ms=3")

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import CVHostPlugins
 import CVHostSources
 import Foundation
@@ -82,7 +83,7 @@ struct HostBenchmark {
         func runners() throws -> [PluginRunner] {
             try (0..<plugins).map { i in
                 try PluginRunner(plugin: plugin, source: "testsrc", index: i, options: [], queueDepth: 2, backpressure: .block,
-                                 isolation: isolation, writer: writer)
+                                 isolation: isolation, sink: writer)
             }
         }
         // Starting and stopping alone (a worker's exec and load): measured to be taken out.
@@ -106,8 +107,8 @@ struct HostBenchmark {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: TestPatternDevice(width: 640, height: 480, frameRate: 60, paced: true)))
         let slow = try PluginRunner(plugin: plugin, source: "testsrc", index: 0, options: [(key: "delay_ms", value: "50")], queueDepth: 2,
-                                    backpressure: nil, writer: writer)
-        let fast = try PluginRunner(plugin: plugin, source: "testsrc", index: 1, options: [], queueDepth: 2, backpressure: nil, writer: writer)
+                                    backpressure: nil, sink: writer)
+        let fast = try PluginRunner(plugin: plugin, source: "testsrc", index: 1, options: [], queueDepth: 2, backpressure: nil, sink: writer)
         try session.addOutput(slow.output)
         try session.addOutput(fast.output)
         try session.startRunning()

@@ -25,6 +25,10 @@
  * and marks the run as on. json_fd: where JSON Lines go. */
 void cvhost_guard_install(int exit_code, int json_fd);
 
+/* The fields that follow "event" in every JSON line (`,"host":"…","session":"…"`, escaped
+ * already), copied for the crash line. Call before install. */
+void cvhost_guard_set_producer(const char *fields);
+
 /* The run is over: an exit() from now on is cvhost's own. */
 void cvhost_guard_host_exiting(void);
 

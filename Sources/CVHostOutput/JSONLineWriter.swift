@@ -9,7 +9,7 @@ import Glibc
 /// When a write fails, the writer turns quiet: later lines are discarded and `onClosed` runs
 /// once, so the run can end; `failure` tells why. EPIPE means the reader went away (a clean
 /// end); anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
-public final class JSONLineWriter: Sendable {
+public final class JSONLineWriter: OutputSink {
     private let fd: Int32
     private let state = Locked(State())
     private let onClosed: @Sendable () -> Void
@@ -30,11 +30,9 @@ public final class JSONLineWriter: Sendable {
     /// Whether a write failed for another reason than the reader going away: lines were lost.
     public var lostLines: Bool { failure.map { $0 != EPIPE } ?? false }
 
-    /// Writes `object` and a newline. Thread-safe.
-    public func write(_ object: JSONObject) {
-        var line = object.finished()
-        line.append(UInt8(ascii: "\n"))
-        writeLine(line)
+    /// Writes one line. Thread-safe.
+    public func write(_ line: OutputLine) {
+        writeLine(line.bytes)
     }
 
     /// Writes bytes that already form one line ending in "\n".

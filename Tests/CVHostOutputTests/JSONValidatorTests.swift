@@ -1,5 +1,5 @@
 import Testing
-@testable import CVHostPlugins
+@testable import CVHostOutput
 
 @Suite("Plugin JSON is checked and minified")
 struct JSONValidatorTests {

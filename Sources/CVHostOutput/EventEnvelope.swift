@@ -1,6 +1,6 @@
 extension JSONObject {
     /// Starts an output line with the envelope every event has, in this order:
-    /// `event`, `source`, `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
+    /// `event`, `host`, `session`, `source`, `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
     /// - Parameters:
     ///   - event: the event type, e.g. "result", "metrics", "session.started".
     ///   - source: the input the event belongs to (its name, or its path or URL without a password);
@@ -9,10 +9,14 @@ extension JSONObject {
     ///   - seq: the frame sequence the event belongs to, if any.
     ///   - tsNs: capture time of that frame (ns since the epoch); for events without a frame, the time of the event.
     ///   - ptsNs: the frame's media time from the start of the source.
+    /// `host` and `session` say who wrote the line (`Producer`). The object remembers event,
+    /// source and plugin as the line's route (`line()`).
     public static func envelope(event: String, source: String?, plugin: String? = nil, pluginIndex: Int? = nil,
                                 seq: UInt64? = nil, tsNs: Int64, ptsNs: Int64? = nil) -> JSONObject {
         var e = JSONObject()
+        e.route = OutputLine.Route(event: event, source: source, plugin: plugin)
         e.set("event", event)
+        e.bytes.append(contentsOf: producerFields)
         e.set("source", source)
         e.set("plugin", plugin)
         e.set("plugin_index", pluginIndex)
@@ -20,5 +24,21 @@ extension JSONObject {
         e.setSeconds("ts", nanoseconds: tsNs)
         e.setSeconds("pts", nanoseconds: ptsNs)
         return e
+    }
+
+    /// `,"host":"…","session":"…"`, made once: the fields that follow `event` in every line (and in
+    /// the crash line CPluginGuard writes).
+    public static let producerFields: [UInt8] = {
+        var o = JSONObject()
+        o.set("host", Producer.host)
+        o.set("session", Producer.session)
+        return [UInt8(ascii: ",")] + o.bytes.dropFirst()
+    }()
+
+    /// The finished line, with its newline and its route.
+    public func line() -> OutputLine {
+        var bytes = finished()
+        bytes.append(UInt8(ascii: "\n"))
+        return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil))
     }
 }

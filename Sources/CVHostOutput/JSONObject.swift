@@ -2,8 +2,10 @@
 /// Faster than JSONEncoder for the small, fixed-shape objects of the output stream and
 /// always single-line.
 public struct JSONObject: Sendable {
-    public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    public internal(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
+    /// Event, source and plugin of an event's envelope (`envelope(...)`): where the line goes.
+    public internal(set) var route: OutputLine.Route?
 
     public init() {}
 

@@ -17,6 +17,8 @@ public final class JSONLineWriter: OutputSink {
     private struct State {
         var closed = false
         var failure: Int32?
+        var written: UInt64 = 0
+        var discarded: UInt64 = 0
     }
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
@@ -30,6 +32,15 @@ public final class JSONLineWriter: OutputSink {
     /// Whether a write failed for another reason than the reader going away: lines were lost.
     public var lostLines: Bool { failure.map { $0 != EPIPE } ?? false }
 
+    /// Lines written, and lines discarded after a write failed (the metrics' `output` section).
+    public func statistics(name: String) -> SinkStatistics {
+        let s = state.withLock { $0 }
+        var out = SinkStatistics(output: name)
+        out.delivered = s.written
+        out.dropped = [.writeFailed: s.discarded]
+        return out
+    }
+
     /// Writes one line. Thread-safe.
     public func write(_ line: OutputLine) {
         writeLine(line.bytes)
@@ -38,7 +49,10 @@ public final class JSONLineWriter: OutputSink {
     /// Writes bytes that already form one line ending in "\n".
     public func writeLine(_ line: [UInt8]) {
         let justClosed: Bool = state.withLock { s in
-            guard !s.closed else { return false }
+            guard !s.closed else {
+                s.discarded += 1
+                return false
+            }
             // A plugin crashing meanwhile must not write its session.error into this line.
             cvhost_guard_output_begin()
             defer { cvhost_guard_output_end() }
@@ -54,7 +68,11 @@ public final class JSONLineWriter: OutputSink {
                 }
                 return nil
             }
-            guard let error else { return false }
+            guard let error else {
+                s.written += 1
+                return false
+            }
+            s.discarded += 1
             s.closed = true
             s.failure = error
             return true

@@ -33,9 +33,9 @@ public struct JSONObject: Sendable {
         bytes.append(contentsOf: JSONObject.number(value, decimals: decimals).utf8)
     }
 
-    public mutating func set(_ name: String, _ value: Bool) {
+    public mutating func set(_ name: String, _ value: Bool?) {
         key(name)
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        bytes.append(contentsOf: (value.map { $0 ? "true" : "false" } ?? "null").utf8)
     }
 
     /// Seconds since the epoch with microseconds, from nanoseconds: `1763706543.123456`.

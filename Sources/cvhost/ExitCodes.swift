@@ -11,8 +11,11 @@ enum ExitCodes {
     static let runtimeError: Int32 = 2
     /// The input or device could not be opened.
     static let inputUnavailable: Int32 = 3
-    /// stdout could not be written (disk full, I/O error): the lines from then on were lost.
+    /// An output lost lines: stdout or a file could not be written (disk full, I/O error), a
+    /// queue dropped lines, or lines were still undelivered at the end (RunOutput.finish).
     static let outputFailed: Int32 = 4
+    /// An --output cannot be opened (a file), or a required=true broker cannot be reached at start.
+    static let outputUnavailable: Int32 = 5
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
     static let pluginCrashed: Int32 = 19
     /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
@@ -32,7 +35,11 @@ enum ExitCodes {
           1    internal error
           2    an input failed while running (session.error, then final metrics)
           3    an input or camera cannot be opened or set up as asked
-          4    stdout could not be written (e.g. disk full); later lines lost
+          4    an output lost lines: stdout or a file could not be written (e.g.
+               disk full), a queue dropped lines, or lines were undelivered at
+               the end (named on stderr; counted in metrics' "output")
+          5    an --output cannot be opened, or a required=true broker cannot
+               be reached at start
           10   plugin not found
           11   plugin file is not a shared object
           12   plugin has no entry symbol

@@ -1,5 +1,6 @@
 import CPluginGuard
 import CVHostCore
+import CVHostOutput
 import CVHostPlugins
 import Foundation
 import Glibc
@@ -46,13 +47,15 @@ enum HungPluginStop {
             let reason = source.session.draining?.reason ?? stop.requested?.why ?? .requested
             source.report.abandon(reason: reason, framesCaptured: source.session.capturedFrameCount)
         }
+        // The lines just written still reach every output.
+        _ = sources.first?.report.lines.output.finish()
         cvhost_guard_host_exiting()
         _exit(ExitCodes.pluginHung)
     }
 
     /// Destroys every plugin instance (destroy()), waiting at most `graceSeconds`: a destroy()
     /// that hangs is named on stderr and cvhost exits with code 20 (every line is written by then).
-    static func shutDown(_ runners: [PluginRunner]) {
+    static func shutDown(_ runners: [PluginRunner], output: OutputRouter) {
         guard !runners.isEmpty else { return }
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
@@ -68,6 +71,7 @@ enum HungPluginStop {
                 Log.error("plugin \(runner.plugin.name) hung in \(call.callback)(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
             }
         }
+        _ = output.finish()
         cvhost_guard_host_exiting()
         _exit(ExitCodes.pluginHung)
     }

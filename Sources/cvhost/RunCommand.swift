@@ -52,7 +52,9 @@ struct RunCommand: ParsableCommand {
             drop-late (live sources' default): at most --queue-depth frames wait for each plugin; when a newer frame arrives, the oldest waiting one is dropped and counted. A slow plugin never slows the source or another plugin. block (the default for files and images): the source waits; nothing is lost.
 
             OUTPUT
-            stdout carries JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out). Every line names its input ("source"). The final metrics of every plugin and then session.stopped are always an input's last lines. Messages for people go to stderr.
+            The output is JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out; output.connected and output.disconnected for a broker). Every line names its producer ("host", "session") and its input ("source"). The final metrics of every plugin and then session.stopped are always an input's last lines. Messages for people go to stderr.
+
+            \(RunOutput.helpText)
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
@@ -90,6 +92,11 @@ struct RunCommand: ParsableCommand {
 
     @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open (default 10).", valueName: "seconds"))
     var openTimeout: Double = 10
+
+    @Option(name: .customLong("output"),
+            help: ArgumentHelp("Where the JSON lines go: - (stdout, the default), file:PATH, mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... Repeatable; see OUTPUTS.",
+                               valueName: "destination"))
+    var outputs: [String] = []
 
     @Option(name: .customLong("max-frames"), help: "Stop each input after this many frames.")
     var maxFrames: UInt64?
@@ -144,6 +151,7 @@ struct RunCommand: ParsableCommand {
         if metricsInterval < 0 || !metricsInterval.isFinite { throw ValidationError("--metrics-interval must be 0 or more seconds") }
         if let duration, duration <= 0 || !duration.isFinite { throw ValidationError("--duration must be more than 0 seconds") }
         if let maxFrames, maxFrames == 0 { throw ValidationError("--max-frames must be at least 1") }
+        _ = try RunOutput.destinations(outputs)
     }
 
     func run() throws {
@@ -153,19 +161,26 @@ struct RunCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // The JSON lines alone on stdout: what plugins write to it goes to stderr.
         let results = StandardOutput.claim()
-        // Plugins run in this process: if one crashes it, say which one, on which frame.
+        let destinations = try RunOutput.destinations(outputs)
+        // Plugins run in this process: if one crashes it, say which one, on which frame (on
+        // stdout, when it is an output: a signal handler cannot reach the other outputs' queues).
         cvhost_guard_set_producer(String(decoding: JSONObject.producerFields, as: UTF8.self))
-        cvhost_guard_install(ExitCodes.pluginCrashed, results)
+        cvhost_guard_install(ExitCodes.pluginCrashed, destinations.contains(.stdout) ? results : -1)
         defer { cvhost_guard_host_exiting() }
+        if !destinations.contains(.stdout) { close(results) }
 
         let specs = try InputSpec.parse(inputs: inputs, devices: devices)
         let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil
         let ids = specs.map { $0.sourceID(cameraPath: firstCamera?.path) }
         let sessions = specs.map { _ in CaptureSession() }
         let stop = RunStop(sessions: sessions)
-        // A reader that went away ends the run quietly; a full disk ends it with exit 4 (below).
-        let writer = JSONLineWriter(fileDescriptor: results, onClosed: { stop.request(.outputClosed) })
-        let lines = RunLines(writer: writer, sources: specs.count)
+        // Outputs first (a file that cannot be opened ends the run before anything starts). A
+        // stdout reader that went away ends the run quietly; lost lines end it with exit 4 (below).
+        let output = try RunOutput.open(destinations, stdoutDescriptor: results, connectTimeout: openTimeout,
+                                        onStdoutClosed: { stop.request(.outputClosed) })
+        // Whatever ends the run, the outputs deliver what was written (at the normal end: RunOutput.finish).
+        defer { _ = output.finish() }
+        let lines = RunLines(output: output, sources: specs.count)
 
         // Signals from here on: a stop asked for while plugins are created reaches the inputs
         // as they start (RunStop), and a create() that holds it is named (CreationWatch).
@@ -175,7 +190,7 @@ struct RunCommand: ParsableCommand {
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
         // its own runner of every plugin (own instances, queues and metrics).
         var runners: [[PluginRunner]] = []
-        defer { HungPluginStop.shutDown(Array(runners.joined())) }
+        defer { HungPluginStop.shutDown(Array(runners.joined()), output: output) }
         // Only while plugins are created: from then on, HungPluginStop names a hang.
         let creation = HungPluginStop.CreationWatch(stop: stop)
         defer { creation.finish() }
@@ -193,7 +208,7 @@ struct RunCommand: ParsableCommand {
                     forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
                                                      options: request.options, queueDepth: queueDepth, backpressure: backpressure,
                                                      isolation: isolation,
-                                                     sink: writer))
+                                                     sink: output))
                 }
             }
         } catch let error as PluginLoadError {
@@ -208,7 +223,7 @@ struct RunCommand: ParsableCommand {
             do {
                 let (device, settings) = try open(spec, firstCamera: firstCamera, onSkip: { path, reason in
                     Log.warning("skipped \(path): \(reason)")
-                    writer.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
+                    lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
                 })
                 sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
                                              deviceSettings: settings, frameLimit: maxFrames, tagLogs: specs.count > 1))
@@ -237,7 +252,7 @@ struct RunCommand: ParsableCommand {
 
         paceUntilStopped(sources, stop: stop)
         sources.forEach { $0.warnOfDamage() }
-        try checkOutput(writer)
+        try RunOutput.finish(output)
         // One input that failed while others went on still makes the run's exit code 2.
         if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
         if let q = sources.flatMap(\.runners).first(where: \.isQuarantined) {

@@ -7,18 +7,32 @@ import CVHostV4L2
 /// metrics and then its `session.stopped` are its last lines, and that lines of no input (a
 /// camera plugged in) stop once every input has written its final lines.
 final class RunLines: Sendable {
-    let writer: JSONLineWriter
+    let output: OutputRouter
     private let openSources: Locked<Int>
 
-    init(writer: JSONLineWriter, sources: Int) {
-        self.writer = writer
+    init(output: OutputRouter, sources: Int) {
+        self.output = output
         openSources = Locked(sources)
     }
 
-    /// Writes an input's last lines; after the last input's, lines of no input are dropped.
-    func writeFinal(_ lines: [JSONObject]) {
+    func write(_ line: JSONObject) {
+        output.write(line)
+    }
+
+    /// A plugin's metrics line, with the run's `output` section (what became of the lines per output).
+    func metrics(_ runner: PluginRunner, final: Bool) -> JSONObject {
+        var e = runner.metricsEvent(final: final)
+        e.set("output", array: output.statistics.map(\.json))
+        return e
+    }
+
+    /// Writes an input's `count` last lines, made by `make`; after the last input's, lines of no
+    /// input are dropped. Room is made for them first, so that the final metrics among them count
+    /// every line the sinks' queues dropped (writing these lines drops none).
+    func writeFinal(count: Int, _ make: () -> [JSONObject]) {
         openSources.withLock { open in
-            lines.forEach(writer.write)
+            output.makeRoom(for: count)
+            make().forEach(output.write)
             open -= 1
         }
     }
@@ -26,7 +40,7 @@ final class RunLines: Sendable {
     /// Writes a line of no input while some input still runs.
     func writeWhileRunning(_ line: JSONObject) {
         openSources.withLock { open in
-            if open > 0 { writer.write(line) }
+            if open > 0 { output.write(line) }
         }
     }
 }
@@ -60,21 +74,22 @@ final class SourceReport: Sendable {
             state.withLock { s in
                 guard !s.finalWritten else { return }  // written already by abandon()
                 s.finalWritten = true
-                lines.writeFinal(runners.map { $0.metricsEvent(final: true) }
-                                 + [SessionEventLines.line(for: event, source: source, runners: runners)])
+                lines.writeFinal(count: runners.count + 1) {
+                    runners.map { lines.metrics($0, final: true) } + [SessionEventLines.line(for: event, source: source, runners: runners)]
+                }
             }
         case .runtimeError(let error):
             state.withLock { $0.failed = true }
             Log.error(error.message, source: logSource)
-            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+            lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .framesLost(let count, _, let reason):
             state.withLock { $0.lost[reason, default: 0] += count }
-            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+            lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .started(let device, let format, let settings):
             let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
-            lines.writer.write(SessionEventLines.line(for: all, source: source, runners: runners))
+            lines.write(SessionEventLines.line(for: all, source: source, runners: runners))
         default:
-            lines.writer.write(SessionEventLines.line(for: event, source: source, runners: runners))
+            lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         }
     }
 
@@ -85,14 +100,16 @@ final class SourceReport: Sendable {
             guard !s.finalWritten else { return }
             s.finalWritten = true
             let stopped = SessionEvent.stopped(reason: reason, framesCaptured: framesCaptured, framesLost: s.lost)
-            lines.writeFinal(runners.map { $0.metricsEvent(final: true) } + [SessionEventLines.line(for: stopped, source: source, runners: runners)])
+            lines.writeFinal(count: runners.count + 1) {
+                runners.map { lines.metrics($0, final: true) } + [SessionEventLines.line(for: stopped, source: source, runners: runners)]
+            }
         }
     }
 
     func writePeriodicMetrics() {
         state.withLock { s in
             guard !s.finalWritten else { return }
-            for r in runners { lines.writer.write(r.metricsEvent(final: false)) }
+            for r in runners { lines.write(lines.metrics(r, final: false)) }
         }
     }
 }

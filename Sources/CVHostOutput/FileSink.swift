@@ -1,0 +1,159 @@
+import CVHostCore
+import Foundation
+import Glibc
+
+/// `--output file:PATH`: JSON Lines appended to a file, rotated by size (PATH.1 is the newest of
+/// the rotated files, PATH.keep the oldest; older ones are removed), like a log that logrotate
+/// would keep. The file is opened at start (a path that cannot be opened ends the run before it
+/// starts); a failed write (a full disk) drops those lines, counted as `write_failed`, and the
+/// next lines are tried again.
+final class FileSink: QueuedSink, @unchecked Sendable {
+    // @unchecked Sendable: `fd` and `size` belong to the sink's thread; the rest is immutable or locked.
+    let name: String
+    private let settings: OutputDestination.FileSettings
+    private let queue: LineQueue
+    private let thread = SinkThreadState()
+    private let counts = Locked((delivered: UInt64(0), writeFailed: UInt64(0), unsent: UInt64(0)))
+    private var fd: Int32
+    private var size: UInt64
+    private var lastError: Int32 = 0
+
+    struct OpenError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(_ settings: OutputDestination.FileSettings, name: String) throws(OpenError) {
+        self.settings = settings
+        self.name = name
+        queue = LineQueue(capacity: settings.queue.capacity)
+        fd = FileSink.open(settings.path)
+        guard fd >= 0 else {
+            throw OpenError(description: "cannot open \(settings.path) for --output: \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        size = fstat(fd, &st) == 0 ? UInt64(st.st_size) : 0
+        let t = Thread { [self] in run() }
+        t.name = "cvhost-output-file"
+        t.start()
+    }
+
+    private static func open(_ path: String) -> Int32 {
+        Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+    }
+
+    func write(_ line: OutputLine) {
+        queue.push(line)
+    }
+
+    var drainSeconds: Double { settings.queue.drainSeconds }
+
+    func makeRoom(for n: Int) {
+        queue.makeRoom(for: n)
+    }
+
+    var statistics: SinkStatistics {
+        let c = counts.withLock { $0 }
+        var s = SinkStatistics(output: name)
+        s.delivered = c.delivered
+        s.queued = queue.count
+        s.dropped = [.queueFull: queue.droppedFull, .writeFailed: c.writeFailed, .unsent: c.unsent]
+        return s
+    }
+
+    func finish(deadlineNs: UInt64) -> SinkStatistics {
+        thread.requestFinish(deadlineNs: deadlineNs)
+        queue.wake()
+        if !thread.waitEnded(untilNs: deadlineNs) {
+            // A disk that hangs: what still waits is lost, and said so.
+            let left = UInt64(queue.count)
+            counts.withLock { $0.unsent += left }
+        }
+        return statistics
+    }
+
+    private func run() {
+        defer { thread.markEnded() }
+        var poller = pollfd(fd: queue.wakeDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            queue.clearWake()
+            var lines = queue.popFront(max: 4096)
+            while !lines.isEmpty {
+                append(lines)
+                lines = queue.popFront(max: 4096)
+            }
+            if let deadline = thread.finishDeadline {
+                if queue.count == 0 || HostClock.monotonicNs() >= deadline { break }
+                continue
+            }
+            _ = poll(&poller, 1, -1)
+        }
+        let left = UInt64(queue.popFront(max: Int.max).count)
+        counts.withLock { $0.unsent += left }
+        close(fd)
+    }
+
+    /// Writes lines, rotating the file before a line that would take it past max_mb.
+    private func append(_ lines: [OutputLine]) {
+        var batch: [UInt8] = []
+        var batchLines = 0
+        for line in lines {
+            if settings.maxBytes > 0, size > 0, size + UInt64(batch.count + line.bytes.count) > settings.maxBytes {
+                flush(&batch, lines: &batchLines)
+                rotate()
+            }
+            batch.append(contentsOf: line.bytes)
+            batchLines += 1
+        }
+        flush(&batch, lines: &batchLines)
+    }
+
+    private func flush(_ batch: inout [UInt8], lines: inout Int) {
+        guard !batch.isEmpty else { return }
+        let error: Int32? = batch.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += n
+            }
+            return nil
+        }
+        if let error {
+            // One message per kind of failure, and one when writes work again.
+            if error != lastError { Log.error("cannot write to \(settings.path): \(String(cString: strerror(error))); lines are dropped until it works again", source: name) }
+            lastError = error
+            counts.withLock { $0.writeFailed += UInt64(lines) }
+        } else {
+            if lastError != 0 { Log.info("writing to \(settings.path) again", source: name) }
+            lastError = 0
+            size += UInt64(batch.count)
+            counts.withLock { $0.delivered += UInt64(lines) }
+        }
+        batch.removeAll(keepingCapacity: true)
+        lines = 0
+    }
+
+    /// PATH.(keep-1) -> PATH.keep, ..., PATH -> PATH.1, and a new PATH.
+    private func rotate() {
+        let path = settings.path
+        for i in stride(from: settings.keep - 1, through: 1, by: -1) {
+            _ = rename("\(path).\(i)", "\(path).\(i + 1)")
+        }
+        guard rename(path, "\(path).1") == 0 else {
+            Log.warning("cannot rotate \(path): \(String(cString: strerror(errno))); it grows on", source: name)
+            size = 0
+            return
+        }
+        let next = FileSink.open(path)
+        if next >= 0 {
+            close(fd)
+            fd = next
+        } else {
+            Log.error("cannot open a new \(path) after rotating it: \(String(cString: strerror(errno))); writing on to \(path).1", source: name)
+        }
+        size = 0
+    }
+}

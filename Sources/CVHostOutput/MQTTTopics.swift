@@ -1,0 +1,36 @@
+/// The MQTT topic layout, a contract with subscribers (README, "Fleets"):
+///
+///     PREFIX/HOST/SOURCE/PLUGIN/EVENT    every line; the payload is the line itself
+///     PREFIX/HOST/status                 "online" (retained) while cvhost runs; "offline" (retained,
+///                                        and the connection's last will) when it stops or dies
+///
+/// e.g. `cvhost/gate-1/cam0/barcode/result`, `cvhost/gate-1/cam0/barcode/metrics`,
+/// `cvhost/gate-1/cam0/_/session.started`. A level with no value (the plugin of a session event,
+/// the source of a camera plugged in) is `_`; characters MQTT reserves in a level (`/`, `+`, `#`)
+/// become `_`, so an input read from `clips/a.mp4` is `clips_a.mp4` (name inputs with NAME=).
+struct MQTTTopics {
+    let prefix: String
+    let host: String
+    private var cache: [OutputLine.Route: String] = [:]
+
+    init(prefix: String, host: String) {
+        self.prefix = prefix
+        self.host = MQTTTopics.level(host)
+    }
+
+    var status: String { "\(prefix)/\(host)/status" }
+
+    /// The topic of a line (made once per route).
+    mutating func topic(for route: OutputLine.Route) -> String {
+        if let t = cache[route] { return t }
+        let t = [prefix, host, MQTTTopics.level(route.source), MQTTTopics.level(route.plugin), MQTTTopics.level(route.event)].joined(separator: "/")
+        if cache.count < 10_000 { cache[route] = t }
+        return t
+    }
+
+    /// One topic level: never empty, never a wildcard or a separator.
+    static func level(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "_" }
+        return String(value.map { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" ? "_" : $0 })
+    }
+}

@@ -1,0 +1,131 @@
+import CVHostCore
+
+/// The run's output: every line to every `--output`. stdout is written at once by the thread
+/// that writes the line (as it always was: a reader sees each line at once, and a pipe that
+/// is not read holds the run back, which `cvhost run | consumer` relies on); every other sink has
+/// its own bounded queue and thread (`QueuedSink`), so a slow disk or an absent broker never
+/// holds back the capture or the plugins.
+public final class OutputRouter: OutputSink {
+    /// stdout, when it is an output.
+    public let stdout: JSONLineWriter?
+    private let queued: [QueuedSink]
+    private let relay: StatusRelay
+    private let finished = Locked<[SinkStatistics]?>(nil)
+
+    public struct OpenError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Opens every destination: files are opened, brokers are connected to in the background.
+    /// - Parameters:
+    ///   - stdoutDescriptor: where stdout's lines go (see `StandardOutput.claim`).
+    ///   - onStdoutClosed: stdout's reader went away or a write failed (`JSONLineWriter`).
+    ///   - connectTimeout: how long a `required=true` broker may take to accept the connection.
+    /// - Throws: `OpenError` naming the destination: a file that cannot be opened, a required
+    ///   broker that cannot be reached.
+    public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double,
+                onStdoutClosed: @escaping @Sendable () -> Void) throws(OpenError) {
+        let relay = StatusRelay()
+        self.relay = relay
+        var stdout: JSONLineWriter?
+        var queued: [QueuedSink] = []
+        var required: [MQTTSink] = []
+        do {
+            for d in destinations {
+                switch d {
+                case .stdout:
+                    stdout = stdout ?? JSONLineWriter(fileDescriptor: stdoutDescriptor, onClosed: onStdoutClosed)
+                case .file(let f):
+                    queued.append(try FileSink(f, name: d.name))
+                case .mqtt(let m):
+                    let name = d.name
+                    let sink = MQTTSink(m, name: name, onStatus: { connected, reason, waiting in
+                        relay.tell(OutputStatusLines.line(output: name, connected: connected, reason: reason, queued: waiting), except: name)
+                    })
+                    queued.append(sink)
+                    if m.queue.required { required.append(sink) }
+                }
+            }
+        } catch {
+            queued.forEach { _ = $0.finish(deadlineNs: 0) }
+            throw OpenError(description: error.description)
+        }
+        self.stdout = stdout
+        self.queued = queued
+        relay.connect(self)
+        let deadline = HostClock.monotonicNs() + UInt64(connectTimeout * 1e9)
+        for sink in required {
+            if let failure = sink.firstConnection(untilNs: deadline) {
+                finishNow()
+                throw OpenError(description: "cannot connect to \(sink.name): \(failure) (the output is required=true)")
+            }
+        }
+    }
+
+    public func write(_ line: OutputLine) {
+        stdout?.write(line)
+        for sink in queued { sink.write(line) }
+    }
+
+    /// Writes to every sink but the one named `except`.
+    fileprivate func write(_ line: OutputLine, except name: String) {
+        stdout?.write(line)
+        for sink in queued where sink.name != name { sink.write(line) }
+    }
+
+    /// Makes room for `n` lines in every queue now (dropping, and counting, the oldest), so that
+    /// writing them drops none: metrics made after this count every drop those lines cause.
+    public func makeRoom(for n: Int) {
+        for sink in queued { sink.makeRoom(for: n) }
+    }
+
+    /// What became of the lines so far, per output (stdout first): the metrics' `output` section.
+    public var statistics: [SinkStatistics] {
+        (stdout.map { [$0.statistics(name: "stdout")] } ?? []) + queued.map(\.statistics)
+    }
+
+    /// Delivers what waits (each sink for at most its `drain=` seconds) and stops every queued sink. Lines
+    /// written after it reach stdout only. Called again, it returns the first answer.
+    /// - Returns: the final statistics of every output.
+    public func finish() -> [SinkStatistics] {
+        finished.withLock { done in
+            if let done { return done }
+            relay.disconnect()
+            let now = HostClock.monotonicNs()
+            let final = queued.map { $0.finish(deadlineNs: now + UInt64($0.drainSeconds * 1e9)) }
+            done = (stdout.map { [$0.statistics(name: "stdout")] } ?? []) + final
+            return done!
+        }
+    }
+
+    private func finishNow() {
+        relay.disconnect()
+        queued.forEach { _ = $0.finish(deadlineNs: HostClock.monotonicNs()) }
+    }
+}
+
+/// Passes a sink's connection news to the router's other sinks. Connected after the sinks exist
+/// (their threads may report before the router is made: that news waits), cut at the end (no
+/// reference cycle is left behind).
+private final class StatusRelay: Sendable {
+    private let state = Locked<(router: OutputRouter?, waiting: [(OutputLine, String)])>((nil, []))
+
+    func connect(_ r: OutputRouter) {
+        let waiting = state.withLock { s in
+            s.router = r
+            defer { s.waiting = [] }
+            return s.waiting
+        }
+        for (line, name) in waiting { r.write(line, except: name) }
+    }
+
+    func disconnect() { state.withLock { $0 = (nil, []) } }
+
+    func tell(_ line: OutputLine, except name: String) {
+        let router = state.withLock { s in
+            if s.router == nil { s.waiting.append((line, name)) }
+            return s.router
+        }
+        router?.write(line, except: name)
+    }
+}

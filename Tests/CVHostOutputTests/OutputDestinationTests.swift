@@ -1,0 +1,80 @@
+import Testing
+@testable import CVHostOutput
+
+@Suite("--output values")
+struct OutputDestinationTests {
+    func mqtt(_ text: String, password: String? = nil) throws -> OutputDestination.MQTTSettings {
+        guard case .mqtt(let m) = try OutputDestination(parsing: text, passwordFromEnvironment: password) else {
+            Issue.record("\(text) is not mqtt")
+            return .init()
+        }
+        return m
+    }
+
+    @Test("an MQTT URL: user, password (percent-decoded), host, port, prefix, options; its name hides the password")
+    func mqttURL() throws {
+        let m = try mqtt("mqtt://cam%40gate:p%3Ass@broker.local:1884/site/a/cvhost/?qos=0&queue=500&required=true&drain=3")
+        #expect(m.user == "cam@gate" && m.password == "p:ss" && m.host == "broker.local" && m.port == 1884)
+        #expect(m.prefix == "site/a/cvhost" && m.qos == 0 && m.queue.capacity == 500 && m.queue.required && m.queue.drainSeconds == 3)
+        let d = try OutputDestination(parsing: "mqtt://cam:secret@broker.local/x")
+        #expect(d.name == "mqtt://cam:***@broker.local:1883/x")
+        let tls = try mqtt("mqtts://[::1]/cvhost?ca=/etc/ca.pem")
+        #expect(tls.tls && tls.host == "::1" && tls.port == 8883 && tls.caFile == "/etc/ca.pem" && tls.prefix == "cvhost")
+        #expect(OutputDestination.mqtt(tls).name == "mqtts://[::1]:8883/cvhost")
+        // A user without a password takes the one from the environment.
+        #expect(try mqtt("mqtt://cam@broker", password: "env").password == "env")
+        #expect(try mqtt("mqtt://broker").prefix == "cvhost")
+    }
+
+    @Test("a file, with rotation options; -, stdout")
+    func fileAndStdout() throws {
+        #expect(try OutputDestination(parsing: "-") == .stdout && OutputDestination(parsing: "stdout") == .stdout)
+        guard case .file(let f) = try OutputDestination(parsing: "file:/var/log/r.jsonl?max_mb=5&keep=3&queue=10") else {
+            Issue.record("not a file")
+            return
+        }
+        #expect(f.path == "/var/log/r.jsonl" && f.maxBytes == 5 * 1_048_576 && f.keep == 3 && f.queue.capacity == 10)
+    }
+
+    @Test("refusals name the value and never show a password", arguments: [
+        "mqtt://u:topsecret@h:0/x", "mqtt://u:topsecret@/x", "mqtts://u:topsecret@h/x?qos=9", "mqtt://u:topsecret@h/a/#",
+        "mqt://u:topsecret@h/x", "file:x?keep=0", "mqtt://:topsecret@h/x",
+    ])
+    func refusals(_ text: String) {
+        do {
+            _ = try OutputDestination(parsing: text)
+            Issue.record("\(text) was taken")
+        } catch {
+            #expect(!error.description.contains("topsecret") && error.description.hasPrefix("--output"), "\(error.description)")
+        }
+    }
+}
+
+@Suite("A sink's line queue and topics")
+struct LineQueueTests {
+    func line(_ n: Int) -> OutputLine {
+        OutputLine(bytes: Array("\(n)\n".utf8), route: .init(event: "result", source: "cam0", plugin: "barcode"))
+    }
+
+    @Test("full: the oldest lines make room and are counted; makeRoom drops before, so writing then drops none")
+    func dropOldest() {
+        let q = LineQueue(capacity: 3)
+        for n in 0..<5 { q.push(line(n)) }
+        #expect(q.droppedFull == 2 && q.count == 3)
+        q.makeRoom(for: 2)
+        #expect(q.droppedFull == 4 && q.count == 1)
+        q.push(line(5))
+        q.push(line(6))
+        #expect(q.droppedFull == 4)
+        #expect(q.popFront(max: 10).map { String(decoding: $0.bytes, as: UTF8.self) } == ["4\n", "5\n", "6\n"])
+        #expect(q.count == 0)
+    }
+
+    @Test("topic levels: _ for none, / + # replaced")
+    func topics() {
+        var t = MQTTTopics(prefix: "cvhost", host: "gate/1")
+        #expect(t.topic(for: .init(event: "result", source: "clips/a+b#.mp4", plugin: "barcode")) == "cvhost/gate_1/clips_a_b_.mp4/barcode/result")
+        #expect(t.topic(for: .init(event: "session.started", source: "cam0", plugin: nil)) == "cvhost/gate_1/cam0/_/session.started")
+        #expect(t.status == "cvhost/gate_1/status")
+    }
+}

@@ -15,7 +15,7 @@ struct CVHost: ParsableCommand {
         commandName: "cvhost",
         abstract: "Run computer-vision plugins on camera, video, image or test-pattern frames; read results as JSON Lines.",
         discussion: """
-            cvhost runs a capture session and hands every frame to the plugins you name, each on its own serial delivery queue with back-pressure and metrics. Results, metrics and session events are written to stdout as JSON Lines (one object per line; schema in schema/cvhost-events.schema.json). Logs go to stderr.
+            cvhost runs a capture session and hands every frame to the plugins you name, each on its own serial delivery queue with back-pressure and metrics. Results, metrics and session events are written to stdout as JSON Lines (one object per line; schema in schema/cvhost-events.schema.json), or with --output to files and an MQTT broker. Logs go to stderr.
 
             EXAMPLES
               cvhost run --plugin barcode              # the first camera

@@ -14,7 +14,7 @@ extension PluginIsolation: ExpressibleByArgument {}
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run plugins on an input and write their results to stdout as JSON Lines.",
+        abstract: "Run plugins on an input and write their results as JSON Lines (stdout, files, an MQTT broker).",
         discussion: """
             INPUTS (--input; without it, the camera of --device or the first camera)
               clip.mp4, clip.mkv, ...   a video file (FFmpeg); nothing is dropped

@@ -7,14 +7,19 @@ import Glibc
 /// `cvhost run --output …`: the outputs a run writes to, opened before anything else, and what
 /// became of their lines at the end (said on stderr; exit 4 when lines were lost).
 enum RunOutput {
+    // Table lines under 80 columns: ArgumentParser wraps longer ones badly.
     static let helpText = """
         OUTPUTS (--output, repeatable; default: stdout alone)
-          -, stdout                  JSON Lines on stdout
-          file:PATH                  appended to PATH, rotated at 100 MB: PATH.1 ... PATH.5 (options max_mb=N, keep=K; max_mb=0: never)
+          -, stdout        JSON Lines on stdout
+          file:PATH        appended to PATH; at 100 MB it becomes PATH.1 (then
+                           PATH.2...) and a new PATH is begun (max_mb=N, keep=K)
           mqtt://[user[:password]@]host[:port][/prefix]
-                                     published to an MQTT broker (port 1883, prefix cvhost), QoS 1 (option qos=0|1|2)
-          mqtts://...                the same over TLS (port 8883; option ca=FILE, else the system's CAs)
-        Options follow a ?, joined by &: --output 'mqtt://broker/cvhost?qos=1&queue=50000'. Every output but stdout has its own queue (queue=N lines, 100000; drain=S seconds at the end to deliver what waits, 10) and thread: a slow disk or a broker that is away never holds back the capture; when a queue is full its oldest lines are dropped, counted in the metrics' output section. A broker that cannot be reached is retried (0.5 s, doubling to 30 s) while the run goes on, and output.disconnected / output.connected go to the other outputs; required=true makes it exit 5 instead, when the broker does not accept the connection within --open-timeout at start. A user without a password takes it from $CVHOST_MQTT_PASSWORD; a password is never printed. Topics: PREFIX/HOST/SOURCE/PLUGIN/EVENT (e.g. cvhost/gate-1/cam0/barcode/result; _ for none; / + # in a name become _), the payload is the line; PREFIX/HOST/status is online (retained), and offline when cvhost stops or dies (its last will). Lines lost on the way make the exit code 4.
+                           published to an MQTT broker (port 1883, prefix
+                           cvhost) with QoS 1 (qos=0|1|2)
+          mqtts://...      the same over TLS (port 8883; ca=FILE, else the
+                           system's CA certificates)
+        Options follow a ? and are joined by &, e.g. 'mqtt://broker/cvhost?qos=1&queue=50000'. Every output but stdout has a queue (queue=N lines, 100000) and a thread of its own: a slow disk or an absent broker never holds back the capture. When a queue is full, its oldest line is dropped and counted (the metrics' "output" section). A broker that cannot be reached is retried (0.5 s, doubling to 30 s) while the run goes on; output.disconnected and output.connected go to the other outputs. required=true: exit 5 instead, when the broker does not accept the connection within --open-timeout at start. At the end, an output has drain=S seconds (10) to deliver what waits. Lines lost on the way make the exit code 4. A user without a password takes it from $CVHOST_MQTT_PASSWORD; a password is never printed.
+        Topics: PREFIX/HOST/SOURCE/PLUGIN/EVENT (e.g. cvhost/gate-1/cam0/barcode/result; _ for none; / + # in a name become _), the payload is the line. PREFIX/HOST/status is "online" (retained), and "offline" when cvhost stops or dies (its last will).
         """
 
     /// The `--output` flags, parsed (stdout when there are none).

@@ -7,11 +7,11 @@ import Glibc
 /// would keep. The file is opened at start (a path that cannot be opened ends the run before it
 /// starts); a failed write (a full disk) drops those lines, counted as `write_failed`, and the
 /// next lines are tried again.
-final class FileSink: QueuedSink, @unchecked Sendable {
+final class FileSink: LineQueueBacked, @unchecked Sendable {
     // @unchecked Sendable: `fd` and `size` belong to the sink's thread; the rest is immutable or locked.
     let name: String
     private let settings: OutputDestination.FileSettings
-    private let queue: LineQueue
+    let queue: LineQueue
     private let thread = SinkThreadState()
     private let counts = Locked((delivered: UInt64(0), writeFailed: UInt64(0), unsent: UInt64(0)))
     private var fd: Int32
@@ -41,15 +41,7 @@ final class FileSink: QueuedSink, @unchecked Sendable {
         Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
     }
 
-    func write(_ line: OutputLine) {
-        queue.push(line)
-    }
-
-    var drainSeconds: Double { settings.queue.drainSeconds }
-
-    func makeRoom(for n: Int) {
-        queue.makeRoom(for: n)
-    }
+    var queueSettings: OutputDestination.QueueSettings { settings.queue }
 
     var statistics: SinkStatistics {
         let c = counts.withLock { $0 }

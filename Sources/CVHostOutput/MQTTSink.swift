@@ -18,12 +18,12 @@ import Glibc
 ///
 /// The status topic says `online` (retained) once connected; the connection's last will says
 /// `offline` (retained) when cvhost dies, and cvhost says it itself when it stops.
-final class MQTTSink: QueuedSink, @unchecked Sendable {
+final class MQTTSink: LineQueueBacked, @unchecked Sendable {
     // @unchecked Sendable: the thread's own state (`inflight`, `connection`, `topics`) is touched
     // only by the sink's thread; what others read is behind `status`.
     let name: String
     private let settings: OutputDestination.MQTTSettings
-    private let queue: LineQueue
+    let queue: LineQueue
     private let thread = SinkThreadState()
     private let onStatus: @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void
     private let clientID: String
@@ -64,15 +64,7 @@ final class MQTTSink: QueuedSink, @unchecked Sendable {
         t.start()
     }
 
-    func write(_ line: OutputLine) {
-        queue.push(line)
-    }
-
-    var drainSeconds: Double { settings.queue.drainSeconds }
-
-    func makeRoom(for n: Int) {
-        queue.makeRoom(for: n)
-    }
+    var queueSettings: OutputDestination.QueueSettings { settings.queue }
 
     var statistics: SinkStatistics {
         let s = status.withLock { state }

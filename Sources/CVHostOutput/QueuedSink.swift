@@ -15,6 +15,24 @@ public protocol QueuedSink: OutputSink {
     func finish(deadlineNs: UInt64) -> SinkStatistics
 }
 
+/// A queued sink's side that is only its queue: lines wait in `queue` for the sink's thread.
+protocol LineQueueBacked: QueuedSink {
+    var queue: LineQueue { get }
+    var queueSettings: OutputDestination.QueueSettings { get }
+}
+
+extension LineQueueBacked {
+    public func write(_ line: OutputLine) {
+        queue.push(line)
+    }
+
+    public var drainSeconds: Double { queueSettings.drainSeconds }
+
+    public func makeRoom(for n: Int) {
+        queue.makeRoom(for: n)
+    }
+}
+
 /// What a queued sink's thread shares with the run: whether it was asked to finish and by when,
 /// and whether it has ended.
 final class SinkThreadState: @unchecked Sendable {

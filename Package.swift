@@ -2,7 +2,7 @@
 // cvhost: a plugin-based computer-vision frame-processing host for Linux.
 //
 // Floors (each uses only the floor below it):
-//   cvhost (CLI)  ->  CVHostSources, CVHostPlugins  ->  CVHostOutput  ->  CVHostCore, CVHostPluginABI
+//   cvhost (CLI)  ->  CVHostHTTP, CVHostSources, CVHostPlugins  ->  CVHostOutput  ->  CVHostCore, CVHostPluginABI
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
@@ -23,6 +23,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The HTTP server of --http (HTTP/1.1 parsing and connections; not hand-written).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The one public header plugin authors compile against.
@@ -73,10 +75,24 @@ let package = Package(
             ],
             path: "Sources/CVHostPlugins"),
 
+        // --http: the embedded server (SwiftNIO), its routes' plumbing (token, slow clients dropped),
+        // the live picture as JPEG (FFmpeg's mjpeg encoder) for MJPEG viewers and snapshots,
+        // results as Server-Sent Events, and the page (web/, served as it is: no build step).
+        .target(
+            name: "CVHostHTTP",
+            dependencies: [
+                "CVHostCore", "CVHostOutput", "CFFmpeg",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/CVHostHTTP",
+            resources: [.copy("web")]),
+
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CPluginGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),

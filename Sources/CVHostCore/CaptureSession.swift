@@ -123,6 +123,9 @@ public final class CaptureSession: @unchecked Sendable {
 
     public var isRunning: Bool { cond.withLock { state == .running } }
 
+    /// Running, but no frame comes (a camera or a stream that went quiet, until frames flow again).
+    public var isInterrupted: Bool { cond.withLock { state == .running && interrupted } }
+
     /// Frames read from the device so far in this run.
     public var capturedFrameCount: UInt64 { cond.withLock { framesCaptured } }
 

@@ -15,6 +15,7 @@ extension JSONObject {
                                 seq: UInt64? = nil, tsNs: Int64, ptsNs: Int64? = nil) -> JSONObject {
         var e = JSONObject()
         e.route = OutputLine.Route(event: event, source: source, plugin: plugin)
+        e.sequence = seq
         e.set("event", event)
         e.bytes.append(contentsOf: producerFields)
         e.set("source", source)
@@ -35,10 +36,10 @@ extension JSONObject {
         return [UInt8(ascii: ",")] + o.bytes.dropFirst()
     }()
 
-    /// The finished line, with its newline and its route.
+    /// The finished line, with its newline, its route and its frame.
     public func line() -> OutputLine {
         var bytes = finished()
         bytes.append(UInt8(ascii: "\n"))
-        return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil))
+        return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence)
     }
 }

@@ -6,6 +6,8 @@ public struct JSONObject: Sendable {
     private var empty = true
     /// Event, source and plugin of an event's envelope (`envelope(...)`): where the line goes.
     public internal(set) var route: OutputLine.Route?
+    /// The envelope's `seq`.
+    public internal(set) var sequence: UInt64?
 
     public init() {}
 

@@ -3,6 +3,9 @@
 public struct OutputLine: Sendable {
     public let bytes: [UInt8]
     public let route: Route
+    /// The frame the line is about (the envelope's `seq`), if any: the live view draws a frame's
+    /// results over that frame.
+    public let sequence: UInt64?
 
     public struct Route: Sendable, Hashable {
         /// The event type: "result", "metrics", "session.started", ...
@@ -19,8 +22,9 @@ public struct OutputLine: Sendable {
         }
     }
 
-    public init(bytes: [UInt8], route: Route) {
+    public init(bytes: [UInt8], route: Route, sequence: UInt64? = nil) {
         self.bytes = bytes
         self.route = route
+        self.sequence = sequence
     }
 }

@@ -9,6 +9,9 @@ public final class OutputRouter: OutputSink {
     /// stdout, when it is an output.
     public let stdout: JSONLineWriter?
     private let queued: [QueuedSink]
+    /// Sinks that see every line but are not outputs (the live view's event stream): they are
+    /// not counted in the metrics' output section and have no end to wait for.
+    private let taps: [OutputSink]
     private let relay: StatusRelay
     private let finished = Locked<[SinkStatistics]?>(nil)
 
@@ -21,9 +24,10 @@ public final class OutputRouter: OutputSink {
     ///   - stdoutDescriptor: where stdout's lines go (see `StandardOutput.claim`).
     ///   - onStdoutClosed: stdout's reader went away or a write failed (`JSONLineWriter`).
     ///   - connectTimeout: how long a `required=true` broker may take to accept the connection.
+    ///   - taps: sinks that see every line too (their `write` must not wait).
     /// - Throws: `OpenError` naming the destination: a file that cannot be opened, a required
     ///   broker that cannot be reached.
-    public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double,
+    public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink] = [],
                 onStdoutClosed: @escaping @Sendable () -> Void) throws(OpenError) {
         let relay = StatusRelay()
         self.relay = relay
@@ -52,6 +56,7 @@ public final class OutputRouter: OutputSink {
         }
         self.stdout = stdout
         self.queued = queued
+        self.taps = taps
         relay.connect(self)
         let deadline = HostClock.monotonicNs() + UInt64(connectTimeout * 1e9)
         for sink in required {
@@ -65,12 +70,14 @@ public final class OutputRouter: OutputSink {
     public func write(_ line: OutputLine) {
         stdout?.write(line)
         for sink in queued { sink.write(line) }
+        for tap in taps { tap.write(line) }
     }
 
     /// Writes to every sink but the one named `except`.
     fileprivate func write(_ line: OutputLine, except name: String) {
         stdout?.write(line)
         for sink in queued where sink.name != name { sink.write(line) }
+        for tap in taps { tap.write(line) }
     }
 
     /// Makes room for `n` lines in every queue now (dropping, and counting, the oldest), so that

@@ -27,8 +27,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// The plugin was given up on after repeated crashes: the run went on without it.
     public var isQuarantined: Bool { instances.isQuarantined }
 
-    private let instances: PluginInstances
-    private let metrics = PluginMetrics()
+    let instances: PluginInstances
+    let metrics = PluginMetrics()
     private let sequencer: ResultSequencer
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()

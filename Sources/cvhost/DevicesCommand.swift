@@ -86,19 +86,7 @@ struct DevicesCommand: ParsableCommand {
             })
             return o
         })
-        e.set("controls", array: d.controls.map { c in
-            var o = JSONObject()
-            o.set("name", c.name)
-            o.set("type", c.kind.rawValue)
-            o.set("min", c.minimum)
-            o.set("max", c.maximum)
-            o.set("step", c.step)
-            o.set("default", c.defaultValue)
-            o.set("value", d.value(of: c))
-            o.set("read_only", c.isReadOnly)
-            if c.kind == .menu { o.set("menu", strings: c.menu.map(\.name)) }
-            return o
-        })
+        e.set("controls", array: d.controls.map { ControlJSON.make($0, value: d.value(of: $0)) })
         return e
     }
 }

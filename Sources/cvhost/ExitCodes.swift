@@ -16,6 +16,8 @@ enum ExitCodes {
     static let outputFailed: Int32 = 4
     /// An --output cannot be opened (a file), or a required=true broker cannot be reached at start.
     static let outputUnavailable: Int32 = 5
+    /// --http cannot listen on its address (in use, not an address of this machine).
+    static let httpUnavailable: Int32 = 6
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
     static let pluginCrashed: Int32 = 19
     /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
@@ -40,6 +42,7 @@ enum ExitCodes {
                the end (named on stderr; counted in metrics' "output")
           5    an --output cannot be opened, or a required=true broker cannot
                be reached at start
+          6    --http cannot listen on its address (in use, or not this machine's)
           10   plugin not found
           11   plugin file is not a shared object
           12   plugin has no entry symbol

@@ -33,6 +33,9 @@ struct InputSpec: Equatable {
 
     var isCamera: Bool { if case .input = kind { false } else { true } }
 
+    /// The input is standard input (`-`): stdin carries video, not commands.
+    var readsStandardInput: Bool { if case .input("-") = kind { true } else { false } }
+
     /// Whether --reconnect means something for it: a camera or a network stream (not a file or a pipe).
     var canReconnect: Bool {
         if case .input(let text) = kind { return StreamLocation(text)?.scheme != nil }

@@ -55,6 +55,8 @@ struct RunCommand: ParsableCommand {
             The output is JSON Lines only: session.started, result, metrics, session.error, session.stopped and more (with a camera, device.connected and device.disconnected when cameras are plugged in or out; output.connected and output.disconnected for a broker). Every line names its producer ("host", "session") and its input ("source"). The final metrics of every plugin and then session.stopped are always an input's last lines. Messages for people go to stderr.
 
             \(RunOutput.helpText)
+
+            \(HTTPOptions.helpText)
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
@@ -97,6 +99,12 @@ struct RunCommand: ParsableCommand {
             help: ArgumentHelp("Where the JSON lines go: - (stdout, the default), file:PATH, mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... Repeatable; see OUTPUTS.",
                                valueName: "destination"))
     var outputs: [String] = []
+
+    @OptionGroup(title: "Live view and control")
+    var http: HTTPOptions
+
+    @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, get_controls, stop); off when an input is stdin.")
+    var stdinCommands = true
 
     @Option(name: .customLong("max-frames"), help: "Stop each input after this many frames.")
     var maxFrames: UInt64?
@@ -176,8 +184,9 @@ struct RunCommand: ParsableCommand {
         let stop = RunStop(sessions: sessions)
         // Outputs first (a file that cannot be opened ends the run before anything starts). A
         // stdout reader that went away ends the run quietly; lost lines end it with exit 4 (below).
+        let liveView = http.isEnabled ? RunLiveView(options: http) : nil
         let output = try RunOutput.open(destinations, stdoutDescriptor: results, connectTimeout: openTimeout,
-                                        onStdoutClosed: { stop.request(.outputClosed) })
+                                        taps: liveView.map { [$0.events] } ?? [], onStdoutClosed: { stop.request(.outputClosed) })
         // Whatever ends the run, the outputs deliver what was written (at the normal end: RunOutput.finish).
         defer { _ = output.finish() }
         let lines = RunLines(output: output, sources: specs.count)
@@ -234,6 +243,12 @@ struct RunCommand: ParsableCommand {
             }
         }
 
+        // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
+        let commands = RunCommands(sources: sources, lines: lines, stop: stop)
+        try liveView?.start(sources: sources, output: output, commands: commands)
+        defer { liveView?.stop() }
+        if stdinCommands && !specs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: lines) }
+
         // With a camera, cameras plugged in or out while running are reported (not for files).
         let monitor = sources.contains { $0.device is V4L2CaptureDevice } ? startDeviceMonitor(lines) : nil
         defer { monitor?.cancel() }
@@ -251,9 +266,19 @@ struct RunCommand: ParsableCommand {
         }
 
         paceUntilStopped(sources, stop: stop)
+        commands.inputsEnded()
+        let endedByThemselves = stop.requested == nil
         sources.forEach { $0.warnOfDamage() }
+        let outcome = Result { try conclude(sources, output: output) }
+        // With --http, a run whose inputs ended (a file) stays up to be looked at, until stopped.
+        if endedByThemselves { liveView?.linger(stop: stop) }
+        try outcome.get()
+    }
+
+    /// The outputs deliver what waits; then the exit code: 4 when an output lost lines, 2 when an
+    /// input failed (even while others went on), 21 when a plugin was quarantined.
+    private func conclude(_ sources: [SourceRun], output: OutputRouter) throws {
         try RunOutput.finish(output)
-        // One input that failed while others went on still makes the run's exit code 2.
         if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
         if let q = sources.flatMap(\.runners).first(where: \.isQuarantined) {
             throw fail("plugin \(q.plugin.name) was quarantined after repeated crashes: its results stop at plugin.quarantined",

@@ -33,11 +33,11 @@ enum RunOutput {
     }
 
     /// Opens every output. - Throws: exit 5 naming the output that cannot be opened or reached.
-    static func open(_ destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double,
+    static func open(_ destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink],
                      onStdoutClosed: @escaping @Sendable () -> Void) throws -> OutputRouter {
         do {
             return try OutputRouter(destinations: destinations, stdoutDescriptor: stdoutDescriptor, connectTimeout: connectTimeout,
-                                    onStdoutClosed: onStdoutClosed)
+                                    taps: taps, onStdoutClosed: onStdoutClosed)
         } catch {
             throw fail(error.description, code: ExitCodes.outputUnavailable)
         }

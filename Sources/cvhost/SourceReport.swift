@@ -65,6 +65,9 @@ final class SourceReport: Sendable {
         self.deviceSettings = deviceSettings
     }
 
+    /// Frames the source lost before cvhost saw them, by reason, so far.
+    var framesLost: [FrameLossReason: UInt64] { state.withLock { $0.lost } }
+
     /// The input failed while running (a session.error was written).
     var failed: Bool { state.withLock { $0.failed } }
 

@@ -6,7 +6,7 @@ import CVHostSources
 /// capture thread), a PluginRunner per --plugin (its own instances, queues and metrics), and
 /// the report that writes its lines under its source id. Inputs of one run share nothing but
 /// the plugins' code and stdout: one that fails or ends leaves the others running.
-final class SourceRun {
+final class SourceRun: Sendable {
     let id: String
     let device: CaptureDevice
     let session: CaptureSession

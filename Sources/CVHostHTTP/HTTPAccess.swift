@@ -1,0 +1,32 @@
+import NIOHTTP1
+
+/// Who may use the server: with a token, every route but /healthz wants it, as
+/// `Authorization: Bearer TOKEN` or, for what a browser loads by URL (the page's picture and
+/// events), `?token=TOKEN`. Without one, anyone who reaches the address may (the server then
+/// listens only on loopback: `HTTPServer` refuses another address without a token).
+struct HTTPAccess: Sendable {
+    let token: String?
+
+    /// Routes open to all: a service manager's or a load balancer's health check has no token.
+    static let open: Set<String> = ["/healthz"]
+
+    func allows(path: String, query: [String: String], headers: HTTPHeaders) -> Bool {
+        guard let token, !Self.open.contains(path) else { return true }
+        if let auth = headers.first(name: "authorization") {
+            let parts = auth.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer", Self.equal(String(parts[1]), token) { return true }
+        }
+        if let given = query["token"], Self.equal(given, token) { return true }
+        return false
+    }
+
+    /// Compares in a time that does not depend on where the strings differ.
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) {
+            diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return diff == 0
+    }
+}

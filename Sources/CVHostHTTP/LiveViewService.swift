@@ -1,0 +1,48 @@
+/// What the HTTP server asks of the run it serves: the routes whose answers only the run knows.
+/// Given by the command line's layer (it knows the inputs, the plugins and the cameras).
+public protocol LiveViewService: Sendable {
+    /// `GET /metrics`: the Prometheus exposition of the run as it stands.
+    func metricsText() -> String
+    /// `GET /healthz`: healthy while frames flow from every input; the body says each input's state.
+    func health() -> (healthy: Bool, json: String)
+    /// `GET /controls`: what can be changed while running, and its values (a JSON object).
+    func controls() -> String
+    /// `POST /controls`: applies one change given as a JSON object, like a command on stdin.
+    /// May block (a camera's ioctl): the server calls it off its event loop.
+    /// - Returns: the HTTP status (200 applied, 400 a bad request, 404 no such target, 409 not
+    ///   possible now) and the JSON answer.
+    func control(_ body: [UInt8]) -> (status: Int, json: String)
+}
+
+/// An HTTP response with a whole body.
+struct HTTPReply: Sendable {
+    var status: Int
+    var contentType: String
+    var body: [UInt8]
+    var headers: [(String, String)] = []
+
+    init(status: Int, contentType: String, body: [UInt8], headers: [(String, String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.headers = headers
+    }
+
+    static func json(_ status: Int, _ text: String) -> HTTPReply {
+        HTTPReply(status: status, contentType: "application/json", body: Array((text + "\n").utf8))
+    }
+
+    /// An error as `{"error":"..."}`.
+    static func error(_ status: Int, _ message: String) -> HTTPReply {
+        var escaped = ""
+        for c in message.unicodeScalars {
+            switch c {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case _ where c.value < 0x20: escaped += " "
+            default: escaped.unicodeScalars.append(c)
+            }
+        }
+        return .json(status, "{\"error\":\"\(escaped)\"}")
+    }
+}

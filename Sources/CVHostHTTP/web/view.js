@@ -1,0 +1,352 @@
+// cvhost's live view: the picture of /stream.mjpg with the results of /events drawn over it.
+// Plain JavaScript served as it is (no build step, nothing from elsewhere).
+//
+// Pictures and results meet by frame: every MJPEG part carries X-Sequence (the lines' `seq`),
+// X-Pts and the frame's size, so the stream is read with fetch() and split here rather than
+// shown by an <img> pointed at it. A frame is drawn with each plugin's results of the newest
+// frame up to it (at most half a second older), redrawn as late results arrive.
+'use strict';
+
+const params = new URLSearchParams(location.search);
+const token = params.get('token');
+const STALE_SECONDS = 0.5;
+const HISTORY = 240;
+
+const $ = (id) => document.getElementById(id);
+const svgNS = 'http://www.w3.org/2000/svg';
+
+/** A route's address, with the page's token when it has one (what a browser loads by URL). */
+function url(path, query = {}) {
+  const q = new URLSearchParams(query);
+  if (token) q.set('token', token);
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+function authHeaders() {
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+// What the page knows, per input (source id).
+const inputs = new Map();
+
+function input(source) {
+  if (!inputs.has(source)) {
+    inputs.set(source, { started: null, state: 'starting', metrics: new Map(), history: new Map() });
+    const option = document.createElement('option');
+    option.value = option.textContent = source;
+    $('source').append(option);
+    if (!current) select(source);
+  }
+  return inputs.get(source);
+}
+
+let current = null;      // the source shown
+let frame = null;        // the picture shown: {seq, pts, width, height}
+let streamAbort = null;
+
+function select(source) {
+  current = source;
+  $('source').value = source;
+  frame = null;
+  startStream(source);
+  loadControls();
+  drawPanel();
+}
+
+$('source').addEventListener('change', (e) => select(e.target.value));
+
+// ---- The picture ----
+
+async function startStream(source) {
+  if (streamAbort) streamAbort.abort();
+  const abort = new AbortController();
+  streamAbort = abort;
+  $('snapshot-link').href = url('snapshot.jpg', { source });
+  for (;;) {
+    try {
+      const response = await fetch(url('stream.mjpg', { source }), { signal: abort.signal, headers: authHeaders() });
+      if (!response.ok) throw new Error(`stream.mjpg: HTTP ${response.status}`);
+      await readParts(response.body.getReader(), showPicture);
+    } catch (e) {
+      if (abort.signal.aborted) return;
+    }
+    await new Promise((r) => setTimeout(r, 1000));  // cvhost restarted, or the network blinked
+    if (abort.signal.aborted) return;
+  }
+}
+
+const CRLFCRLF = [13, 10, 13, 10];
+
+function indexOf(bytes, pattern, from = 0) {
+  outer: for (let i = from; i <= bytes.length - pattern.length; i++) {
+    for (let j = 0; j < pattern.length; j++) if (bytes[i + j] !== pattern[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/** Splits multipart/x-mixed-replace into parts: headers (lower-case names) and body. */
+async function readParts(reader, onPart) {
+  let buffer = new Uint8Array(0);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    const joined = new Uint8Array(buffer.length + value.length);
+    joined.set(buffer);
+    joined.set(value, buffer.length);
+    buffer = joined;
+    for (;;) {
+      const end = indexOf(buffer, CRLFCRLF);
+      if (end < 0) break;
+      const headers = {};
+      for (const line of new TextDecoder().decode(buffer.subarray(0, end)).split('\r\n')) {
+        const colon = line.indexOf(':');
+        if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const length = Number(headers['content-length']);
+      const start = end + 4;
+      if (!(length >= 0)) { buffer = buffer.slice(start); continue; }
+      if (buffer.length < start + length + 2) break;
+      onPart(headers, buffer.slice(start, start + length));
+      buffer = buffer.slice(start + length + 2);
+    }
+  }
+}
+
+let shownURL = null;
+
+function showPicture(headers, jpeg) {
+  const picture = $('picture');
+  const next = URL.createObjectURL(new Blob([jpeg], { type: 'image/jpeg' }));
+  const info = {
+    seq: Number(headers['x-sequence']),
+    pts: Number(headers['x-pts']),
+    width: Number(headers['x-frame-width']),
+    height: Number(headers['x-frame-height']),
+  };
+  picture.onload = () => {
+    if (shownURL) URL.revokeObjectURL(shownURL);
+    shownURL = next;
+    frame = info;
+    drawOverlay();
+  };
+  picture.src = next;
+}
+
+// ---- Results over the picture ----
+
+/** A plugin's point, in its own frame, back to the input's frame: undo its rotation, then its mirror. */
+function toFrame(plugin, [u, v]) {
+  const W = frame.width, H = frame.height;
+  let x = u, y = v;
+  switch (plugin.rotate) {
+    case 90: x = v; y = H - u; break;
+    case 180: x = W - u; y = H - v; break;
+    case 270: x = W - v; y = u; break;
+  }
+  if (plugin.mirror) x = W - x;
+  return [x, y];
+}
+
+function el(name, attributes, text) {
+  const e = document.createElementNS(svgNS, name);
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function drawOverlay() {
+  const svg = $('overlay');
+  svg.replaceChildren();
+  const inp = inputs.get(current);
+  if (!frame || !inp) return;
+  svg.setAttribute('viewBox', `0 0 ${frame.width} ${frame.height}`);
+  $('caption').textContent = `${current} · frame ${frame.seq} · ${frame.pts.toFixed(2)} s · ${frame.width}x${frame.height}`;
+  const plugins = inp.started ? inp.started.plugins : [];
+  for (const plugin of plugins) {
+    drawROI(svg, plugin);
+    const key = plugin.plugin_index;
+    const history = inp.history.get(key);
+    if (!history) continue;
+    // The newest frame with results up to the one shown, if it is recent enough.
+    let best = null;
+    for (const [seq, entry] of history) {
+      if (seq <= frame.seq && (!best || seq > best.seq)) best = { seq, ...entry };
+    }
+    if (!best || frame.pts - best.pts > STALE_SECONDS) continue;
+    for (const r of best.results) drawResult(svg, plugin, r);
+  }
+}
+
+function drawROI(svg, plugin) {
+  const roi = plugin.options && plugin.options.roi;
+  if (!roi) return;
+  const [x, y, w, h] = roi.split(':').map(Number);
+  if ([x, y, w, h].some(Number.isNaN) || (x === 0 && y === 0 && w === 1 && h === 1)) return;
+  svg.append(el('rect', {
+    class: 'roi', 'data-plugin': plugin.plugin,
+    x: x * frame.width, y: y * frame.height, width: w * frame.width, height: h * frame.height,
+  }));
+  svg.append(el('text', { x: x * frame.width + 4, y: y * frame.height + 18 }, `${plugin.plugin} roi`));
+}
+
+function drawResult(svg, plugin, r) {
+  const d = r.data || {};
+  if ((r.type === 'barcode' || r.type === 'barcode.update') && Array.isArray(d.corners)) {
+    const points = d.corners.map((p) => toFrame(plugin, p));
+    svg.append(el('polygon', {
+      class: 'code', 'data-plugin': plugin.plugin, 'data-seq': r.seq,
+      points: points.map((p) => p.join(',')).join(' '),
+    }));
+    const top = points.reduce((a, b) => (b[1] < a[1] ? b : a));
+    const label = `${d.symbology}: ${d.text === null ? '(binary)' : d.text}`;
+    svg.append(el('text', { x: top[0], y: Math.max(18, top[1] - 6) }, label.length > 48 ? label.slice(0, 47) + '…' : label));
+  } else if (r.type === 'face' && d.bounds) {
+    const b = d.bounds;
+    const corners = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map((p) => toFrame(plugin, p));
+    const x = Math.min(corners[0][0], corners[1][0]), y = Math.min(corners[0][1], corners[1][1]);
+    svg.append(el('rect', {
+      class: 'face', 'data-plugin': plugin.plugin, 'data-seq': r.seq,
+      x, y, width: Math.abs(corners[1][0] - corners[0][0]), height: Math.abs(corners[1][1] - corners[0][1]),
+    }));
+    const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${d.yaw_angle}°` : null]
+      .filter(Boolean).join(' ');
+    svg.append(el('text', { x, y: Math.max(18, y - 6) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
+  } else if (r.type === 'motion' && d.motion) {
+    svg.append(el('text', { class: 'motion', 'data-plugin': plugin.plugin, x: 8, y: frame.height - 10 },
+      `motion ${(d.changed_fraction * 100).toFixed(1)}%`));
+  }
+}
+
+// ---- Events ----
+
+function onLine(line) {
+  if (line.source === null || line.source === undefined) return;
+  const inp = input(line.source);
+  switch (line.event) {
+    case 'session.started':
+      inp.started = line;
+      inp.state = 'running';
+      inp.history.clear();
+      inp.metrics.clear();
+      break;
+    case 'session.interrupted': inp.state = 'interrupted'; break;
+    case 'session.interruption_ended': inp.state = 'running'; break;
+    case 'session.error': inp.state = 'error'; break;
+    case 'session.stopped': inp.state = `stopped (${line.reason})`; break;
+    case 'metrics': inp.metrics.set(line.plugin_index, line); break;
+    case 'result': {
+      let history = inp.history.get(line.plugin_index);
+      if (!history) inp.history.set(line.plugin_index, history = new Map());
+      if (line.seq !== null) {
+        if (!history.has(line.seq)) history.set(line.seq, { pts: line.pts, results: [] });
+        history.get(line.seq).results.push(line);
+        while (history.size > HISTORY) history.delete(history.keys().next().value);
+      }
+      addResultLine(line);
+      if (line.source === current && frame && line.seq <= frame.seq) drawOverlay();
+      break;
+    }
+  }
+  if (line.source === current && line.event !== 'result') drawPanel();
+}
+
+function addResultLine(line) {
+  if (line.source !== current) return;
+  const d = line.data || {};
+  const what = d.text !== undefined ? `${d.symbology}: ${d.text}` : d.face_id !== undefined ? `face ${d.face_id}` :
+    d.motion !== undefined ? `motion ${d.motion}` : JSON.stringify(d).slice(0, 60);
+  const li = document.createElement('li');
+  li.textContent = `#${line.seq} ${line.plugin} ${line.type} ${what}`;
+  const list = $('results');
+  list.prepend(li);
+  while (list.children.length > 30) list.lastChild.remove();
+}
+
+function connectEvents() {
+  const source = new EventSource(url('events'));
+  source.onmessage = (e) => {
+    try { onLine(JSON.parse(e.data)); } catch (err) { console.warn('bad line', err); }
+  };
+  source.onerror = () => { $('state').textContent = 'reconnecting…'; $('state').className = 'state error'; };
+}
+
+// ---- The panel: each plugin's metrics and its pause button ----
+
+const fmt = (v, digits = 1) => (v === null || v === undefined ? '–' : Number(v).toFixed(digits));
+
+function drawPanel() {
+  const inp = inputs.get(current);
+  if (!inp) return;
+  $('state').textContent = inp.state;
+  $('state').className = `state ${inp.state.split(' ')[0]}`;
+  const body = $('plugins').tBodies[0];
+  body.replaceChildren();
+  for (const plugin of inp.started ? inp.started.plugins : []) {
+    const m = inp.metrics.get(plugin.plugin_index);
+    const row = body.insertRow();
+    row.dataset.plugin = plugin.plugin;
+    const cells = [plugin.plugin, fmt(m && m.fps), m ? m.frames.processed : '–', m ? m.frames.dropped_total : '–',
+      m ? `${fmt(m.latency_ms.p50)} / ${fmt(m.latency_ms.p99)} ms` : '–'];
+    cells.forEach((text, i) => {
+      const cell = row.insertCell();
+      cell.textContent = text;
+      if (i > 0) cell.className = 'num';
+    });
+    const button = document.createElement('button');
+    const enabled = pluginEnabled.get(`${current}\u0000${plugin.plugin_index}`) !== false;
+    button.textContent = enabled ? 'pause' : 'resume';
+    button.onclick = () => send({ plugin: plugin.plugin, plugin_index: plugin.plugin_index, source: current, enabled: !enabled });
+    row.insertCell().append(button);
+  }
+}
+
+// ---- Controls ----
+
+const pluginEnabled = new Map();
+
+async function send(change) {
+  const response = await fetch(url('controls'), {
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...authHeaders() }, body: JSON.stringify(change),
+  });
+  const answer = await response.json();
+  if (!answer.ok) alert(answer.error);
+  loadControls();
+}
+
+async function loadControls() {
+  try {
+    const response = await fetch(url('controls'), { headers: authHeaders() });
+    if (!response.ok) return;
+    const all = await response.json();
+    const mine = all.sources.find((s) => s.source === current);
+    for (const s of all.sources) for (const p of s.plugins) pluginEnabled.set(`${s.source}\u0000${p.plugin_index}`, p.enabled);
+    drawPanel();
+    const box = $('controls');
+    if (!mine || !mine.controls) return;
+    box.replaceChildren();
+    for (const c of mine.controls.filter((c) => !c.read_only)) {
+      const label = document.createElement('label');
+      label.textContent = c.name;
+      let input;
+      if (c.type === 'menu') {
+        input = document.createElement('select');
+        for (const item of c.menu) input.append(new Option(item, item, false, item === c.value));
+      } else {
+        input = document.createElement('input');
+        input.type = c.type === 'boolean' ? 'checkbox' : 'number';
+        if (c.type === 'boolean') input.checked = c.value === 'true';
+        else Object.assign(input, { min: c.min, max: c.max, step: c.step, value: c.value });
+      }
+      input.name = c.name;
+      input.onchange = () => send({ source: current, name: c.name, value: c.type === 'boolean' ? input.checked : input.type === 'number' ? Number(input.value) : input.value });
+      label.append(input);
+      box.append(label);
+    }
+  } catch (e) {
+    console.warn('controls', e);
+  }
+}
+
+connectEvents();

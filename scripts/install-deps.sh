@@ -24,6 +24,9 @@ packages+=(libopencv-dev opencv-data)
 # The MQTT output: libmosquitto (the reference client); its tests run a real broker (mosquitto),
 # subscribe with mosquitto_sub and make a test CA with openssl.
 packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
+# The live view (--http): its tests check /metrics with promtool (Debian's prometheus), load the
+# page in headless Chromium, and make requests with curl (also inside the vivid VM).
+packages+=(prometheus chromium curl)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), the live
 # RTSP camera of the latency benchmark (x264enc, in plugins-ugly), and libjpeg-turbo's cjpeg (webcam-like
 # MJPEG frames for the MJPEG benchmark).

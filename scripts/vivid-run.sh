@@ -218,6 +218,8 @@ export PATH="$VIVID_HOST_PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 export HOME=/root USER=root LOGNAME=root TERM=dumb
 export VIVID_CAP=/dev/video0 VIVID_OUT=/dev/video1 VIVID_MODE VIVID_MODOPTS
 hostname vivid-vm 2>/dev/null
+# Loopback up: tests talk to cvhost's --http server inside the VM.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 cat > /run/vivid-funcs.sh <<'F'
 # Helpers available to the command (bash sources this file through BASH_ENV).
 # vivid_load: modprobe vivid and, in loop mode, route HDMI output -> HDMI input

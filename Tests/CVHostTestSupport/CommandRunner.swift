@@ -37,6 +37,13 @@ public enum CVHostBinary {
     /// process is started (e.g. to send it a signal).
     public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:],
                            onStart: ((Process) -> Void)? = nil) throws -> CommandResult {
+        try run(arguments, timeout: timeout, environment: environment, withStdin: false, onRunning: onStart.map { f in { f($0.process) } })
+    }
+
+    /// The same, with a look at the run while it goes on (its output so far, its stdin when
+    /// `withStdin`; else stdin is /dev/null).
+    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:], withStdin: Bool,
+                           onRunning: ((RunningCVHost) -> Void)?) throws -> CommandResult {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path + " (run swift build first)"])
         }
@@ -47,12 +54,13 @@ public enum CVHostBinary {
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
-        p.standardInput = FileHandle.nullDevice
+        let input = withStdin ? Pipe() : nil
+        p.standardInput = input ?? FileHandle.nullDevice
         let collected = Collector()
         out.fileHandleForReading.readabilityHandler = { h in collected.appendOut(h.availableData) }
         err.fileHandleForReading.readabilityHandler = { h in collected.appendErr(h.availableData) }
         try p.run()
-        onStart?(p)
+        onRunning?(RunningCVHost(process: p, collected: collected, input: input?.fileHandleForWriting))
         let deadline = Date().addingTimeInterval(timeout)
         var timedOut = false
         while p.isRunning {
@@ -106,6 +114,54 @@ public enum CVHostBinary {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let r = try Tool.run("python3", [PluginFixtures.packageRoot + "/scripts/validate-jsonl.py", file])
         return r.status == 0 ? nil : r.output
+    }
+}
+
+/// A cvhost that runs: what it wrote so far, and its stdin.
+public struct RunningCVHost: @unchecked Sendable {
+    // @unchecked Sendable: Process, FileHandle and the collector are safe to use from several threads.
+    public let process: Process
+    fileprivate let collected: Collector
+    let input: FileHandle?
+
+    public var stdout: String { collected.outText }
+    public var stderr: String { collected.errText }
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Writes a line to cvhost's stdin (a command).
+    public func send(_ line: String) {
+        input?.write(Data((line + "\n").utf8))
+    }
+
+    /// Writes bytes to cvhost's stdin (an input read from `-`); waits while the pipe is full.
+    public func send<D: DataProtocol>(bytes: D) {
+        input?.write(Data(bytes))
+    }
+
+    public func closeStdin() { try? input?.close() }
+
+    /// Waits until `condition` holds of stdout so far (checked every 50 ms). - Returns: whether it did.
+    @discardableResult
+    public func wait(timeout: Double = 30, until condition: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(stdout) { return true }
+            if !process.isRunning { return condition(stdout) }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// Waits for a line on stderr containing `text`.
+    @discardableResult
+    public func waitForStderr(_ text: String, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderr.contains(text) { return true }
+            if !process.isRunning { return stderr.contains(text) }
+            usleep(50_000)
+        }
+        return false
     }
 }
 

@@ -39,6 +39,11 @@ public enum VividVM {
         return Step(exitCode: rc, stdout: read("out"), stderr: read("err"))
     }
 
+    /// Another file a step left (e.g. `live-controls.http`), as text; empty when there is none.
+    public static func file(_ name: String, mode: String) throws -> String {
+        (try? String(contentsOfFile: "\(try run(mode: mode))/\(name)", encoding: .utf8)) ?? ""
+    }
+
     /// Schema problems in every JSON step output of `mode`, or nil.
     public static func schemaProblems(mode: String, steps: [String]) throws -> String? {
         let text = try steps.map { try step($0, mode: mode).stdout }.joined()

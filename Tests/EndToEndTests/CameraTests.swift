@@ -93,6 +93,24 @@ struct CameraTests {
         #expect(busy.exitCode == 3 && busy.stderr.contains("busy"), "\(busy.stderr)")
     }
 
+    @Test("brightness changed while running, by a command on stdin and by POST /controls: read back from the camera, each a control.changed line")
+    func controlsWhileRunning() throws {
+        let s = try VividVM.step("live-controls", mode: "webcam")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["live-controls"]) == nil)
+        #expect(try VividVM.file("live-controls.stdin-readback", mode: "webcam").contains("brightness: 150"))
+        #expect(try VividVM.file("live-controls.http-readback", mode: "webcam").contains("brightness: 170"))
+        let http = try VividVM.file("live-controls.http", mode: "webcam")
+        #expect(http.hasSuffix("200\n") && http.contains("\"applied\":\"170\""), "\(http)")
+        #expect(try VividVM.file("live-controls.get", mode: "webcam").contains("\"name\":\"brightness\""))
+        let answers = s.events("command.result")
+        #expect(answers.first?["id"] as? String == "from-stdin" && answers.first?["ok"] as? Bool == true, "\(answers)")
+        #expect(((answers.first?["result"] as? [String: Any])?["applied"] as? String) == "150")
+        let changes = s.events("control.changed")
+        #expect(changes.map { "\($0["name"] ?? "") \($0["applied"] ?? "") \($0["by"] ?? "")" } == ["brightness 150 stdin", "brightness 170 http"])
+        #expect(s.events("session.stopped").first?["reason"] as? String == "requested")
+    }
+
     @Test("a camera removed mid-run: session.error, final metrics, session.stopped, exit 2")
     func disconnect() throws {
         let s = try VividVM.step("disconnect", mode: "webcam")

@@ -35,6 +35,25 @@ open(sys.argv[1], "wb").write(out)' "/tmp/qr.$2"
   step "$1" 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format "$3" --plugin "${4:-barcode}" --max-frames 20 \
     --metrics-interval 0
 }
+live_controls() { # brightness changed while running, by a command on stdin and over HTTP, each read back by v4l2-ctl
+  local o="$out/live-controls" port=18099
+  rm -f /tmp/cvhost-commands; mkfifo /tmp/cvhost-commands
+  timeout -k 5 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --http 127.0.0.1:$port \
+    --metrics-interval 0 < /tmp/cvhost-commands > "$o.out" 2> "$o.err" &
+  local pid=$!
+  exec 7> /tmp/cvhost-commands  # stdin stays open until the stop command
+  for _ in $(seq 60); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz)" = 200 ] && break; sleep 0.5; done
+  echo '{"command":"set_control","name":"brightness","value":150,"id":"from-stdin"}' >&7
+  sleep 1
+  v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.stdin-readback" 2>&1
+  curl -s -w '\n%{http_code}\n' -X POST -d '{"name":"brightness","value":170}' http://127.0.0.1:$port/controls > "$o.http" 2>&1
+  v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.http-readback" 2>&1
+  curl -s http://127.0.0.1:$port/controls > "$o.get" 2>&1
+  echo '{"command":"stop","id":"end"}' >&7
+  exec 7>&-
+  wait $pid
+  echo $? > "$o.rc"
+}
 if [ "$mode" = webcam ]; then
   step devices 60 "$cvhost" devices --json
   step devices-text 60 "$cvhost" devices
@@ -57,6 +76,7 @@ if [ "$mode" = webcam ]; then
   step busy 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --max-frames 1
   kill -INT $first; wait $first
   vivid_reload
+  live_controls
   # The camera disappears mid-run: vivid's "disconnect" control acts like an unplugged USB camera.
   (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1) &
   step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --metrics-interval 0

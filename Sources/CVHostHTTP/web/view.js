@@ -201,7 +201,7 @@ function drawResult(svg, plugin, r) {
     }));
     const top = points.reduce((a, b) => (b[1] < a[1] ? b : a));
     const label = `${d.symbology}: ${d.text === null ? '(binary)' : d.text}`;
-    svg.append(el('text', { x: top[0], y: Math.max(18, top[1] - 6) }, label.length > 48 ? label.slice(0, 47) + '…' : label));
+    svg.append(el('text', { x: top[0], y: Math.max(18, top[1] - 12) }, label.length > 48 ? label.slice(0, 47) + '…' : label));
   } else if (r.type === 'face' && d.bounds) {
     const b = d.bounds;
     const corners = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map((p) => toFrame(plugin, p));
@@ -212,7 +212,7 @@ function drawResult(svg, plugin, r) {
     }));
     const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${d.yaw_angle}°` : null]
       .filter(Boolean).join(' ');
-    svg.append(el('text', { x, y: Math.max(18, y - 6) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
+    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
   } else if (r.type === 'motion' && d.motion) {
     svg.append(el('text', { class: 'motion', 'data-plugin': plugin.plugin, x: 8, y: frame.height - 10 },
       `motion ${(d.changed_fraction * 100).toFixed(1)}%`));
@@ -349,4 +349,5 @@ async function loadControls() {
   }
 }
 
+$('metrics-link').href = url('metrics');
 connectEvents();

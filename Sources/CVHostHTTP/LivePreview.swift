@@ -91,7 +91,8 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
         let now = HostClock.monotonicNs()
         let due = state.withLock { s in
             s.latest = (sample, pixelBuffer)
-            return viewers.count > 0 && Double(now - s.lastEncodeNs) >= 1e9 / settings.maxFPS
+            // 10% early is on time: frames come on the source's beat, so a strict cap would wait a whole frame more.
+            return viewers.count > 0 && Double(now - s.lastEncodeNs) >= 0.9e9 / settings.maxFPS
         }
         guard due, let picture = encode(pixelBuffer, sample) else { return }
         viewers.send(Self.part(picture, allocator: ByteBufferAllocator()))

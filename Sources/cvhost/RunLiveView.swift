@@ -112,8 +112,8 @@ final class RunLiveView: LiveViewService {
     /// Adds a preview output to every input's session (before they start) and starts listening.
     /// - Throws: exit 6 when the address cannot be listened on.
     func start(sources: [SourceRun], output: OutputRouter, commands: RunCommands) throws {
-        let settings = HTTPServer.Settings(host: try options.listenAddress().host, port: try options.listenAddress().port,
-                                           token: try options.token())
+        let (host, port) = try options.listenAddress()
+        let settings = HTTPServer.Settings(host: host, port: port, token: try options.token())
         let previews = sources.map { s in
             let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
             s.session.beginConfiguration()

@@ -350,4 +350,7 @@ async function loadControls() {
 }
 
 $('metrics-link').href = url('metrics');
+// The newest picture at once (part of the page's load), until the stream's first one replaces it.
+$('picture').onerror = () => $('picture').removeAttribute('src');
+$('picture').src = url('snapshot.jpg');
 connectEvents();

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostOutput
 import Dispatch
 import Foundation
 import NIOCore
@@ -51,7 +52,7 @@ final class HTTPRouter: Sendable {
             respond(.json(h.healthy ? 200 : 503, h.json))
         case (.GET, "/metrics"):
             let text = service.metricsText()
-            respond(HTTPReply(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8)))
+            respond(HTTPReply(status: 200, contentType: PrometheusExposition.contentType, body: Array(text.utf8)))
         case (.GET, "/controls"):
             respond(.json(200, service.controls()))
         case (.POST, "/controls"):

@@ -20,6 +20,12 @@ public final class HTTPServer: Sendable {
         }
 
         public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
+        /// Why these settings cannot be served (an address beyond loopback without a token), or nil.
+        public var refusal: String? {
+            guard !isLoopback && token == nil else { return nil }
+            return "--http \(host):\(port) listens beyond this machine: give a token with --http-token-file FILE (or $CVHOST_HTTP_TOKEN), or listen on 127.0.0.1"
+        }
     }
 
     public struct StartError: Error, CustomStringConvertible {
@@ -39,9 +45,7 @@ public final class HTTPServer: Sendable {
     /// Starts listening. - Throws: `StartError` naming the address (in use, not an address of
     /// this machine, a non-loopback address without a token).
     public init(_ settings: Settings, service: LiveViewService, previews: [LivePreview], events: EventStream) throws(StartError) {
-        if !settings.isLoopback && settings.token == nil {
-            throw StartError(description: "--http \(settings.host):\(settings.port) listens beyond this machine: give a token with --http-token-file FILE (or $CVHOST_HTTP_TOKEN), or listen on 127.0.0.1")
-        }
+        if let refusal = settings.refusal { throw StartError(description: refusal) }
         let web = WebFiles.locate()
         if web.folder == nil { Log.warning("the live view's page was not found beside the executable: / answers 404 (the other routes work)") }
         let router = HTTPRouter(access: HTTPAccess(token: settings.token), service: service, previews: previews, events: events, web: web)

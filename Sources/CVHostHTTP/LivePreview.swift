@@ -102,10 +102,9 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
         // The input ended: its last picture stays (for a page opened after the end), its frame does not.
-        if let latest = state.withLock({ $0.latest }) {
-            if state.withLock({ $0.lastPicture?.sequence }) != latest.sample.sequence { _ = encode(latest.pixels, latest.sample) }
-            state.withLock { $0.latest = nil }
-        }
+        let unencoded = state.withLock { s in s.latest.flatMap { $0.sample.sequence == s.lastPicture?.sequence ? nil : $0 } }
+        if let last = unencoded { _ = encode(last.pixels, last.sample) }
+        state.withLock { $0.latest = nil }
     }
 
     private func encode(_ pixels: PixelBuffer, _ sample: SampleBuffer) -> PreviewPicture? {

@@ -1,3 +1,5 @@
+import CVHostOutput
+
 /// What the HTTP server asks of the run it serves: the routes whose answers only the run knows.
 /// Given by the command line's layer (it knows the inputs, the plugins and the cameras).
 public protocol LiveViewService: Sendable {
@@ -21,28 +23,14 @@ struct HTTPReply: Sendable {
     var body: [UInt8]
     var headers: [(String, String)] = []
 
-    init(status: Int, contentType: String, body: [UInt8], headers: [(String, String)] = []) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body
-        self.headers = headers
-    }
-
     static func json(_ status: Int, _ text: String) -> HTTPReply {
         HTTPReply(status: status, contentType: "application/json", body: Array((text + "\n").utf8))
     }
 
     /// An error as `{"error":"..."}`.
     static func error(_ status: Int, _ message: String) -> HTTPReply {
-        var escaped = ""
-        for c in message.unicodeScalars {
-            switch c {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case _ where c.value < 0x20: escaped += " "
-            default: escaped.unicodeScalars.append(c)
-            }
-        }
-        return .json(status, "{\"error\":\"\(escaped)\"}")
+        var o = JSONObject()
+        o.set("error", message)
+        return .json(status, String(decoding: o.finished(), as: UTF8.self))
     }
 }

@@ -1,3 +1,4 @@
+import CVHostCore
 import Glibc
 
 /// Where one `--output` sends the lines, as the user wrote it:
@@ -74,7 +75,7 @@ public enum OutputDestination: Sendable, Equatable {
         } else if text.hasPrefix("mqtt://") || text.hasPrefix("mqtts://") {
             self = .mqtt(try OutputDestination.mqtt(text, passwordFromEnvironment: passwordFromEnvironment))
         } else {
-            throw ParseError(description: "--output \(OutputDestination.withoutPassword(text)): write -, file:PATH or mqtt://[user[:password]@]host[:port][/prefix]")
+            throw ParseError(description: "--output \(PasswordRedaction.redact(text)): write -, file:PATH or mqtt://[user[:password]@]host[:port][/prefix]")
         }
     }
 
@@ -96,7 +97,7 @@ public enum OutputDestination: Sendable, Equatable {
         var m = MQTTSettings()
         m.tls = text.hasPrefix("mqtts://")
         m.port = m.tls ? 8883 : 1883
-        let shown = OutputDestination.withoutPassword(text)
+        let shown = PasswordRedaction.redact(text)
         var rest = Substring(text.drop { $0 != "/" }.dropFirst(2))
         let (location, options) = splitOptions(String(rest))
         rest = Substring(location)
@@ -176,16 +177,6 @@ public enum OutputDestination: Sendable, Equatable {
             return (String(kv[0]), kv.count > 1 ? percentDecoded(kv[1]) : "")
         }
         return (String(text[..<q]), options)
-    }
-
-    /// The URL as written, with `:password@` shown as `:***@`: for messages about a URL that did not parse.
-    static func withoutPassword(_ text: String) -> String {
-        guard let scheme = text.range(of: "://") else { return text }
-        let afterScheme = text[scheme.upperBound...]
-        let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
-        guard let at = afterScheme[..<authorityEnd].lastIndex(of: "@"),
-              let colon = afterScheme[..<at].firstIndex(of: ":") else { return text }
-        return String(text[..<afterScheme.index(after: colon)]) + "***" + String(text[at...])
     }
 
     /// %XX escapes decoded (a password with @ or : in it is written %40, %3A).

@@ -68,13 +68,11 @@ public final class OutputRouter: OutputSink {
     }
 
     public func write(_ line: OutputLine) {
-        stdout?.write(line)
-        for sink in queued { sink.write(line) }
-        for tap in taps { tap.write(line) }
+        write(line, except: nil)
     }
 
     /// Writes to every sink but the one named `except`.
-    fileprivate func write(_ line: OutputLine, except name: String) {
+    fileprivate func write(_ line: OutputLine, except name: String?) {
         stdout?.write(line)
         for sink in queued where sink.name != name { sink.write(line) }
         for tap in taps { tap.write(line) }

@@ -24,7 +24,7 @@ public enum InputResolver {
             return try NetworkStreamDevice(location: location, options: streamOptions)
         }
         if let scheme = spec.range(of: "://").map({ spec[..<$0.lowerBound] }), !scheme.contains("/") {
-            throw CaptureError(.unsupportedInput, "cannot read \(StreamLocation.redact(spec)): cvhost reads "
+            throw CaptureError(.unsupportedInput, "cannot read \(PasswordRedaction.redact(spec)): cvhost reads "
                                + "\(StreamLocation.networkSchemes.sorted().map { $0 + "://" }.joined(separator: ", ")) URLs")
         }
         var isDirectory: ObjCBool = false

@@ -1,3 +1,4 @@
+import CVHostCore
 import Foundation
 
 /// Where a live stream comes from: a URL (RTSP, HTTP, RTMP, SRT, UDP...), `-` for standard input,
@@ -35,7 +36,7 @@ public struct StreamLocation: Sendable, Equatable {
             guard StreamLocation.networkSchemes.contains(scheme) else { return nil }
             kind = .network(scheme: scheme)
             url = spec
-            display = StreamLocation.redact(spec)
+            display = PasswordRedaction.redact(spec)
             return
         }
         var info = stat()
@@ -57,23 +58,5 @@ public struct StreamLocation: Sendable, Equatable {
     public var endMeansDisconnect: Bool {
         guard let scheme else { return false }
         return !["http", "https"].contains(scheme)
-    }
-
-    /// `text` with the password of every `scheme://user:password@` in it replaced by `***`.
-    public static func redact(_ text: String) -> String {
-        var out = ""
-        var rest = Substring(text)
-        while let start = rest.range(of: "://") {
-            out += rest[..<start.upperBound]
-            rest = rest[start.upperBound...]
-            // The authority ends at the first '/', '?' or '#'; credentials end at its last '@'.
-            let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
-            let authority = rest[..<authorityEnd]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                out += authority[..<colon] + ":***" + authority[at...]
-                rest = rest[authorityEnd...]
-            }
-        }
-        return out + rest
     }
 }

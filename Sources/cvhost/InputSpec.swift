@@ -1,4 +1,5 @@
 import ArgumentParser
+import CVHostCore
 import CVHostSources
 import Foundation
 
@@ -25,7 +26,7 @@ struct InputSpec: Equatable {
     func sourceID(cameraPath: String? = nil) -> String {
         if let name { return name }
         switch kind {
-        case .input(let text): return StreamLocation.redact(text)
+        case .input(let text): return PasswordRedaction.redact(text)
         case .camera(let path): return path
         case .firstCamera: return cameraPath ?? "camera"
         }

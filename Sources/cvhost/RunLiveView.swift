@@ -86,10 +86,7 @@ struct HTTPOptions: ParsableArguments {
             return
         }
         let (host, port) = try listenAddress()
-        let settings = HTTPServer.Settings(host: host, port: port, token: try token())
-        if !settings.isLoopback && settings.token == nil {
-            throw ValidationError("--http \(host):\(port) listens beyond this machine: give a token with --http-token-file FILE (or $CVHOST_HTTP_TOKEN), or listen on 127.0.0.1")
-        }
+        if let refusal = HTTPServer.Settings(host: host, port: port, token: try token()).refusal { throw ValidationError(refusal) }
         if !(previewFPS > 0 && previewFPS <= 60) { throw ValidationError("--preview-fps must be more than 0 and at most 60") }
         if previewWidth < 16 || previewWidth > 7680 { throw ValidationError("--preview-width must be from 16 to 7680") }
         if let linger, linger < 0 || !linger.isFinite { throw ValidationError("--http-linger must be 0 or more seconds") }

@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The HTTP server of --http (HTTP/1.1 parsing and connections; not hand-written).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // `cvhost run --config FILE`: YAML through libyaml, with the line of every node for errors.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The one public header plugin authors compile against.
@@ -94,6 +96,7 @@ let package = Package(
             dependencies: [
                 "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CPluginGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/cvhost"),
 

@@ -27,6 +27,10 @@ packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
 # The live view (--http): its tests check /metrics with promtool (Debian's prometheus), load the
 # page in headless Chromium, and make requests with curl (also inside the vivid VM).
 packages+=(prometheus chromium curl)
+# Packaging (scripts/install.sh, scripts/build-deb.sh): patchelf points the binaries at the bundled
+# Swift runtime, dpkg-shlibdeps (dpkg-dev) finds the package's Depends; its test installs the .deb
+# into a fresh Debian root made by debootstrap and checks the unit with systemd-analyze (systemd).
+packages+=(patchelf dpkg-dev debootstrap systemd)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), the live
 # RTSP camera of the latency benchmark (x264enc, in plugins-ugly), and libjpeg-turbo's cjpeg (webcam-like
 # MJPEG frames for the MJPEG benchmark).

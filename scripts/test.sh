@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build
+# The Debian package, which a test installs into a fresh Debian 12 root (DebianPackageTests).
+scripts/build-deb.sh .build/deb
 # Swift Testing only: XCTest would print a second, empty summary.
 swift test --disable-xctest

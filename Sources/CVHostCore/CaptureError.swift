@@ -21,6 +21,9 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
         public static let deviceBusy = Code("device_busy")
         /// Reading frames failed while running (the file is corrupt, the driver failed...).
         public static let streamFailed = Code("stream_failed")
+        /// The input ended before all of it was read: a file cut short (its index lists more frames
+        /// than it holds), so that its results cannot pass for the whole file's.
+        public static let inputIncomplete = Code("input_incomplete")
         /// The camera was unplugged or its driver removed while running.
         public static let disconnected = Code("disconnected")
         /// A session operation that is not allowed in the session's present state.

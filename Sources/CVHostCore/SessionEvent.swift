@@ -6,10 +6,12 @@ public enum StopReason: String, Sendable {
     case frameLimit = "frame_limit"
     /// The duration limit was reached.
     case duration
-    /// SIGINT or SIGTERM.
+    /// SIGINT, SIGTERM or SIGHUP.
     case signal
     /// Nobody reads the results any more (stdout closed).
     case outputClosed = "output_closed"
+    /// --oneshot: a frame had a result.
+    case firstResult = "first_result"
     /// stopRunning() was called.
     case requested
     /// The source failed; a runtimeError event came before.

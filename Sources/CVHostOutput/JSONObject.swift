@@ -45,9 +45,10 @@ public struct JSONObject: Sendable {
         key(name)
         guard let ns else { return bytes.append(contentsOf: "null".utf8) }
         let sign = ns < 0 ? "-" : ""
-        let magnitude = ns.magnitude
-        let micros = String(magnitude % 1_000_000_000 / 1000)
-        bytes.append(contentsOf: "\(sign)\(magnitude / 1_000_000_000).\(String(repeating: "0", count: 6 - micros.count))\(micros)".utf8)
+        // Rounded to the nearest microsecond: 66_666_667 ns is 0.066667, not 0.066666.
+        let totalMicros = (ns.magnitude + 500) / 1000
+        let micros = String(totalMicros % 1_000_000)
+        bytes.append(contentsOf: "\(sign)\(totalMicros / 1_000_000).\(String(repeating: "0", count: 6 - micros.count))\(micros)".utf8)
     }
 
     public mutating func set(_ name: String, object: JSONObject) {

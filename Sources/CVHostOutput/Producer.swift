@@ -6,7 +6,7 @@ import Glibc
 /// and still be told apart; `session.started` adds cvhost's version.
 public enum Producer {
     /// cvhost's version (`cvhost --version`, `cvhost_version` in `session.started`).
-    public static let version = "0.2.0"
+    public static let version = "0.3.0"
 
     /// The machine's host name (gethostname), as `hostname` prints it.
     public static let host: String = {

@@ -147,7 +147,10 @@ public struct PluginInfo: Sendable {
             throw invalid("option \(dup) is declared twice")
         }
         if let reserved = names.first(where: { n in PluginConfiguration.hostOptions.contains { $0.name == n } }) {
-            throw invalid("option \(reserved) is reserved for the host")
+            // Not a build problem: the plugin's author must rename the option.
+            let hostNames = PluginConfiguration.hostOptions.map(\.name).joined(separator: ", ")
+            throw PluginLoadError(.invalidDescriptor, "plugin \(path) is not usable: its option '\(reserved)' has the name of a host option "
+                                  + "(\(hostNames); cvhost/plugin.h lists them): rename the option in the plugin")
         }
         self.name = name
         self.version = try text(d.version, "version") ?? "0"

@@ -38,6 +38,12 @@ public final class PluginLoader: Sendable {
     /// - Throws: `PluginLoadError` with the refusal's kind and a one-line message.
     public func find(_ nameOrPath: String, isPath: Bool) throws -> PluginInfo {
         if isPath {
+            // dlopen looks a name without a '/' up in the library path, never in the current folder.
+            guard nameOrPath.contains("/") else {
+                let name = nameOrPath.hasPrefix("libcvhost-") ? String(nameOrPath.dropFirst("libcvhost-".count).dropLast(".so".count)) : nil
+                throw PluginLoadError(.notFound, "plugin file \(nameOrPath): write ./\(nameOrPath) to load the file in this folder"
+                                      + (name.map { " (or --plugin \($0) to look it up by name)" } ?? ""))
+            }
             guard FileManager.default.fileExists(atPath: nameOrPath) else {
                 throw PluginLoadError(.notFound, "plugin file \(nameOrPath) does not exist")
             }

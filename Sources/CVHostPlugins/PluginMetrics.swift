@@ -45,17 +45,19 @@ final class PluginMetrics: Sendable {
     var snapshot: Snapshot { state.withLock { $0 } }
 
     /// Frames per second done: over the whole run (`final`), or since the previous report.
-    func fps(of m: Snapshot, final: Bool, now: UInt64) -> Double? {
+    func fps(of m: Snapshot, final: Bool, now: UInt64) -> (fps: Double?, intervalSeconds: Double?) {
         let done = m.processed + m.failed
         return lastReport.withLock { last in
             defer { last = (now, done) }
             if final {
-                guard let first = m.firstProcessedNs, let lastNs = m.lastProcessedNs, lastNs > first else { return nil }
-                return Double(done - 1) / (Double(lastNs - first) / 1e9)
+                guard let first = m.firstProcessedNs, let lastNs = m.lastProcessedNs, lastNs > first else { return (nil, nil) }
+                let seconds = Double(lastNs - first) / 1e9
+                return (Double(done - 1) / seconds, seconds)
             }
             let since = last.ns == 0 ? m.firstProcessedNs ?? now : last.ns
-            guard now > since else { return nil }
-            return Double(done - last.done) / (Double(now - since) / 1e9)
+            guard now > since else { return (nil, nil) }
+            let seconds = Double(now - since) / 1e9
+            return (Double(done - last.done) / seconds, seconds)
         }
     }
 }

@@ -11,6 +11,8 @@ enum PluginMetricsEvent {
         let pluginIndex: Int
         let metrics: PluginMetrics.Snapshot
         let fps: Double?
+        /// The seconds `fps` covers: since the previous metrics line (the final one: the whole run).
+        let fpsIntervalSeconds: Double?
         let delivery: DeliveryStatistics
         let queueCapacity: Int
         let instances: Int
@@ -49,6 +51,7 @@ enum PluginMetricsEvent {
         e.set("processing_ms", object: percentiles(m.processing))
         e.set("latency_ms", object: percentiles(m.latency))
         e.set("fps", i.fps, decimals: 2)
+        e.set("interval_s", i.fpsIntervalSeconds, decimals: 3)
         if let c = i.hung {
             var h = JSONObject()
             h.set("callback", c.callback)

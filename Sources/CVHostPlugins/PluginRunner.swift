@@ -26,6 +26,13 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public var isIsolated: Bool { instances.isolated }
     /// The plugin was given up on after repeated crashes: the run went on without it.
     public var isQuarantined: Bool { instances.isQuarantined }
+    /// Results written so far (the metrics' `results`).
+    public var resultCount: UInt64 { metrics.snapshot.results }
+    /// Every frame given to process() failed (at least one was).
+    public var failedEveryFrame: Bool {
+        let m = metrics.snapshot
+        return m.failed > 0 && m.processed == 0
+    }
 
     let instances: PluginInstances
     let metrics = PluginMetrics()
@@ -147,12 +154,13 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     // MARK: - Metrics
 
     /// The plugin's `metrics` line. Percentiles are over the whole run; `fps` is over the time
-    /// since the previous report (for the final report: over the whole run).
+    /// since the previous report (for the final report: over the whole run), `interval_s` long.
     public func metricsEvent(final: Bool) -> JSONObject {
         let m = metrics.snapshot
         let now = HostClock.monotonicNs()
+        let rate = metrics.fps(of: m, final: final, now: now)
         return PluginMetricsEvent.make(
-            .init(source: source, plugin: plugin.name, pluginIndex: index, metrics: m, fps: metrics.fps(of: m, final: final, now: now),
+            .init(source: source, plugin: plugin.name, pluginIndex: index, metrics: m, fps: rate.fps, fpsIntervalSeconds: rate.intervalSeconds,
                   delivery: output.statistics, queueCapacity: output.maxQueuedFrames, instances: instances.count,
                   invalidResults: instances.invalidResults, hung: hungCall(now: now), worker: instances.workerMetrics, now: now),
             final: final)

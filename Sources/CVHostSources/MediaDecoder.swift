@@ -23,7 +23,7 @@ final class MediaDecoder {
     private let timeBase: AVRational
     private let startTime: Int64
     private var draining = false
-    private var framesDecoded: Int64 = 0
+    private(set) var framesDecoded: Int64 = 0
     /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
     private(set) var damaged = 0
     private var damagedInARow = 0

@@ -71,7 +71,7 @@ func formatNumber(_ v: Double) -> String {
 final class TestPatternStream: FrameStream, @unchecked Sendable {
     // @unchecked Sendable: `next()` is called from the capture thread only; `cancelled` is atomic.
     private let width: Int, height: Int
-    private let frameIntervalNs: UInt64
+    private let frameRate: Double
     private let paced: Bool
     private let background: PixelBuffer
     private var index: UInt64 = 0
@@ -82,17 +82,22 @@ final class TestPatternStream: FrameStream, @unchecked Sendable {
     init(width: Int, height: Int, frameRate: Double, paced: Bool) {
         self.width = width
         self.height = height
-        self.frameIntervalNs = UInt64(1e9 / frameRate)
+        self.frameRate = frameRate
         self.paced = paced
         self.box = max(8, min(width, height) / 8) & ~1
         self.background = TestPatternStream.makeBackground(width: width, height: height)
+    }
+
+    /// Frame `index`'s time, rounded once (frame 3 at 30 fps is 0.100000 s, not 3 x 0.033333333).
+    private func timestampNs(_ index: UInt64) -> Int64 {
+        Int64((Double(index) * 1e9 / frameRate).rounded())
     }
 
     func next() throws -> CapturedFrame? {
         if cancelled.load(ordering: .relaxed) { return nil }
         if index == 0 { startNs = HostClock.monotonicNs() }
         if paced {
-            let due = startNs + index * frameIntervalNs
+            let due = startNs + UInt64(timestampNs(index))
             // Sleep in slices so that cancel() is noticed within 50 ms even at 1 fps.
             while HostClock.monotonicNs() < due {
                 if cancelled.load(ordering: .relaxed) { return nil }
@@ -100,7 +105,7 @@ final class TestPatternStream: FrameStream, @unchecked Sendable {
             }
         }
         let frame = render(index)
-        let pts = Int64(index * frameIntervalNs)
+        let pts = timestampNs(index)
         index += 1
         return CapturedFrame(pixelBuffer: frame, presentationTimeNs: pts)
     }

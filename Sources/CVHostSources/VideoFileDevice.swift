@@ -46,7 +46,7 @@ public final class VideoFileDevice: CaptureDevice, DamageReporting {
     }
 
     public func openStream() throws -> FrameStream {
-        VideoFileStream(decoder: try MediaDecoder(path: path), damage: damage)
+        VideoFileStream(decoder: try MediaDecoder(path: path), damage: damage, framesListed: frameCountHint)
     }
 }
 
@@ -56,17 +56,34 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
     private var decoder: MediaDecoder?
     private let cancelled = Atomic(false)
     private let damage: DamageCount
+    /// Frames the container's index lists (0: it does not say).
+    private let framesListed: Int64
 
-    init(decoder: MediaDecoder, damage: DamageCount) {
+    init(decoder: MediaDecoder, damage: DamageCount, framesListed: Int64) {
         self.decoder = decoder
         self.damage = damage
+        self.framesListed = framesListed
     }
 
     func next() throws -> CapturedFrame? {
         guard !cancelled.load(ordering: .relaxed), let decoder else { return nil }
         defer { damage.value.store(decoder.damaged, ordering: .relaxed) }
-        guard let (pixels, pts) = try decoder.nextFrame() else { return nil }
+        guard let (pixels, pts) = try decoder.nextFrame() else {
+            try checkComplete(decoder)
+            return nil
+        }
         return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
+    }
+
+    /// At the end of the file: a file cut short (its index intact) ends like a whole one, with
+    /// frames missing; say so rather than pass it for complete. A frame or two fewer than listed
+    /// is normal (an edit list's skipped frames); more, or fewer with damage seen, is not.
+    private func checkComplete(_ decoder: MediaDecoder) throws {
+        let missing = framesListed - decoder.framesDecoded
+        guard framesListed > 0, missing > 2 || (missing > 0 && decoder.damaged > 0) else { return }
+        throw CaptureError(.inputIncomplete, "\(decoder.path) ends after \(decoder.framesDecoded) of the \(framesListed) frames its index lists"
+                           + (decoder.damaged > 0 ? " (\(decoder.damaged) damaged packets skipped)" : "")
+                           + ": the file is cut short or damaged; its results cover part of it")
     }
 
     func cancel() { cancelled.store(true, ordering: .relaxed) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CVHostCore
 import CVHostOutput
 import CVHostPlugins
 import Glibc
@@ -8,7 +9,25 @@ struct CVHost: ParsableCommand {
     static func main() {
         // A plugin's worker process (isolation=process) is this executable run again.
         if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
-        main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) else { main(nil); return }
+        // `run --config FILE`: the file's settings, then the command line's (which override them).
+        let commandLine = Array(arguments.dropFirst())
+        let file: RunConfigFile
+        do { file = try RunConfigFile(path: config) } catch {
+            Log.error("\(error)")
+            Glibc.exit(ExitCodes.usage)
+        }
+        do {
+            var command = try parseAsRoot(["run"] + file.merged(with: commandLine))
+            try command.run()
+        } catch {
+            // An error about a value from the file names the file, line and key.
+            if exitCode(for: error) == .validationFailure {
+                exit(withError: ValidationError(file.locate(message(for: error), commandLine: commandLine)))
+            }
+            exit(withError: error)
+        }
     }
 
     static let configuration = CommandConfiguration(

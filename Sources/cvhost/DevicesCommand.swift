@@ -8,9 +8,9 @@ struct DevicesCommand: ParsableCommand {
         commandName: "devices",
         abstract: "List the cameras (V4L2 video-capture nodes) with their formats, frame rates and controls.",
         discussion: """
-            Metadata-only and output nodes are left out. Controls are listed under the stable names that
-            `cvhost run --control NAME=VALUE` takes. With --json, each camera is one JSON line (event "device";
-            see schema/cvhost-events.schema.json).
+            Metadata-only and output nodes are left out. Controls are listed under the stable names that \
+            `cvhost run --control NAME=VALUE` takes. With --json, each camera is one JSON line (event "device"; \
+            schema: share/cvhost/cvhost-events.schema.json).
             """)
 
     @Flag(help: "One JSON object per camera on stdout, for programs.")

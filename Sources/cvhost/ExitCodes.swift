@@ -25,18 +25,25 @@ enum ExitCodes {
     /// A plugin in a worker process (isolation=process) crashed too often and was quarantined:
     /// the run went on without it to its end.
     static let pluginQuarantined: Int32 = 21
+    /// The run ended by itself (its inputs' end, --max-frames, --duration) and no plugin wrote a
+    /// result: for scripts, as zbarimg's 4. A stop by a signal or a command is not this.
+    static let nothingFound: Int32 = 22
+    /// A plugin's process() failed on every frame it was given.
+    static let pluginFailedEveryFrame: Int32 = 23
     /// The command line is wrong (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
-    /// A second SIGINT/SIGTERM while stopping: exit at once.
+    /// A second SIGINT/SIGTERM/SIGHUP while stopping: exit at once.
     static let forcedStop: Int32 = 130
 
     // One code a line, each under 80 columns: ArgumentParser wraps longer lines badly.
     static let helpText = """
         EXIT CODES
-          0    success: input ended, limit reached, SIGINT/SIGTERM, or stdout closed
+          0    success: input ended or a limit was reached with results, --oneshot
+               found one, SIGINT/SIGTERM/SIGHUP, a stop command, or stdout closed
           1    internal error
           2    an input failed while running (session.error, then final metrics)
-          3    an input or camera cannot be opened or set up as asked
+          3    an input or camera cannot be opened or set up as asked, or none of
+               its frames could be decoded (every image of a folder refused)
           4    an output lost lines: stdout or a file could not be written (e.g.
                disk full), a queue dropped lines, or lines were undelivered at
                the end (named on stderr; counted in metrics' "output")
@@ -59,8 +66,11 @@ enum ExitCodes {
                (named on stderr and in its final metrics' "hung")
           21   a plugin with isolation=process crashed 5 times within 60 s and
                was quarantined (plugin.quarantined); the run went on without it
+          22   nothing found: the run ended by itself (end of input,
+               --max-frames, --duration) and no plugin wrote a result
+          23   a plugin failed on every frame it was given (process() errors)
           64   bad command line
-          130  a second SIGINT/SIGTERM forced an immediate exit
+          130  a second SIGINT/SIGTERM/SIGHUP forced an immediate exit
         """
 }
 

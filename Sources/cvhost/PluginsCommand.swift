@@ -8,10 +8,10 @@ struct PluginsCommand: ParsableCommand {
         commandName: "plugins",
         abstract: "List the plugins cvhost can load, with their options.",
         discussion: """
-            Plugins are found as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH (colon-separated folders), beside the
-            cvhost executable, and in <prefix>/lib/cvhost/plugins. Each file's descriptor is read from the file
-            without loading it: no plugin code runs. Files that are not usable plugins are reported on stderr.
-            With --json, each plugin is one JSON line (event "plugin"; see schema/cvhost-events.schema.json).
+            Plugins are found as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH (colon-separated folders), beside the \
+            cvhost executable, and in <prefix>/lib/cvhost/plugins. Each file's descriptor is read from the file \
+            without loading it: no plugin code runs. Files that are not usable plugins are reported on stderr. \
+            With --json, each plugin is one JSON line (event "plugin"; see the schema, share/cvhost/cvhost-events.schema.json).
             """)
 
     @Flag(help: "One JSON object per plugin on stdout, for programs.")

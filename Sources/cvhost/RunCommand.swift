@@ -16,6 +16,17 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run plugins on an input and write their results as JSON Lines (stdout, files, an MQTT broker).",
         discussion: """
+            EXAMPLES
+              cvhost run --plugin barcode                    # the first camera
+              cvhost run --plugin barcode --input clip.mp4
+              cvhost run --plugin barcode --oneshot --input photo.jpg
+              cvhost run --plugin barcode --input 'shots/*.png' > codes.jsonl
+              cvhost run --plugin barcode:symbologies=qrcode+ean13 \\
+                         --device /dev/video2 --format 1280x720@30
+              cvhost run --plugin face --reconnect \\
+                         --input gate=rtsp://user:pass@10.0.0.5/stream1
+              cvhost run --config /etc/cvhost/gate.yaml --http 8080
+
             INPUTS (--input; without it, the camera of --device or the first camera)
               clip.mp4, clip.mkv, ...   a video file (FFmpeg); nothing is dropped
               photo.jpg                 an image (PNG, JPEG, WebP, PPM, BMP, TIFF)
@@ -34,6 +45,10 @@ struct RunCommand: ParsableCommand {
             Network streams are live: late frames are dropped by default, frames are stamped on arrival, media time is the stream's. Standard input and pipes are read like files (nothing dropped), in a format that needs no seeking (MPEG-TS, Matroska). A password in a URL is used, never printed (user:***@). An open that fails (refused, not found, wrong credentials, no answer within --open-timeout) is exit 3; no data for 2 s is session.interrupted; a lost connection is session.error and exit 2, or with --reconnect a new connection with backoff and session.interruption_ended when frames flow.
 
             PLUGINS (--plugin NAME[:key=value,...], repeatable)
+              barcode   1D and 2D codes: QR, DataMatrix, EAN, Code 128... (zxing-cpp)
+              face      faces with OpenCV: an id across frames, bounds, angles
+              motion    share of pixels that changed, motion start and stop
+              null      does nothing, at a chosen cost (tests, benchmarks)
             NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
               instances=N|auto  N instances on N threads (auto: one per core)
               queue_depth=N     frames that may wait (default --queue-depth)
@@ -57,6 +72,10 @@ struct RunCommand: ParsableCommand {
             \(RunOutput.helpText)
 
             \(HTTPOptions.helpText)
+
+            \(RunConfigFile.helpText)
+
+            \(ExitCodes.helpText)
             """)
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
@@ -103,13 +122,17 @@ struct RunCommand: ParsableCommand {
     @OptionGroup(title: "Live view and control")
     var http: HTTPOptions
 
+    @Flag(help: "Stop at the first frame with a result: write that frame's results and the final lines (as zbarcam -1). Exit 22 when the input ends with none.")
+    var oneshot = false
+
     @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, get_controls, stop); off when an input is stdin.")
     var stdinCommands = true
 
-    @Option(name: .customLong("max-frames"), help: "Stop each input after this many frames.")
+    @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Stop after this many seconds of wall-clock time, also for files (a file read slower than real time covers less of itself; --max-frames counts frames).",
+                               valueName: "seconds"))
     var duration: Double?
 
     @Option(help: ArgumentHelp("What to do when a plugin is busy: drop-late or block (default: drop-late for live sources, block for files and images).",
@@ -120,12 +143,16 @@ struct RunCommand: ParsableCommand {
                                valueName: "none|process"))
     var isolation: PluginIsolation = .none
 
-    @Option(name: .customLong("queue-depth"), help: "Frames that may wait for each plugin.")
+    @Option(name: .customLong("queue-depth"), help: ArgumentHelp("Frames that may wait for each plugin.", valueName: "frames"))
     var queueDepth: Int = 2
 
     @Option(name: .customLong("metrics-interval"), help: ArgumentHelp("Seconds between metrics events (0: only the final ones).",
                                                                       valueName: "seconds"))
     var metricsInterval: Double = 5
+
+    @Option(help: ArgumentHelp("Read the options from a YAML file (see CONFIG FILE); options on the command line override it.",
+                               valueName: "file"))
+    var config: String?
 
     @Flag(name: .shortAndLong, help: "Log more on stderr (debug messages).")
     var verbose = false
@@ -133,7 +160,24 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log only warnings and errors on stderr.")
     var quiet = false
 
+    /// Words that are no option's value: a shell's expansion of an unquoted glob, most often.
+    @Argument(help: ArgumentHelp(visibility: .private))
+    var unexpected: [String] = []
+
+    /// The longest time any seconds option takes: its nanoseconds must fit in 64 bits.
+    static let maxSeconds = 1e9
+
     func validate() throws {
+        // ArgumentParser checks this before it reports an unknown option: say what was meant (--plugins).
+        let optionNames = CommandLine.arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2).prefix { $0 != "=" }) }
+        if plugins.isEmpty, let typo = optionNames.first(where: { $0 != "plugin" && Suggestion.closest(to: $0, in: ["plugin"]) != nil }) {
+            throw ValidationError("unknown option '--\(typo)': did you mean '--plugin'?")
+        }
+        if !unexpected.isEmpty {
+            let words = unexpected.prefix(3).map { "'\($0)'" }.joined(separator: ", ") + (unexpected.count > 3 ? "..." : "")
+            throw ValidationError("unexpected \(unexpected.count == 1 ? "argument" : "arguments") \(words): every input needs its own --input"
+                                  + " (an unquoted glob such as shots/*.png is expanded by the shell: quote it, --input 'shots/*.png')")
+        }
         if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
         let specs = try InputSpec.parse(inputs: inputs, devices: devices)
         if !specs.contains(where: \.isCamera) && (format != nil || pixelFormat != nil || !controls.isEmpty) {
@@ -145,7 +189,9 @@ struct RunCommand: ParsableCommand {
         if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
             throw ValidationError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")
         }
-        if openTimeout <= 0 || !openTimeout.isFinite { throw ValidationError("--open-timeout must be more than 0 seconds") }
+        if openTimeout <= 0 || openTimeout > Self.maxSeconds || !openTimeout.isFinite {
+            throw ValidationError("--open-timeout must be more than 0 seconds, and at most 1e9")
+        }
         for pair in controls {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw ValidationError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
@@ -156,8 +202,12 @@ struct RunCommand: ParsableCommand {
             }
         }
         if queueDepth < 1 || queueDepth > 1000 { throw ValidationError("--queue-depth must be from 1 to 1000") }
-        if metricsInterval < 0 || !metricsInterval.isFinite { throw ValidationError("--metrics-interval must be 0 or more seconds") }
-        if let duration, duration <= 0 || !duration.isFinite { throw ValidationError("--duration must be more than 0 seconds") }
+        if metricsInterval < 0 || metricsInterval > Self.maxSeconds || !metricsInterval.isFinite {
+            throw ValidationError("--metrics-interval must be 0 or more seconds, and at most 1e9")
+        }
+        if let duration, duration <= 0 || duration > Self.maxSeconds || !duration.isFinite {
+            throw ValidationError("--duration must be more than 0 seconds, and at most 1e9 (about 31 years)")
+        }
         if let maxFrames, maxFrames == 0 { throw ValidationError("--max-frames must be at least 1") }
         _ = try RunOutput.destinations(outputs)
     }
@@ -197,7 +247,9 @@ struct RunCommand: ParsableCommand {
         defer { signals.cancel() }
 
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
-        // its own runner of every plugin (own instances, queues and metrics).
+        // its own runner of every plugin (own instances, queues and metrics). With --oneshot their
+        // lines go through the gate that stops the run at the first result.
+        let pluginSink: OutputSink = oneshot ? OneShotGate(output: output, stop: stop) : output
         var runners: [[PluginRunner]] = []
         defer { HungPluginStop.shutDown(Array(runners.joined()), output: output) }
         // Only while plugins are created: from then on, HungPluginStop names a hang.
@@ -217,7 +269,7 @@ struct RunCommand: ParsableCommand {
                     forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
                                                      options: request.options, queueDepth: queueDepth, backpressure: backpressure,
                                                      isolation: isolation,
-                                                     sink: output))
+                                                     sink: pluginSink))
                 }
             }
         } catch let error as PluginLoadError {
@@ -269,20 +321,37 @@ struct RunCommand: ParsableCommand {
         commands.inputsEnded()
         let endedByThemselves = stop.requested == nil
         sources.forEach { $0.warnOfDamage() }
-        let outcome = Result { try conclude(sources, output: output) }
+        let outcome = Result { try conclude(sources, output: output, stoppedBy: stop.requested?.why) }
         // With --http, a run whose inputs ended (a file) stays up to be looked at, until stopped.
         if endedByThemselves { liveView?.linger(stop: stop) }
         try outcome.get()
     }
 
     /// The outputs deliver what waits; then the exit code: 4 when an output lost lines, 2 when an
-    /// input failed (even while others went on), 21 when a plugin was quarantined.
-    private func conclude(_ sources: [SourceRun], output: OutputRouter) throws {
+    /// input failed (even while others went on), 3 when none of an input's images could be read,
+    /// 21 when a plugin was quarantined, 23 when a plugin failed every frame, 22 when the run
+    /// ended by itself with no result (`stoppedBy`: the stop asked for, nil when the inputs ended).
+    private func conclude(_ sources: [SourceRun], output: OutputRouter, stoppedBy: StopReason?) throws {
         try RunOutput.finish(output)
         if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
-        if let q = sources.flatMap(\.runners).first(where: \.isQuarantined) {
+        // As a video none of whose frames decodes is refused at its opening (exit 3).
+        if let unread = sources.first(where: { $0.device is StillImageDevice && $0.session.capturedFrameCount == 0 }) {
+            throw fail("\(unread.id): none of its images could be read (each is named in an input.skipped line)",
+                       code: ExitCodes.inputUnavailable)
+        }
+        let runners = sources.flatMap(\.runners)
+        if let q = runners.first(where: \.isQuarantined) {
             throw fail("plugin \(q.plugin.name) was quarantined after repeated crashes: its results stop at plugin.quarantined",
                        code: ExitCodes.pluginQuarantined)
+        }
+        if let failing = runners.first(where: \.failedEveryFrame) {
+            throw fail("plugin \(failing.plugin.name) failed on every frame (\(failing.source)): see its messages above and its metrics' frames.failed",
+                       code: ExitCodes.pluginFailedEveryFrame)
+        }
+        let endedByItself = stoppedBy == nil || stoppedBy == .duration
+        if endedByItself && runners.allSatisfy({ $0.resultCount == 0 }) {
+            Log.info("nothing found: no plugin wrote a result (exit code \(ExitCodes.nothingFound))")
+            throw ExitCode(ExitCodes.nothingFound)
         }
     }
 

@@ -23,7 +23,7 @@ struct HTTPOptions: ParsableArguments {
     var previewWidth: Int = 640
 
     @Option(name: .customLong("http-linger"),
-            help: ArgumentHelp("When every input has ended by itself, keep serving (the last picture, results and metrics) this many seconds (default: until SIGINT/SIGTERM or a stop command; 0: exit at once).",
+            help: ArgumentHelp("When every input has ended by itself, keep serving (the last picture, results and metrics) this many seconds (default: until SIGINT/SIGTERM/SIGHUP or a stop command; 0: exit at once).",
                                valueName: "seconds"))
     var linger: Double?
 
@@ -89,7 +89,9 @@ struct HTTPOptions: ParsableArguments {
         if let refusal = HTTPServer.Settings(host: host, port: port, token: try token()).refusal { throw ValidationError(refusal) }
         if !(previewFPS > 0 && previewFPS <= 60) { throw ValidationError("--preview-fps must be more than 0 and at most 60") }
         if previewWidth < 16 || previewWidth > 7680 { throw ValidationError("--preview-width must be from 16 to 7680") }
-        if let linger, linger < 0 || !linger.isFinite { throw ValidationError("--http-linger must be 0 or more seconds") }
+        if let linger, linger < 0 || linger > RunCommand.maxSeconds || !linger.isFinite {
+            throw ValidationError("--http-linger must be 0 or more seconds, and at most 1e9")
+        }
     }
 }
 
@@ -134,7 +136,7 @@ final class RunLiveView: LiveViewService {
         let limit = options.linger
         if limit == 0 { return }
         Log.info("every input has ended; still serving \(server.url) (the last picture, results and metrics)"
-                 + (limit.map { " for \(JSONObject.number($0, decimals: 1)) s" } ?? " until SIGINT/SIGTERM"))
+                 + (limit.map { " for \(JSONObject.number($0, decimals: 1)) s" } ?? " until SIGINT/SIGTERM/SIGHUP"))
         let until = limit.map { HostClock.monotonicNs() + UInt64($0 * 1e9) }
         while stop.requested == nil {
             if let until, HostClock.monotonicNs() >= until { break }

@@ -4,8 +4,9 @@ import CPluginGuard
 import CVHostCore
 import Synchronization
 
-/// SIGINT and SIGTERM: the first asks the session to stop cleanly (final metrics are written);
-/// a second one exits at once with 130.
+/// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded): the first
+/// asks the session to stop cleanly (final metrics and session.stopped are written); a second one
+/// exits at once with 130.
 final class SignalHandler: @unchecked Sendable {
     // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
     private let sources: [DispatchSourceSignal]
@@ -14,7 +15,7 @@ final class SignalHandler: @unchecked Sendable {
     init(onFirst: @escaping @Sendable () -> Void) {
         let queue = DispatchQueue(label: "cvhost.signals")
         var made: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
         }

@@ -106,6 +106,34 @@ struct PluginLoaderTests {
         #expect(e?.message.contains("ABI 2") == true)
     }
 
+    @Test("an option named like a host option: rename it (not: rebuild)")
+    func hostOptionName() throws {
+        try PluginFixtures.build(name: "mirrored", defines: ["HOST_OPTION_NAME"], in: folder)
+        let e = refusal { _ = try loader().find("mirrored", isPath: false) }
+        #expect(e?.kind == .invalidDescriptor && e?.kind.exitCode == 14)
+        #expect(e?.message.contains("its option 'mirror' has the name of a host option") == true)
+        #expect(e?.message.contains("rename the option") == true)
+        #expect(e?.message.contains("rebuild") == false)
+    }
+
+    @Test("a file name without a folder: exit 10 and the ./ to write")
+    func fileNameWithoutFolder() throws {
+        // Whether or not the file is in the current folder, dlopen would not look there.
+        let e = refusal { _ = try loader().find("libcvhost-here.so", isPath: true) }
+        #expect(e?.kind == .notFound && e?.kind.exitCode == 10)
+        #expect(e?.message.contains("write ./libcvhost-here.so") == true)
+        #expect(e?.message.contains("--plugin here") == true)
+    }
+
+    @Test("the header names every host option as reserved")
+    func headerListsHostOptions() throws {
+        let header = try String(contentsOfFile: PluginFixtures.includeDir + "/cvhost/plugin.h", encoding: .utf8)
+        let start = try #require(header.range(of: "not one of the host's own, which every plugin takes:"))
+        let list = header[start.upperBound...].prefix(400).replacingOccurrences(of: "*", with: " ")
+        let listed = Set(list.split(whereSeparator: { !$0.isLetter && $0 != "_" }).map(String.init))
+        for option in PluginConfiguration.hostOptions { #expect(listed.contains(option.name), "\(option.name)") }
+    }
+
     @Test("required callback missing")
     func missingCallback() throws {
         try PluginFixtures.build(name: "noprocess", defines: ["BREAK_PROCESS"], in: folder)

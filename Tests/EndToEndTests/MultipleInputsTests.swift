@@ -90,7 +90,7 @@ struct MultipleInputsTests {
         let odd = MediaFixtures.folder + "/odd=name.mp4"
         try? FileManager.default.removeItem(atPath: odd)
         try FileManager.default.copyItem(atPath: demo, toPath: odd)
-        let oddRun = try Tool.run("/bin/bash", ["-c", "cd '\(MediaFixtures.folder)' && '\(CVHostBinary.path)' run --plugin null -q --input odd=name.mp4 --max-frames 1"])
+        let oddRun = try Tool.run("/bin/bash", ["-c", "cd '\(MediaFixtures.folder)' && '\(CVHostBinary.path)' run --plugin null:results=1 -q --input odd=name.mp4 --max-frames 1"])
         #expect(oddRun.status == 0 && oddRun.output.contains("\"source\":\"odd=name.mp4\""), "\(oddRun.output)")
     }
 }

@@ -22,7 +22,7 @@ struct RunCommandTests {
         // Other suites (OpenCV, the emulated VM) may load both cores meanwhile: 8 waiting frames
         // (133 ms) keep a scheduling hiccup from costing the fast plugin a frame. The slow one
         // still falls behind by far more than that.
-        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=50", "--plugin", "null", "--queue-depth", "8",
+        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=50", "--plugin", "null:results=1", "--queue-depth", "8",
                                       "--input", "testsrc:640x480@60", "--duration", "3", "--metrics-interval", "1"])
         #expect(r.exitCode == 0, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
@@ -59,7 +59,7 @@ struct RunCommandTests {
         #expect(r.events.last?["reason"] as? String == "end_of_input")
     }
 
-    @Test("a truncated video: the frames that decode are processed, the damage reported once, exit 0")
+    @Test("a truncated video: the frames that decode are processed, and the cut is said on stdout (session.error input_incomplete) and by exit 2")
     func truncatedVideo() throws {
         // The index (moov) first, as streaming-friendly files have it, so the cut loses only frames.
         let clip = try MediaFixtures.make("clip-faststart.mp4", MediaFixtures.pattern + ["-frames:v", "45", "-c:v", "libx264",
@@ -68,11 +68,14 @@ struct RunCommandTests {
         let cut = PluginFixtures.makeFolder() + "/truncated.mp4"
         try whole.prefix(whole.count * 2 / 3).write(to: URL(fileURLWithPath: cut))
         let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", cut])
-        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.exitCode == 2, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
         let results = r.events("result").count
         #expect(results > 5 && results < 45)
-        #expect(r.events.last?["reason"] as? String == "end_of_input")
+        let error = try #require(r.events("session.error").first)
+        #expect(error["code"] as? String == "input_incomplete")
+        #expect((error["message"] as? String)?.contains("ends after \(results) of the 45 frames its index lists") == true, "\(error)")
+        #expect(r.events.last?["reason"] as? String == "error")
         // One line from cvhost, none of FFmpeg's own decoder messages.
         #expect(r.stderr.contains("damaged packets skipped") && !r.stderr.contains("[h264 @"), "\(r.stderr)")
 
@@ -165,7 +168,7 @@ struct RunCommandTests {
 
     @Test("process() failures are counted and the run goes on")
     func processFailures() throws {
-        let r = try CVHostBinary.run(["run", "--plugin", "null:fail_every=3", "--input", "testsrc:unpaced", "--max-frames", "30", "-q"])
+        let r = try CVHostBinary.run(["run", "--plugin", "null:fail_every=3,results=1", "--input", "testsrc:unpaced", "--max-frames", "30", "-q"])
         #expect(r.exitCode == 0)
         let f = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))
         #expect(f["failed"] as? Int == 10 && f["processed"] as? Int == 20)
@@ -183,6 +186,31 @@ struct RunCommandTests {
         let names = r.events.suffix(2).compactMap { $0["event"] as? String }
         #expect(names == ["metrics", "session.stopped"])
         #expect(r.events.last?["reason"] as? String == "signal")
+    }
+
+    @Test("SIGHUP (a closed terminal or ssh session, a service reload) stops cleanly as SIGTERM does, never a silent death")
+    func sighup() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30) { p in
+            usleep(1_500_000)
+            kill(p.processIdentifier, SIGHUP)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        try RunCommandTests.expectValid(r)
+        #expect(r.events.suffix(2).compactMap { $0["event"] as? String } == ["metrics", "session.stopped"])
+        #expect(r.events.last?["reason"] as? String == "signal")
+    }
+
+    @Test("testsrc's media time is exact to the microsecond (0.100000, not 0.099999); metrics say the interval fps covers")
+    func testPatternTimes() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120@30", "--max-frames", "7",
+                                      "--metrics-interval", "0"], timeout: 30)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let stamps = r.stdout.split(separator: "\n").filter { $0.contains("\"event\":\"result\"") }
+            .compactMap { line in line.firstRange(of: "\"pts\":").map { String(line[$0.upperBound...].prefix { $0 != "," }) } }
+        #expect(stamps == ["0.000000", "0.033333", "0.066667", "0.100000", "0.133333", "0.166667", "0.200000"], "\(stamps)")
+        let metrics = try #require(r.events("metrics").last)
+        let interval = try #require(metrics["interval_s"] as? Double)
+        #expect(interval > 0 && metrics["fps"] is Double)
     }
 
     @Test("a second SIGINT while a slow plugin holds the stop: exit 130 at once, every line written whole")

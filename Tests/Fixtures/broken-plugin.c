@@ -189,7 +189,11 @@ static int flush(void *instance) {
 static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
 static const cvhost_option_spec options[] = {
     {"level", CVHOST_OPTION_INT, "3", "a level", 1, 5, NULL},
+#ifdef HOST_OPTION_NAME
+    {"mirror", CVHOST_OPTION_BOOL, "false", "an option named like the host's own", 0, 0, NULL},
+#else
     {"mode", CVHOST_OPTION_ENUM, "fast", "a mode", 0, 0, "fast|slow"},
+#endif
 };
 
 static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_hints)};

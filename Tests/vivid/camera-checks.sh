@@ -57,15 +57,15 @@ live_controls() { # brightness changed while running, by a command on stdin and 
 if [ "$mode" = webcam ]; then
   step devices 60 "$cvhost" devices --json
   step devices-text 60 "$cvhost" devices
-  step run 90 "$cvhost" run --device /dev/video0 --format 640x480@30 --plugin barcode --plugin null \
+  step run 90 "$cvhost" run --device /dev/video0 --format 640x480@30 --plugin barcode --plugin null:results=1 \
     --max-frames 30 --control brightness=140 --control focus_absolute=10 --control focus_auto=on \
     --control exposure_auto=1 --control white_balance_auto=on --control zoom_absolute=2 --control torch=2 --metrics-interval 0
-  step default-camera 90 "$cvhost" run --plugin null --max-frames 5 --metrics-interval 0
+  step default-camera 90 "$cvhost" run --plugin null:results=1 --max-frames 5 --metrics-interval 0
   vivid_reload
   step nv12 90 "$cvhost" run --device /dev/video0 --format 320x240 --pixel-format NV12 --plugin null:results=1 --max-frames 10
   vivid_reload
   step bad-format 60 "$cvhost" run --device /dev/video0 --format 9999x9999 --plugin null --max-frames 1
-  step near-size 60 "$cvhost" run --device /dev/video0 --format 123x45 --plugin null --max-frames 1
+  step near-size 60 "$cvhost" run --device /dev/video0 --format 123x45 --plugin null:results=1 --max-frames 1
   step bad-control 60 "$cvhost" run --device /dev/video0 --control brightness=bright --plugin null --max-frames 1
   # vivid's output node stands for the metadata nodes UVC cameras add (/dev/video1 and so on).
   step not-capture 60 "$cvhost" run --device /dev/video1 --plugin null --max-frames 1
@@ -113,7 +113,7 @@ elif [ "$mode" = multiplanar ]; then
   vivid_reload
   # Frames the driver flags with V4L2_BUF_FLAG_ERROR are dropped and counted as corrupt.
   (sleep 3; for i in 1 2 3; do v4l2-ctl -d /dev/video0 -c inject_v4l2_buf_flag_error=1; sleep 0.5; done) &
-  step mp-corrupt 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin null --duration 7 \
+  step mp-corrupt 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin null:results=1 --duration 7 \
     --metrics-interval 0
   wait
 fi

@@ -66,10 +66,16 @@ public enum JSONValidator {
                 try expect(c)
                 skipSpace()
                 if peek == UInt8(ascii: "}") { return try expect(UInt8(ascii: "}")) }
+                // Strict readers (Go's, serde) refuse an object that names a key twice.
+                var keys = Set<ArraySlice<UInt8>>()
                 while true {
                     skipSpace()
                     guard peek == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                    let keyStart = out.count, keyOffset = pos
                     try string()
+                    guard keys.insert(out[keyStart...]).inserted else {
+                        throw Failure(offset: keyOffset, reason: "key \(String(decoding: out[keyStart...], as: UTF8.self)) given twice in one object")
+                    }
                     skipSpace()
                     try expect(UInt8(ascii: ":"))
                     try value(depth: depth + 1)
@@ -117,6 +123,15 @@ public enum JSONValidator {
         }
 
         mutating func number() throws {
+            let start = out.count, offset = pos
+            try numberText()
+            // 1e999 is valid JSON text but no reader's double: refuse it rather than pass on an infinity.
+            guard let value = Double(String(decoding: out[start...], as: UTF8.self)), value.isFinite else {
+                throw Failure(offset: offset, reason: "number \(String(decoding: out[start...].prefix(40), as: UTF8.self)) is out of a double's range")
+            }
+        }
+
+        mutating func numberText() throws {
             if peek == UInt8(ascii: "-") { try expect(UInt8(ascii: "-")) }
             if peek == UInt8(ascii: "0") {
                 try expect(UInt8(ascii: "0"))

@@ -68,12 +68,23 @@ final class StillImageStream: FrameStream, @unchecked Sendable {
                 if let (pixels, _) = try decoder.nextFrame() {
                     return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, imagePath: path, isIndependent: true)
                 }
-                onSkip(path, "no image in the file")
+                onSkip(path, Self.noImageReason(decoder))
             } catch {
                 onSkip(path, "\(error)")
             }
         }
         return nil
+    }
+
+    /// Why a file that opened gave no picture: FFmpeg found no size it takes (a picture larger
+    /// than its decoders' limit, (w+128)*(h+128) < 2^28, says "Picture size ... is invalid"), the
+    /// data was damaged, or there was none.
+    static func noImageReason(_ decoder: MediaDecoder) -> String {
+        if decoder.width == 0 || decoder.height == 0 {
+            return "no picture size the decoder takes: larger than FFmpeg decodes (about 16000x16000 pixels) or a damaged header (-v shows FFmpeg's message)"
+        }
+        if decoder.damaged > 0 { return "the \(decoder.width)x\(decoder.height) image is damaged and could not be decoded (-v shows FFmpeg's message)" }
+        return "no image in the file"
     }
 
     func cancel() { cancelled.store(true, ordering: .relaxed) }

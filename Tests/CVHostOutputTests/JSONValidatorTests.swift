@@ -23,6 +23,21 @@ struct JSONValidatorTests {
         #expect(throws: JSONValidator.Failure.self) { try JSONValidator.minifiedObject(text) }
     }
 
+    @Test("what strict readers (Go, serde) refuse is refused too: a number beyond a double, a key given twice")
+    func strictReaders() throws {
+        for text in ["{\"a\":1e999}", "{\"a\":-1e400}", "{\"a\":[1,2e308]}", "{\"a\":1,\"a\":2}", "{\"o\":{\"k\":1,\"k\":1}}"] {
+            #expect(throws: JSONValidator.Failure.self, "\(text)") { try JSONValidator.minifiedObject(text) }
+        }
+        #expect(throws: JSONValidator.Failure.self) { try JSONValidator.minifiedObject("{\"a\":1e999}") }
+        do {
+            _ = try JSONValidator.minifiedObject("{\"x\":1,\"x\":2}")
+        } catch {
+            #expect("\(error)".contains("key \"x\" given twice"))
+        }
+        // Still fine: the same key in different objects, tiny and large finite numbers.
+        #expect(try minified("{\"a\":{\"k\":1},\"b\":{\"k\":2},\"c\":1e-400,\"d\":1.7e308}") == "{\"a\":{\"k\":1},\"b\":{\"k\":2},\"c\":1e-400,\"d\":1.7e308}")
+    }
+
     @Test("invalid UTF-8 is refused")
     func invalidUTF8() {
         for bytes: [UInt8] in [[0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], [0x7B, 0x22, 0xC0, 0xAF, 0x22, 0x3A, 0x31, 0x7D],

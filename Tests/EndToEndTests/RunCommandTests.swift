@@ -175,28 +175,17 @@ struct RunCommandTests {
         #expect(r.events.last?["reason"] as? String == "frame_limit")
     }
 
-    @Test("SIGINT stops cleanly: final metrics, then session.stopped, exit 0")
-    func sigint() throws {
+    /// SIGHUP: a closed terminal or ssh session, a service reload; never a silent death.
+    @Test("SIGINT, SIGTERM and SIGHUP stop cleanly: final metrics, then session.stopped, exit 0", arguments: [SIGINT, SIGTERM, SIGHUP])
+    func signalStops(_ signal: Int32) throws {
         let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30) { p in
             usleep(1_500_000)
-            kill(p.processIdentifier, SIGINT)
+            kill(p.processIdentifier, signal)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
         let names = r.events.suffix(2).compactMap { $0["event"] as? String }
         #expect(names == ["metrics", "session.stopped"])
-        #expect(r.events.last?["reason"] as? String == "signal")
-    }
-
-    @Test("SIGHUP (a closed terminal or ssh session, a service reload) stops cleanly as SIGTERM does, never a silent death")
-    func sighup() throws {
-        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30) { p in
-            usleep(1_500_000)
-            kill(p.processIdentifier, SIGHUP)
-        }
-        #expect(r.exitCode == 0, "\(r.stderr)")
-        try RunCommandTests.expectValid(r)
-        #expect(r.events.suffix(2).compactMap { $0["event"] as? String } == ["metrics", "session.stopped"])
         #expect(r.events.last?["reason"] as? String == "signal")
     }
 

@@ -97,7 +97,11 @@ struct RunConfigFile {
     /// when it is about an option that came from the file (e.g. `--queue-depth must be ...`).
     func locate(_ message: String, commandLine: [String]) -> String {
         let given = Self.flagsGiven(commandLine)
-        guard let setting = settings.first(where: { !given.contains($0.key) && message.contains("--\($0.key)") }) else { return message }
+        // The option the message names first ("--control ... apply to cameras, not to --input").
+        let named = settings.filter { !given.contains($0.key) }
+            .compactMap { setting in message.range(of: "--\(setting.key)").map { (setting, $0.lowerBound) } }
+        // (--http-linger before --http: the longer name at the same place.)
+        guard let setting = named.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0.key.count > $1.0.key.count) })?.0 else { return message }
         return "\(path):\(setting.line): \(setting.key): \(message)"
     }
 
@@ -116,6 +120,10 @@ struct RunConfigFile {
     private static func arguments(_ key: String, _ kind: Kind, _ value: Node, fail: (String) -> Failure) throws -> [String] {
         switch kind {
         case .list:
+            // control: {brightness: 140, focus_auto: on} -> --control brightness=140 --control focus_auto=on
+            if key == "control", let mapping = value.mapping {
+                return try mapping.flatMap { pair in ["--control", "\(try scalar(pair.key, fail: fail))=\(try scalar(pair.value, fail: fail))"] }
+            }
             let items = value.sequence.map(Array.init) ?? [value]
             return try items.flatMap { item -> [String] in ["--\(key)", try listItem(key, item, fail: fail)] }
         case .string:
@@ -150,7 +158,7 @@ struct RunConfigFile {
             }
             return options.isEmpty ? name : name + ":" + options.joined(separator: ",")
         case "control":
-            throw fail("write controls as a mapping (control: {brightness: 140}) or as NAME=VALUE strings")
+            throw fail("write controls as one mapping (control: {brightness: 140}) or as NAME=VALUE strings")
         default:
             throw fail("expected a string or a list of strings")
         }

@@ -74,6 +74,17 @@ struct ConfigFileTests {
         #expect(e.exitCode == 0 && e.events("session.stopped").first?["frames"] as? Int == 2, "\(e.stderr)")
     }
 
+    @Test("controls as a mapping are --control NAME=VALUE flags (checked as on the command line)")
+    func controlsMapping() throws {
+        // Not a camera input: the controls are read and then refused for what they are, not as YAML.
+        let config = try ConfigFileTests.write("controls.yaml", "device: /dev/nonexistent\nplugin: null\ncontrol: {brightness: 140, loudness: 3}\n")
+        let r = try CVHostBinary.run(["run", "--config", config], timeout: 30)
+        #expect(r.exitCode == 64 && r.stderr.contains("unknown control 'loudness'"), "\(r.stderr)")
+        let known = try ConfigFileTests.write("controls-ok.yaml", "input: testsrc\nplugin: null\ncontrol: {brightness: 140}\n")
+        let k = try CVHostBinary.run(["run", "--config", known], timeout: 30)
+        #expect(k.exitCode == 64 && k.stderr.contains(known + ":3: control: --format, --pixel-format and --control apply to cameras"), "\(k.stderr)")
+    }
+
     @Test("every error names the file, the line and the key: exit 64, nothing on stdout")
     func errors() throws {
         let cases: [(String, String, String)] = [

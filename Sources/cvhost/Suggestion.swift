@@ -1,5 +1,5 @@
 /// "Did you mean ...?": the known name nearest a mistyped one, when it is near enough to be
-/// what was meant (an edit or two away, or the same with an s added or dropped).
+/// what was meant (an edit or two away, such as an s added or dropped).
 enum Suggestion {
     static func closest(to word: String, in candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
@@ -9,15 +9,15 @@ enum Suggestion {
 
     /// Levenshtein distance: insertions, deletions and substitutions.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let b = Array(b)
         var previous = Array(0...b.count)
-        for i in 1...max(1, a.count) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in stride(from: 1, through: b.count, by: 1) {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
             }
             previous = current
         }
-        return a.isEmpty ? b.count : previous[b.count]
+        return previous[b.count]
     }
 }

@@ -7,6 +7,8 @@ import Foundation
 /// - a URL (`rtsp://`, `http://`, `rtmp://`, `srt://`, `udp://`...), `-` (standard input) or a
 ///   named pipe: a live stream.
 /// - a folder: every image in it (by extension), in name order.
+///
+/// Paths are PathText: a name that is not UTF-8 is written with `\xNN` escapes.
 /// - a glob such as `'shots/*.png'` (quote it so the shell leaves it alone): the matching images.
 /// - an image file (by extension): that image.
 /// - any other file: a video file.
@@ -27,25 +29,24 @@ public enum InputResolver {
             throw CaptureError(.unsupportedInput, "cannot read \(PasswordRedaction.redact(spec)): cvhost reads "
                                + "\(StreamLocation.networkSchemes.sorted().map { $0 + "://" }.joined(separator: ", ")) URLs")
         }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: spec, isDirectory: &isDirectory) {
-            if isDirectory.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: spec)) ?? []
-                let images = names.filter(isImage).sorted().map { (spec as NSString).appendingPathComponent($0) }
-                guard !images.isEmpty else {
-                    throw CaptureError(.inputUnavailable,
-                                       "folder \(spec) holds no images (\(imageExtensions.sorted().joined(separator: ", ")))")
-                }
-                return try StillImageDevice(paths: images, description: spec, onSkip: onSkip)
+        switch PathText.entry(spec) {
+        case .folder:
+            let images = (PathText.contents(ofFolder: spec) ?? []).filter(isImage).sorted()
+            guard !images.isEmpty else {
+                throw CaptureError(.inputUnavailable,
+                                   "folder \(spec) holds no images (\(imageExtensions.sorted().joined(separator: ", ")))")
             }
-            guard FileManager.default.isReadableFile(atPath: spec) else {
+            return try StillImageDevice(paths: images, description: spec, onSkip: onSkip)
+        case .file:
+            guard PathText.isReadable(spec) else {
                 throw CaptureError(.inputUnavailable, "input \(spec) is not readable: check its permissions")
             }
             if isImage(spec) { return try StillImageDevice(paths: [spec], onSkip: onSkip) }
             return try VideoFileDevice(path: spec)
+        case nil: break
         }
         if spec.contains(where: { "*?[".contains($0) }) {
-            let matches = glob(spec)
+            let matches = PathText.glob(spec)
             let images = matches.filter(isImage)
             guard !images.isEmpty else {
                 throw CaptureError(.inputUnavailable, "no images match \(spec)")
@@ -84,12 +85,5 @@ public enum InputResolver {
             fps = f
         }
         return try TestPatternDevice(width: width, height: height, frameRate: fps, paced: paced)
-    }
-
-    static func glob(_ pattern: String) -> [String] {
-        var g = glob_t()
-        defer { globfree(&g) }
-        guard Glibc.glob(pattern, 0, nil, &g) == 0 else { return [] }
-        return (0..<Int(g.gl_pathc)).compactMap { g.gl_pathv[$0].map { String(cString: $0) } }
     }
 }

@@ -56,8 +56,23 @@ final class MediaDecoder {
     /// Opens `path` and its best video stream.
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
     ///   has no decodable video.
+    /// - Parameter path: PathText (a name that is not UTF-8 written with `\xNN` escapes).
     convenience init(path: String) throws {
-        try self.init(url: path, name: path)
+        if String(validating: PathText.fileSystemBytes(path), as: UTF8.self) != nil {
+            // "file:" so that a name with a colon ("cam1:2024.mp4") is not taken for a protocol.
+            try self.init(url: "file:" + path, name: path)
+        } else {
+            // FFmpeg's names are C strings it prints as text: it opens the same file through the
+            // /proc link of a descriptor opened on the bytes.
+            let fd = PathText.openForReading(path)
+            guard fd >= 0 else { throw CaptureError(.inputUnavailable, "cannot open \(path): \(String(cString: strerror(errno)))") }
+            do {
+                try self.init(url: "file:/proc/self/fd/\(fd)", name: path, ownedDescriptor: fd)
+            } catch {
+                Glibc.close(fd)
+                throw error
+            }
+        }
     }
 
     /// Opens `url` (anything FFmpeg opens: a file, `rtsp://...`, `pipe:0`) with FFmpeg's options

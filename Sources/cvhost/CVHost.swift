@@ -2,6 +2,7 @@ import ArgumentParser
 import CVHostCore
 import CVHostOutput
 import CVHostPlugins
+import CVHostSources
 import Glibc
 
 @main
@@ -9,8 +10,13 @@ struct CVHost: ParsableCommand {
     static func main() {
         // A plugin's worker process (isolation=process) is this executable run again.
         if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        guard arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) else { main(nil); return }
+        // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
+        // no file; PathText keeps its bytes as \xNN escapes.
+        let arguments = (1..<Int(CommandLine.argc)).map { i in
+            PathText.text(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
+                                              count: strlen(CommandLine.unsafeArgv[i]!)))
+        }
+        guard arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) else { main(arguments); return }
         // `run --config FILE`: the file's settings, then the command line's (which override them).
         let commandLine = Array(arguments.dropFirst())
         let file: RunConfigFile

@@ -47,7 +47,7 @@ struct InputSpec: Equatable {
     /// first `=`, so URLs (`rtsp://h/p?a=b`) and paths (`./a=b.mp4`) are never cut; an existing
     /// file whose name looks like `a=b` is read as that file.
     static func splitName(_ text: String) -> (name: String?, rest: String) {
-        guard let eq = text.firstIndex(of: "="), !FileManager.default.fileExists(atPath: text) else { return (nil, text) }
+        guard let eq = text.firstIndex(of: "="), PathText.entry(text) == nil else { return (nil, text) }
         let name = text[..<eq]
         let allowed = name.utf8.allSatisfy { c in
             (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))

@@ -7,11 +7,11 @@ import Foundation
 /// - a URL (`rtsp://`, `http://`, `rtmp://`, `srt://`, `udp://`...), `-` (standard input) or a
 ///   named pipe: a live stream.
 /// - a folder: every image in it (by extension), in name order.
-///
-/// Paths are PathText: a name that is not UTF-8 is written with `\xNN` escapes.
 /// - a glob such as `'shots/*.png'` (quote it so the shell leaves it alone): the matching images.
 /// - an image file (by extension): that image.
 /// - any other file: a video file.
+///
+/// Paths are PathText: a name that is not UTF-8 is written with `\xNN` escapes.
 public enum InputResolver {
     /// File extensions read as still images.
     public static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "webp", "ppm", "pgm", "pnm", "bmp", "tif", "tiff"]

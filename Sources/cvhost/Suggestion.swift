@@ -3,7 +3,8 @@
 enum Suggestion {
     static func closest(to word: String, in candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(1, min(2, word.count / 3)) else { return nil }
+        // Ties go to the first name in order, whatever order the candidates come in.
+        guard let best = scored.min(by: { ($0.1, $0.0) < ($1.1, $1.0) }), best.1 <= max(1, min(2, word.count / 3)) else { return nil }
         return best.0
     }
 

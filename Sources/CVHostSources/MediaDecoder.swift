@@ -187,6 +187,13 @@ final class MediaDecoder {
             interrupt?.disarm()
             if read == CFFmpeg_AVERROR_EXIT, let interrupt {
                 if interrupt.isCancelled { return nil }
+                // A pipe's reader keeps the deadline's AVERROR_EXIT and would return it from every
+                // later read, at once: new data and the stream's end would go unseen and the
+                // capture thread spin. Clear it; the next read waits for data again.
+                if let pb = format.pointee.pb {
+                    pb.pointee.error = 0
+                    pb.pointee.eof_reached = 0
+                }
                 throw StreamStalled(seconds: stallSeconds)
             }
             if read == CFFmpeg_AVERROR_EOF {

@@ -175,6 +175,26 @@ struct StreamInputTests {
         #expect(fed.status == 0 && fed.output.contains("\"processed\":90"), "\(fed.output.suffix(500))")
     }
 
+    @Test("a pipe that pauses past the stall time is interrupted, then read on to its end: every frame, exit 0")
+    func pipePause() throws {
+        let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])
+        let half = (try FileManager.default.attributesOfItem(atPath: ts)[.size] as? Int ?? 0) / 188 / 2 * 188
+        // Half the stream, 3 s of silence (the stall time is 2 s), the rest, 3 s more, then the end.
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--metrics-interval", "0", "--input", "-", "-q"], timeout: 40,
+                                     withStdin: true) { running in
+            let data = FileManager.default.contents(atPath: ts) ?? Data()
+            running.send(bytes: data.prefix(half))
+            sleep(3)
+            running.send(bytes: data.dropFirst(half))
+            sleep(3)
+            running.closeStdin()
+        }
+        #expect(!r.timedOut && r.exitCode == 0, "\(r.stderr)")
+        #expect(r.events("session.interrupted").count == 2 && r.events("session.interruption_ended").count >= 1)
+        let stopped = r.events("session.stopped").first
+        #expect(stopped?["reason"] as? String == "end_of_input" && stopped?["frames"] as? Int == 90, "\(stopped ?? [:])")
+    }
+
     @Test("stream options are checked")
     func optionRefusals() throws {
         let transport = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:1/x", "--rtsp-transport", "sctp"])

@@ -21,8 +21,14 @@ public enum PluginFixtures {
     public static func build(name: String, defines: [String] = [], source: String = brokenSource, in folder: String,
                       fileName: String? = nil, includeDir: String = includeDir) throws -> String {
         let out = folder + "/" + (fileName ?? "libcvhost-\(name).so")
+        // Built under another name and renamed into place: tests running side by side may build
+        // the same plugin, and a cvhost must never load one half written ("not an ELF file").
+        let building = out + ".building-\(UUID().uuidString)"
         try Tool.check(source.hasSuffix(".cpp") ? "c++" : "cc", ["-shared", "-fPIC", "-fvisibility=hidden", "-O1", "-I", includeDir, "-DPLUGIN_NAME=\"\(name)\""]
-                       + defines.map { "-D\($0)" } + [source, "-o", out])
+                       + defines.map { "-D\($0)" } + [source, "-o", building])
+        guard rename(building, out) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out])
+        }
         return out
     }
 }

@@ -12,7 +12,7 @@ struct CVHost: ParsableCommand {
         if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
         // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
         // no file; PathText keeps its bytes as \xNN escapes.
-        let arguments = (1..<Int(CommandLine.argc)).map { i in
+        let arguments = (1..<max(1, Int(CommandLine.argc))).map { i in
             PathText.text(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
                                               count: strlen(CommandLine.unsafeArgv[i]!)))
         }

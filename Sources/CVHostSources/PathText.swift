@@ -26,6 +26,11 @@ public enum PathText {
         return text
     }
 
+    /// The text of a C string's bytes (an argument in argv, a path glob(3) found).
+    public static func text(cString: UnsafePointer<CChar>) -> String {
+        text(UnsafeRawBufferPointer(start: cString, count: strlen(cString)))
+    }
+
     /// The bytes that `text` names on the file system: the escaped bytes when `text` is the text
     /// of a path that is not UTF-8 (and no file is literally called `text`), else its UTF-8.
     public static func fileSystemBytes(_ text: String) -> [UInt8] {
@@ -71,9 +76,7 @@ public enum PathText {
         var g = glob_t()
         defer { globfree(&g) }
         guard withCString(fileSystemBytes(pattern), { Glibc.glob($0, 0, nil, &g) }) == 0 else { return [] }
-        return (0..<Int(g.gl_pathc)).compactMap { i in
-            g.gl_pathv[i].map { text(UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0))) }
-        }
+        return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { text(cString: $0) } }
     }
 
     /// The bytes of `text` read as escapes, when it is the text of bytes that are not UTF-8.

@@ -12,10 +12,7 @@ struct CVHost: ParsableCommand {
         if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
         // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
         // no file; PathText keeps its bytes as \xNN escapes.
-        let arguments = (1..<max(1, Int(CommandLine.argc))).map { i in
-            PathText.text(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
-                                              count: strlen(CommandLine.unsafeArgv[i]!)))
-        }
+        let arguments = (1..<max(1, Int(CommandLine.argc))).compactMap { i in CommandLine.unsafeArgv[i].map { PathText.text(cString: $0) } }
         guard arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) else { main(arguments); return }
         // `run --config FILE`: the file's settings, then the command line's (which override them).
         let commandLine = Array(arguments.dropFirst())

@@ -136,6 +136,16 @@ let package = Package(
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
         // Format selection, control parsing, plane layouts, MJPEG decoding; streaming itself is tested on vivid (EndToEndTests/CameraTests).
         .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore", "CVHostTestSupport"]),
+        // The HTTP server's handlers on NIOEmbedded's channel (no sockets, no sleeps: time is advanced
+        // by hand), and the server itself on loopback sockets where the kernel's part matters.
+        .testTarget(
+            name: "CVHostHTTPTests",
+            dependencies: [
+                "CVHostHTTP", "CVHostOutput", "CVHostCore", "CVHostTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
         .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],

@@ -1,17 +1,20 @@
 import NIOHTTP1
 
-/// Who may use the server: with a token, every route but /healthz wants it, as
-/// `Authorization: Bearer TOKEN` or, for what a browser loads by URL (the page's picture and
-/// events), `?token=TOKEN`. Without one, anyone who reaches the address may (the server then
-/// listens only on loopback: `HTTPServer` refuses another address without a token).
+/// Who may use the server: with a token, the routes that carry the run's data or change it want
+/// it, as `Authorization: Bearer TOKEN` or, for what a browser loads by URL (the page's picture
+/// and events), `?token=TOKEN`. The page's own files hold no data and are served without it (the
+/// page then asks for the data with the token of its own address: `/?token=TOKEN`), and so is
+/// /healthz. Without a token, anyone who reaches the address may (the server then listens only
+/// on loopback: `HTTPServer` refuses another address without a token), except what
+/// `CrossSiteCheck` stops: the web pages a browser shows.
 struct HTTPAccess: Sendable {
     let token: String?
 
-    /// Routes open to all: a service manager's or a load balancer's health check has no token.
-    static let open: Set<String> = ["/healthz"]
+    /// The routes that want the token.
+    static let guarded: Set<String> = ["/stream.mjpg", "/snapshot.jpg", "/events", "/metrics", "/controls"]
 
     func allows(path: String, query: [String: String], headers: HTTPHeaders) -> Bool {
-        guard let token, !Self.open.contains(path) else { return true }
+        guard let token, Self.guarded.contains(path) else { return true }
         if let auth = headers.first(name: "authorization") {
             let parts = auth.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer", Self.equal(String(parts[1]), token) { return true }

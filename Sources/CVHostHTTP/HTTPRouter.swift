@@ -16,59 +16,91 @@ import NIOHTTP1
 ///     POST /controls      change it (a JSON command)
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///
-/// Answers that take time (encoding a snapshot, a camera's ioctl) are made on a queue of their
-/// own, never on the event loop, so one slow answer delays no other client.
+/// Before a route: `CrossSiteCheck` (the web pages a browser shows), then `HTTPAccess` (the
+/// token); each refusal is counted in `statistics`.
+///
+/// The event loop never waits: answers that ask the run (health, metrics, controls) or take
+/// time (a snapshot's encoding, a camera's ioctl) are made on queues of their own, one per kind,
+/// so that a slow or stuck one (a camera's ioctl) delays no other kind and no other client.
 final class HTTPRouter: Sendable {
     let access: HTTPAccess
+    let crossSite: CrossSiteCheck
+    let statistics: HTTPServerStatistics
     let service: LiveViewService
     let previews: [LivePreview]
     let events: EventStream
     let web: WebFiles
+    private let health = DispatchQueue(label: "cvhost.http.health")
+    private let metrics = DispatchQueue(label: "cvhost.http.metrics")
     private let work = DispatchQueue(label: "cvhost.http.work")
+    /// Answers made on the calling thread (tests on NIOEmbedded's one-thread channel), not on the queues.
+    private let inline: Bool
 
-    init(access: HTTPAccess, service: LiveViewService, previews: [LivePreview], events: EventStream, web: WebFiles) {
+    /// What a request became: an answer (the connection may then carry the next request) or a
+    /// stream that lasts as long as the connection.
+    enum Handling: Equatable { case reply, stream }
+
+    init(access: HTTPAccess, crossSite: CrossSiteCheck, statistics: HTTPServerStatistics, service: LiveViewService,
+         previews: [LivePreview], events: EventStream, web: WebFiles, inline: Bool = false) {
         self.access = access
+        self.crossSite = crossSite
+        self.statistics = statistics
         self.service = service
         self.previews = previews
         self.events = events
         self.web = web
+        self.inline = inline
     }
 
-    func handle(_ head: HTTPRequestHead, body: [UInt8], channel: Channel) {
+    /// Called on the event loop with a whole request.
+    @discardableResult
+    func handle(_ head: HTTPRequestHead, body: [UInt8], channel: Channel) -> Handling {
         let components = URLComponents(string: head.uri)
         let path = components?.percentEncodedPath ?? head.uri
         var query: [String: String] = [:]
         for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
         let respond: @Sendable (HTTPReply) -> Void = { reply in Self.send(reply, to: head, on: channel) }
 
+        if let refusal = crossSite.refusal(head) {
+            statistics.count(refusal.reason)
+            respond(.error(refusal.status, refusal.message))
+            return .reply
+        }
         guard access.allows(path: path, query: query, headers: head.headers) else {
-            var r = HTTPReply.error(401, "this server wants a token: Authorization: Bearer TOKEN, or ?token=TOKEN")
+            statistics.count(.token)
+            var r = HTTPReply.error(401, "this route wants the server's token: Authorization: Bearer TOKEN, or ?token=TOKEN")
             r.headers.append(("WWW-Authenticate", "Bearer realm=\"cvhost\""))
-            return respond(r)
+            respond(r)
+            return .reply
         }
         switch (head.method, path) {
         case (.GET, "/healthz"):
-            let h = service.health()
-            respond(.json(h.healthy ? 200 : 503, h.json))
+            answer(on: health) { [service] in
+                let h = service.health()
+                respond(.json(h.healthy ? 200 : 503, h.json))
+            }
         case (.GET, "/metrics"):
-            let text = service.metricsText()
-            respond(HTTPReply(status: 200, contentType: PrometheusExposition.contentType, body: Array(text.utf8)))
+            answer(on: metrics) { [service] in
+                respond(HTTPReply(status: 200, contentType: PrometheusExposition.contentType, body: Array(service.metricsText().utf8)))
+            }
         case (.GET, "/controls"):
-            respond(.json(200, service.controls()))
+            answer(on: work) { [service] in respond(.json(200, service.controls())) }
         case (.POST, "/controls"):
-            work.async { [service] in
+            answer(on: work) { [service] in
                 let answer = service.control(body)
                 respond(.json(answer.status, answer.json))
             }
         case (.GET, "/events"):
             Self.startStream(head, on: channel, contentType: "text/event-stream")
             events.add(channel)
+            return .stream
         case (.GET, "/stream.mjpg"), (.GET, "/snapshot.jpg"):
             guard let preview = preview(query["source"]) else {
-                return respond(.error(404, "no input named \(query["source"] ?? ""): the inputs are \(previews.map(\.source).joined(separator: ", "))"))
+                respond(.error(404, "no input named \(query["source"] ?? ""): the inputs are \(previews.map(\.source).joined(separator: ", "))"))
+                return .reply
             }
             if path == "/snapshot.jpg" {
-                work.async {
+                answer(on: work) {
                     guard let p = preview.snapshot() else { return respond(.error(503, "no picture yet: the input has not delivered a frame")) }
                     respond(HTTPReply(status: 200, contentType: "image/jpeg", body: p.jpeg,
                                       headers: p.headers.filter { $0.0.hasPrefix("X-") } + [("Cache-Control", "no-store")]))
@@ -76,6 +108,7 @@ final class HTTPRouter: Sendable {
             } else {
                 Self.startStream(head, on: channel, contentType: "multipart/x-mixed-replace; boundary=\(LivePreview.boundary)")
                 preview.addViewer(channel)
+                return .stream
             }
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))
@@ -83,6 +116,11 @@ final class HTTPRouter: Sendable {
             let allowed = path == "/controls" ? "GET, POST" : "GET"
             respond(HTTPReply.error(405, "\(head.method) is not served at \(path) (\(allowed) is)").with(header: ("Allow", allowed)))
         }
+        return .reply
+    }
+
+    private func answer(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+        if inline { body() } else { queue.async(execute: body) }
     }
 
     /// The preview of the input named `source`, or of the first input.
@@ -91,12 +129,17 @@ final class HTTPRouter: Sendable {
         return previews.first { $0.source == source }
     }
 
+    /// With every answer: a browser takes each body as the type it is said to be (a JSON answer is
+    /// never run as a script or shown as a page), and a page's address (which may hold the token)
+    /// is never sent to another site as a Referer.
+    static let securityHeaders = [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer")]
+
     /// Writes a whole response (from any thread); closes the connection after it unless kept alive.
     static func send(_ reply: HTTPReply, to request: HTTPRequestHead, on channel: Channel) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: reply.contentType)
         headers.add(name: "Content-Length", value: String(reply.body.count))
-        for (name, value) in reply.headers { headers.add(name: name, value: value) }
+        for (name, value) in reply.headers + securityHeaders { headers.add(name: name, value: value) }
         let keepAlive = request.isKeepAlive
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: reply.status), headers: headers)
@@ -114,6 +157,7 @@ final class HTTPRouter: Sendable {
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Connection", value: "close")
+        for (name, value) in securityHeaders { headers.add(name: name, value: value) }
         channel.writeAndFlush(HTTPServerResponsePart.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers)),
                               promise: nil)
     }

@@ -1,30 +1,45 @@
 import CVHostCore
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 
 /// `--http`: the embedded HTTP/1.1 server (SwiftNIO: its parser and connections), on one event
 /// loop thread of its own. Nothing it does runs on a capture or a delivery thread, and nothing
-/// waits for a client: a slow one is sent less, then closed (`StreamingClient`).
+/// waits for a client: a slow one is sent less, then closed (`StreamingClient`); one that sends
+/// no whole request in time is closed (`ConnectionLimits`); the event loop itself never waits on
+/// the run (`HTTPRouter`).
 public final class HTTPServer: Sendable {
     public struct Settings: Sendable {
         public var host: String
         public var port: Int
-        /// Wanted by every route but /healthz; required when `host` is not a loopback address.
+        /// Wanted by the routes that carry data (`HTTPAccess`); required when `host` is not a loopback address.
         public var token: String?
+        /// Names the server answers to besides loopback names, IP addresses and `host`
+        /// (`--http-allow-host`: a reverse proxy's name, the machine's name on the LAN); "*": any.
+        public var allowedHosts: [String]
+        public var limits: ConnectionLimits
 
-        public init(host: String, port: Int, token: String?) {
+        public init(host: String, port: Int, token: String?, allowedHosts: [String] = [], limits: ConnectionLimits = ConnectionLimits()) {
             self.host = host
             self.port = port
             self.token = token
+            self.allowedHosts = allowedHosts
+            self.limits = limits
         }
 
-        public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
-
-        /// Why these settings cannot be served (an address beyond loopback without a token), or nil.
+        /// Why these settings cannot be served, or nil: without a token, the address `host`
+        /// resolves to (as the server binds it: getaddrinfo's first answer) must be a loopback
+        /// address. The address, not the name: `127.cam.lan` may resolve to 0.0.0.0.
         public var refusal: String? {
-            guard !isLoopback && token == nil else { return nil }
-            return "--http \(host):\(port) listens beyond this machine: give a token with --http-token-file FILE (or $CVHOST_HTTP_TOKEN), or listen on 127.0.0.1"
+            guard token == nil, let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else { return nil }
+            return Self.refusal(host: host, port: port, address: address)
+        }
+
+        static func refusal(host: String, port: Int, address: SocketAddress) -> String? {
+            guard !HTTPServer.isLoopback(address) else { return nil }
+            let resolved = address.ipAddress.map { $0 == host ? "" : " (\(host) is \($0))" } ?? ""
+            return "--http \(host):\(port) listens beyond this machine\(resolved): give a token with --http-token-file FILE (or $CVHOST_HTTP_TOKEN), or listen on 127.0.0.1"
         }
     }
 
@@ -38,6 +53,8 @@ public final class HTTPServer: Sendable {
     /// The address and port listened on (the port chosen by the system when 0 was asked for).
     public let address: String
     public let port: Int
+    /// What was refused and closed, and the connections open: for /metrics.
+    public let statistics: HTTPServerStatistics
 
     /// A request's body larger than this is refused (413): a control change is a few bytes.
     static let maxBody = 64 * 1024
@@ -48,30 +65,74 @@ public final class HTTPServer: Sendable {
         if let refusal = settings.refusal { throw StartError(description: refusal) }
         let web = WebFiles.locate()
         if web.folder == nil { Log.warning("the live view's page was not found beside the executable: / answers 404 (the other routes work)") }
-        let router = HTTPRouter(access: HTTPAccess(token: settings.token), service: service, previews: previews, events: events, web: web)
+        let statistics = HTTPServerStatistics()
+        let router = HTTPRouter(access: HTTPAccess(token: settings.token),
+                                crossSite: CrossSiteCheck(listenHost: settings.host, allowed: settings.allowedHosts),
+                                statistics: statistics, service: service, previews: previews, events: events, web: web)
+        let limits = settings.limits
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // When accept fails (no descriptor left: EMFILE), wait a second before the next try,
+            // rather than spinning on a listening socket that stays readable.
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false))
+                }
+            }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             // What a client may have waiting before it counts as behind (a few preview pictures).
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(HTTPRequestHandler(router: router))
+                    try Self.configure(channel, router: router, limits: limits)
                 }
             }
         do {
             channel = try bootstrap.bind(host: settings.host, port: settings.port).wait()
         } catch {
             try? group.syncShutdownGracefully()
-            throw StartError(description: "cannot listen on \(settings.host):\(settings.port) for --http: \(error)")
+            throw StartError(description: "cannot listen on \(settings.host):\(settings.port) for --http: \(Self.reason(error))")
+        }
+        // The address bound is what counts (the name was resolved again by bind).
+        if settings.token == nil, let bound = channel.localAddress,
+           let refusal = Settings.refusal(host: settings.host, port: settings.port, address: bound) {
+            try? channel.close().wait()
+            try? group.syncShutdownGracefully()
+            throw StartError(description: refusal)
         }
         self.group = group
         self.router = router
+        self.statistics = statistics
         address = settings.host
         port = channel.localAddress?.port ?? settings.port
+    }
+
+    /// Sets up a new connection: refused (503, closed) when `limits.maxConnections` are open;
+    /// else HTTP/1.1 with the request handler. Called on the connection's event loop.
+    static func configure(_ channel: Channel, router: HTTPRouter, limits: ConnectionLimits) throws {
+        let statistics = router.statistics
+        guard statistics.open(max: limits.maxConnections) else {
+            statistics.count(.connectionLimit)
+            try channel.pipeline.syncOperations.addHandler(ConnectionRefusal(limit: limits.maxConnections))
+            return
+        }
+        channel.closeFuture.whenComplete { _ in statistics.closed() }
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+        try channel.pipeline.syncOperations.addHandler(HTTPRequestHandler(router: router, requestTimeout: limits.requestTimeout))
+    }
+
+    /// Whether an address is this machine's loopback (127.0.0.0/8, ::1, or 127.x mapped into IPv6).
+    static func isLoopback(_ address: SocketAddress) -> Bool {
+        guard let ip = address.ipAddress else { return false }
+        return ip.hasPrefix("127.") || ip == "::1" || ip.lowercased().hasPrefix("::ffff:127.")
+    }
+
+    /// An error of SwiftNIO's as one plain phrase: "Address already in use", not the call's internals.
+    static func reason(_ error: Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        return "\(error)"
     }
 
     /// The page's address, e.g. http://127.0.0.1:8080/.
@@ -88,42 +149,25 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// Gathers one request (head, body up to `HTTPServer.maxBody`) and hands it to the router.
-final class HTTPRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+/// A connection beyond the limit: told so in one answer (503) and closed, before any request is read.
+final class ConnectionRefusal: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
 
-    private let router: HTTPRouter
-    private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
-    private var tooLarge = false
+    private let limit: Int
 
-    init(router: HTTPRouter) {
-        self.router = router
+    init(limit: Int) {
+        self.limit = limit
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let h):
-            head = h
-            body = []
-            tooLarge = false
-        case .body(let chunk):
-            if body.count + chunk.readableBytes > HTTPServer.maxBody {
-                tooLarge = true
-            } else if !tooLarge {
-                body += chunk.readableBytesView
-            }
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            if tooLarge {
-                var h = head
-                h.headers.replaceOrAdd(name: "Connection", value: "close")
-                HTTPRouter.send(.error(413, "the request's body is larger than \(HTTPServer.maxBody) bytes"), to: h, on: context.channel)
-            } else {
-                router.handle(head, body: body, channel: context.channel)
-            }
+    func channelActive(context: ChannelHandlerContext) {
+        let body = #"{"error":"too many connections (\#(limit)) to this server: try again later"}"# + "\n"
+        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Retry-After: 5\r\nConnection: close\r\n\r\n"
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: head + body))).whenComplete { _ in
+            channel.close(promise: nil)
         }
     }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }

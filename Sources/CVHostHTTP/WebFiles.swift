@@ -26,6 +26,17 @@ struct WebFiles: Sendable {
         guard let folder, !name.isEmpty, !name.contains("/"), !name.hasPrefix("."),
               let type = Self.types[(name as NSString).pathExtension],
               let data = FileManager.default.contents(atPath: folder + "/" + name) else { return nil }
-        return HTTPReply(status: 200, contentType: type, body: Array(data), headers: [("Cache-Control", "no-cache")])
+        var headers = [("Cache-Control", "no-cache")]
+        if type.hasPrefix("text/html") { headers += Self.pageHeaders }
+        return HTTPReply(status: 200, contentType: type, body: Array(data), headers: headers)
     }
+
+    /// The page runs only its own script and style, talks only to this server, shows pictures it
+    /// made (blob: URLs of the stream's JPEGs), and may not be framed by another page.
+    static let pageHeaders = [
+        ("Content-Security-Policy",
+         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; "
+            + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        ("X-Frame-Options", "DENY"),
+    ]
 }

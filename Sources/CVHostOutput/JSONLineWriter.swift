@@ -11,6 +11,11 @@ import Glibc
 /// end); anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
 public final class JSONLineWriter: OutputSink {
     private let fd: Int32
+    /// Held across write(2), so that lines never interleave. Only writers wait on it.
+    private let writing = Locked(())
+    /// Never held across I/O: what the metrics and the run read (`statistics`, `failure`) never
+    /// waits for a write that blocks (a reader that stopped reading holds a write for as long as
+    /// it likes; /metrics and the periodic metrics must still answer meanwhile).
     private let state = Locked(State())
     private let onClosed: @Sendable () -> Void
 
@@ -48,11 +53,11 @@ public final class JSONLineWriter: OutputSink {
 
     /// Writes bytes that already form one line ending in "\n".
     public func writeLine(_ line: [UInt8]) {
-        let justClosed: Bool = state.withLock { s in
-            guard !s.closed else {
-                s.discarded += 1
-                return false
-            }
+        let justClosed: Bool = writing.withLock { _ in
+            guard !state.withLock({ s in
+                if s.closed { s.discarded += 1 }
+                return s.closed
+            }) else { return false }
             // A plugin crashing meanwhile must not write its session.error into this line.
             cvhost_guard_output_begin()
             defer { cvhost_guard_output_end() }
@@ -68,14 +73,16 @@ public final class JSONLineWriter: OutputSink {
                 }
                 return nil
             }
-            guard let error else {
-                s.written += 1
-                return false
+            return state.withLock { s in
+                guard let error else {
+                    s.written += 1
+                    return false
+                }
+                s.discarded += 1
+                s.closed = true
+                s.failure = error
+                return true
             }
-            s.discarded += 1
-            s.closed = true
-            s.failure = error
-            return true
         }
         if justClosed { onClosed() }
     }

@@ -37,6 +37,8 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     /// Crashes within `quarantineWindowNs` that quarantine a plugin, and the backoff before each restart.
     static let quarantineAfter = 5
     static let quarantineWindowNs: UInt64 = 60_000_000_000
+    /// The wait before another try when a restart failed for want of a descriptor or memory.
+    static let shortageRetryNs: UInt64 = 1_000_000_000
     static func backoffNs(crashesInWindow n: Int) -> UInt64 {
         min(10_000_000_000, 100_000_000 << UInt64(max(0, min(n - 1, 10))))
     }
@@ -56,6 +58,8 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         var crashes = 0, timeouts = 0, memoryKills = 0, restarts = 0
         var lastRSSCheckNs: UInt64 = 0
         var downSinceNs: UInt64 = 0
+        /// A restart failed for want of a descriptor or memory, and none has succeeded since (said once).
+        var shortOfResources = false
     }
     private let state = Locked(State())
     /// Held while a worker is being (re)started: one start at a time.
@@ -284,6 +288,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
             do {
                 let worker = try start(generation: generation)
                 let down = state.withLock { s -> UInt64 in
+                    s.shortOfResources = false
                     s.worker = worker
                     s.generation = generation
                     s.phase = .running
@@ -297,6 +302,16 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
                 report(e)
                 Log.info("plugin \(pluginName) restarted (worker \(worker.pid))", source: hello.label)
                 return worker
+            } catch let error as PluginLoadError where error.isShortage {
+                // The host could not make the worker (no descriptor or memory left): not the
+                // plugin's crash, so no step towards quarantine; try again in a second.
+                let first = state.withLock { s in
+                    defer { s.shortOfResources = true }
+                    if case .restarting = s.phase { s.phase = .restarting(atNs: HostClock.monotonicNs() + Self.shortageRetryNs) }
+                    return !s.shortOfResources
+                }
+                if first { Log.error("plugin \(pluginName) cannot be restarted yet: \(error); trying again every second", source: hello.label) }
+                return nil
             } catch {
                 Log.error("plugin \(pluginName) could not be restarted: \(error)", source: hello.label)
                 recordCrash(reason: "start_failed", detail: { _ in }, callback: "create", sequence: nil)

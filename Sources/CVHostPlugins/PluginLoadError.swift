@@ -1,3 +1,4 @@
+import Glibc
 /// Why a plugin could not be loaded or started. Each kind has its own exit code, documented in
 /// `cvhost --help` and the README, so that scripts can tell them apart.
 public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
@@ -30,10 +31,16 @@ public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
 
     public let kind: Kind
     public let message: String
+    /// The system was short of something the host needed (a descriptor, memory, a process): not
+    /// the plugin's fault, and likely to pass.
+    public let isShortage: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    /// - Parameter errno: the system call's error, when one failed (EMFILE, ENFILE, ENOMEM,
+    ///   EAGAIN and ENOBUFS make it a shortage).
+    public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind
         self.message = message
+        isShortage = errno.map { [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS].contains($0) } ?? false
     }
 
     public var description: String { message }

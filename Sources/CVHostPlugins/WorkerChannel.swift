@@ -28,7 +28,8 @@ final class WorkerChannel: @unchecked Sendable {
     static func pair() throws(PluginLoadError) -> (WorkerChannel, WorkerChannel) {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw PluginLoadError(.createFailed, "cannot make a socket for a plugin worker: \(String(cString: strerror(errno)))")
+            let e = errno
+            throw PluginLoadError(.createFailed, "cannot make a socket for a plugin worker: \(String(cString: strerror(e)))", errno: e)
         }
         return (WorkerChannel(fd: fds[0]), WorkerChannel(fd: fds[1]))
     }

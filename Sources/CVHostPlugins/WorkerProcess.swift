@@ -45,7 +45,7 @@ final class WorkerProcess: @unchecked Sendable {
         }
         guard rc == 0 else {
             mine.forEach { $0.close() }
-            throw PluginLoadError(.createFailed, "cannot start a plugin worker (\(exe)): \(String(cString: strerror(rc)))")
+            throw PluginLoadError(.createFailed, "cannot start a plugin worker (\(exe)): \(String(cString: strerror(rc)))", errno: rc)
         }
         pid = child
         channels = mine

@@ -17,7 +17,7 @@ struct RunConfigFile {
 
     /// Every option of `cvhost run` but --config itself (a test checks this against `run --help`).
     static let keys: [String: Kind] = [
-        "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list,
+        "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
         "isolation": .string, "http": .string, "http-token-file": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,

@@ -7,7 +7,7 @@ import Foundation
 /// `cvhost run --http …`: the options of the live view and control server.
 struct HTTPOptions: ParsableArguments {
     @Option(name: .customLong("http"),
-            help: ArgumentHelp("Serve the live view, /metrics and /controls over HTTP on [ADDR:]PORT (default address 127.0.0.1; 0: any free port). See LIVE VIEW.",
+            help: ArgumentHelp("Serve the live view, /metrics and /controls over HTTP on [ADDR:]PORT (default address 127.0.0.1; 0: any free port). See LIVE VIEW AND CONTROL.",
                                valueName: "[addr:]port"))
     var http: String?
 
@@ -15,6 +15,11 @@ struct HTTPOptions: ParsableArguments {
             help: ArgumentHelp("A file holding the token every route but /healthz then wants (else $CVHOST_HTTP_TOKEN); required to listen beyond loopback.",
                                valueName: "file"))
     var tokenFile: String?
+
+    @Option(name: .customLong("http-allow-host"),
+            help: ArgumentHelp("A name the server answers to besides localhost and IP addresses (a reverse proxy's, the machine's on the LAN); repeatable; * allows any. See LIVE VIEW AND CONTROL.",
+                               valueName: "name"))
+    var allowHosts: [String] = []
 
     @Option(name: .customLong("preview-fps"), help: ArgumentHelp("Live-view pictures per second at most, while someone watches.", valueName: "fps"))
     var previewFPS: Double = 5
@@ -40,8 +45,12 @@ struct HTTPOptions: ParsableArguments {
           POST /controls      a change: {"name":"zoom_absolute","value":3} or
                               {"plugin":"barcode","enabled":false} or {"plugin":"face","max_fps":2}
           GET  /healthz       200 while frames flow, 503 otherwise (no token needed)
-        With a token (--http-token-file or $CVHOST_HTTP_TOKEN), requests carry
+        With a token (--http-token-file or $CVHOST_HTTP_TOKEN), requests for data carry
         "Authorization: Bearer TOKEN" (a browser: ?token=TOKEN in the page's address).
+        Web pages in your browser reach a loopback server too, so it answers only
+        requests whose Host is localhost, an IP address, the --http name or an
+        --http-allow-host name (else 421), and takes a POST only as
+        application/json from its own page or a program (else 403 or 415).
         The same changes as JSON lines on stdin, answered by a command.result line:
           {"command":"set_control","name":"brightness","value":140}
           {"command":"set_plugin","plugin":"barcode","enabled":false}
@@ -82,11 +91,16 @@ struct HTTPOptions: ParsableArguments {
 
     func validate() throws {
         guard isEnabled else {
-            if tokenFile != nil || linger != nil { throw ValidationError("--http-token-file and --http-linger go with --http") }
+            if tokenFile != nil || linger != nil || !allowHosts.isEmpty {
+                throw ValidationError("--http-token-file, --http-allow-host and --http-linger go with --http")
+            }
             return
         }
         let (host, port) = try listenAddress()
         if let refusal = HTTPServer.Settings(host: host, port: port, token: try token()).refusal { throw ValidationError(refusal) }
+        if let bad = allowHosts.first(where: { $0.isEmpty || $0.contains(where: { " /:@,".contains($0) }) && !$0.hasPrefix("[") }) {
+            throw ValidationError("--http-allow-host '\(bad)': give a host name (cam.example), without a scheme, port or path")
+        }
         if !(previewFPS > 0 && previewFPS <= 60) { throw ValidationError("--preview-fps must be more than 0 and at most 60") }
         if previewWidth < 16 || previewWidth > 7680 { throw ValidationError("--preview-width must be from 16 to 7680") }
         if let linger, linger < 0 || linger > RunCommand.maxSeconds || !linger.isFinite {
@@ -112,7 +126,7 @@ final class RunLiveView: LiveViewService {
     /// - Throws: exit 6 when the address cannot be listened on.
     func start(sources: [SourceRun], output: OutputRouter, commands: RunCommands) throws {
         let (host, port) = try options.listenAddress()
-        let settings = HTTPServer.Settings(host: host, port: port, token: try options.token())
+        let settings = HTTPServer.Settings(host: host, port: port, token: try options.token(), allowedHosts: options.allowHosts)
         let previews = sources.map { s in
             let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
             s.session.beginConfiguration()
@@ -151,11 +165,12 @@ final class RunLiveView: LiveViewService {
     // MARK: - LiveViewService
 
     func metricsText() -> String {
-        let (sources, previews, output) = state.withLock { ($0.sources, $0.previews, $0.output) }
+        let (sources, previews, output, server) = state.withLock { ($0.sources, $0.previews, $0.output, $0.server) }
         guard let output else { return "" }
         var views: [String: (viewers: Int, encoded: UInt64)] = [:]
         for p in previews { views[p.source] = (p.viewerCount, p.encodedCount) }
-        return RunMetrics.exposition(sources: sources, output: output, previews: views, eventClients: events.clientCount)
+        return RunMetrics.exposition(sources: sources, output: output, previews: views, eventClients: events.clientCount,
+                                     server: server?.statistics)
     }
 
     func health() -> (healthy: Bool, json: String) {

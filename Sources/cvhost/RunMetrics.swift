@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostHTTP
 import CVHostOutput
 import CVHostPlugins
 import Foundation
@@ -14,7 +15,7 @@ enum RunMetrics {
     static let states = ["starting", "running", "interrupted", "stopped"]
 
     static func exposition(sources: [SourceRun], output: OutputRouter, previews: [String: (viewers: Int, encoded: UInt64)],
-                           eventClients: Int) -> String {
+                           eventClients: Int, server: HTTPServerStatistics?) -> String {
         var p = PrometheusExposition()
         p.gauge("cvhost_build_info", "cvhost's version, as a label; always 1.", [("version", Producer.version)], 1)
         for s in sources {
@@ -49,6 +50,7 @@ enum RunMetrics {
                       [("source", source)], v.encoded)
         }
         p.gauge("cvhost_http_event_clients", "Clients of /events.", [], Double(eventClients))
+        server?.expose(into: &p)
         processMetrics(&p)
         return p.text
     }

@@ -55,7 +55,10 @@ final class SourceReport: Sendable {
     let lines: RunLines
     /// What became of --control settings, reported in session.started with the plugins' hints.
     let deviceSettings: [SettingReport]
-    private let state = Locked<(finalWritten: Bool, failed: Bool, lost: [FrameLossReason: UInt64])>((false, false, [:]))
+    /// Held while this input's final lines are written (so that nothing of it follows them): a
+    /// write can block (a stdout reader that stopped reading), so what /metrics reads is not under it.
+    private let finalWritten = Locked(false)
+    private let counts = Locked<(failed: Bool, lost: [FrameLossReason: UInt64])>((false, [:]))
 
     init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = []) {
         self.source = source
@@ -66,27 +69,27 @@ final class SourceReport: Sendable {
     }
 
     /// Frames the source lost before cvhost saw them, by reason, so far.
-    var framesLost: [FrameLossReason: UInt64] { state.withLock { $0.lost } }
+    var framesLost: [FrameLossReason: UInt64] { counts.withLock { $0.lost } }
 
     /// The input failed while running (a session.error was written).
-    var failed: Bool { state.withLock { $0.failed } }
+    var failed: Bool { counts.withLock { $0.failed } }
 
     func handle(_ event: SessionEvent) {
         switch event {
         case .stopped:
-            state.withLock { s in
-                guard !s.finalWritten else { return }  // written already by abandon()
-                s.finalWritten = true
+            finalWritten.withLock { written in
+                guard !written else { return }  // written already by abandon()
+                written = true
                 lines.writeFinal(count: runners.count + 1) {
                     runners.map { lines.metrics($0, final: true) } + [SessionEventLines.line(for: event, source: source, runners: runners)]
                 }
             }
         case .runtimeError(let error):
-            state.withLock { $0.failed = true }
+            counts.withLock { $0.failed = true }
             Log.error(error.message, source: logSource)
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .framesLost(let count, _, let reason):
-            state.withLock { $0.lost[reason, default: 0] += count }
+            counts.withLock { $0.lost[reason, default: 0] += count }
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .started(let device, let format, let settings):
             let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
@@ -99,10 +102,10 @@ final class SourceReport: Sendable {
     /// The run ends without waiting for this input's session to stop (a plugin hangs): its final
     /// metrics (naming the hung call) and its session.stopped, as the session would have written them.
     func abandon(reason: StopReason, framesCaptured: UInt64) {
-        state.withLock { s in
-            guard !s.finalWritten else { return }
-            s.finalWritten = true
-            let stopped = SessionEvent.stopped(reason: reason, framesCaptured: framesCaptured, framesLost: s.lost)
+        finalWritten.withLock { written in
+            guard !written else { return }
+            written = true
+            let stopped = SessionEvent.stopped(reason: reason, framesCaptured: framesCaptured, framesLost: framesLost)
             lines.writeFinal(count: runners.count + 1) {
                 runners.map { lines.metrics($0, final: true) } + [SessionEventLines.line(for: stopped, source: source, runners: runners)]
             }
@@ -110,8 +113,8 @@ final class SourceReport: Sendable {
     }
 
     func writePeriodicMetrics() {
-        state.withLock { s in
-            guard !s.finalWritten else { return }
+        finalWritten.withLock { written in
+            guard !written else { return }
             for r in runners { lines.write(lines.metrics(r, final: false)) }
         }
     }

@@ -92,14 +92,23 @@ struct LiveViewTests {
         #expect(Self.sample(scraped, "cvhost_source_state", ["source": source, "state": "stopped"]) == 1)
     }
 
-    @Test("headless Chromium shows the page of a demo run: the picture, with an outline drawn at each code's corners")
-    func browserDrawsCodes() throws {
+    @Test("headless Chromium shows the page of a demo run: the picture, with an outline drawn at each code's corners; with a token too (the page at /?token=T loads its script)",
+          arguments: [false, true])
+    func browserDrawsCodes(withToken: Bool) throws {
         let port = freeLoopbackPort()
-        let shot = TestFolders.make("browser") + "/live-view.png"
+        let folder = TestFolders.make("browser")
+        let shot = folder + "/live-view.png"
         var corners: [[Double]] = []
         var missing: [String] = ["no screenshot"]
+        let secret = "page-\(UUID().uuidString.prefix(8))"
+        var tokenArguments: [String] = []
+        if withToken {
+            try secret.write(toFile: folder + "/token", atomically: true, encoding: .utf8)
+            tokenArguments = ["--http-token-file", folder + "/token"]
+        }
+        let page = "http://127.0.0.1:\(port)/" + (withToken ? "?token=\(secret)" : "")
         let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", Self.demo, "--http", "127.0.0.1:\(port)",
-                                      "--metrics-interval", "0"], timeout: 120, withStdin: false) { run in
+                                      "--metrics-interval", "0"] + tokenArguments, timeout: 120, withStdin: false) { run in
             guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
             // The last frame's codes: the page opened after the end shows that picture and its results (the replay of /events).
             let results = run.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -110,7 +119,7 @@ struct LiveViewTests {
             // A browser renders when it renders: a few tries, until a screenshot shows everything drawn.
             for _ in 0..<5 {
                 _ = try? Tool.run("chromium", ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800",
-                                               "--timeout=5000", "--screenshot=\(shot)", "http://127.0.0.1:\(port)/"])
+                                               "--timeout=5000", "--screenshot=\(shot)", page])
                 missing = LiveViewTests.undrawn(corners, in: shot)
                 if missing.isEmpty { break }
             }
@@ -119,6 +128,7 @@ struct LiveViewTests {
         #expect(r.exitCode == 0, "\(r.stderr)")
         #expect(corners.count == 12, "the demo's last frame has three codes")
         #expect(missing.isEmpty, "\(missing)")
+        guard !withToken else { return }
         // Kept as the test's artifact (the README shows one such screenshot: docs/live-view.png).
         let artifacts = PluginFixtures.packageRoot + "/.build/test-artifacts"
         try? FileManager.default.createDirectory(atPath: artifacts, withIntermediateDirectories: true)
@@ -127,7 +137,7 @@ struct LiveViewTests {
         print("live view screenshot: \(artifacts)/live-view.png")
     }
 
-    @Test("a token: required beyond loopback (exit 64 without one); every route but /healthz wants it, else 401; it is never printed")
+    @Test("a token: required beyond loopback (exit 64 without one); the routes with data want it, else 401; the page's files and /healthz do not; it is never printed")
     func token() throws {
         let port = freeLoopbackPort()
         let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--http", "0.0.0.0:\(port)"], timeout: 30)
@@ -150,7 +160,7 @@ struct LiveViewTests {
             kill(run.pid, SIGTERM)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
-        #expect(answers == ["none": 401, "wrong": 401, "header": 200, "query": 200, "page": 401, "healthz": 200])
+        #expect(answers == ["none": 401, "wrong": 401, "header": 200, "query": 200, "page": 200, "healthz": 200])
         #expect(!r.stdout.contains(secret) && !r.stderr.contains(secret))
 
         // The port taken: exit 6, naming it.
@@ -158,7 +168,8 @@ struct LiveViewTests {
                                              "--duration", "20"], timeout: 40, withStdin: false) { run in
             guard run.waitForStderr("live view at") else { return }
             let second = try? CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--http", "127.0.0.1:\(port)"], timeout: 20)
-            #expect(second?.exitCode == 6 && second?.stderr.contains("127.0.0.1:\(port)") == true, "\(second?.stderr ?? "")")
+            #expect(second?.exitCode == 6 && second?.stderr.contains("127.0.0.1:\(port) for --http: Address already in use") == true,
+                    "\(second?.stderr ?? "")")
             kill(run.pid, SIGTERM)
         }
         #expect(listener.exitCode == 0)
@@ -180,7 +191,8 @@ struct LiveViewTests {
             run.send(#"{"command":"set_plugin","plugin":"null","enabled":"yes"}"#)
             run.send(#"{"command":"get_controls","id":"q"}"#)
             _ = run.wait(until: { $0.components(separatedBy: "command.result").count > 7 })
-            post = (try? Self.http(port, "/controls", method: "POST", body: #"{"plugin":"null","max_fps":2}"#)) ?? (0, "")
+            post = (try? Self.http(port, "/controls", method: "POST", body: #"{"plugin":"null","max_fps":2}"#,
+                                   headers: ["Content-Type: application/json"])) ?? (0, "")
             controls = (try? Self.http(port, "/controls").body) ?? ""
             run.send(#"{"command":"stop","id":"end"}"#)
         }
@@ -206,6 +218,102 @@ struct LiveViewTests {
         #expect(changes.map { $0["by"] as? String ?? "" } == ["stdin", "http"])
         #expect(changes.first?["applied"] as? String == "false" && changes.last?["applied"] as? String == "2")
         #expect(r.events("session.stopped").first?["reason"] as? String == "requested")
+    }
+
+    @Test("a web page cannot reach the camera: a rebound name's Host is 421 and a cross-site text/plain POST is 403, each one line and counted in /metrics; the server's own requests work")
+    func webPages() throws {
+        let port = freeLoopbackPort()
+        var answers: [String: (status: Int, body: String)] = [:]
+        var metrics = ""
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120@10", "--http", "127.0.0.1:\(port)",
+                                      "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("session.started") }) else { return }
+            let change = #"{"plugin":"null","enabled":false}"#
+            answers["rebound"] = try? Self.http(port, "/snapshot.jpg", headers: ["Host: evil.example:\(port)"])
+            answers["rebound events"] = try? Self.http(port, "/controls", headers: ["Host: evil.example:\(port)"])
+            answers["cross-site"] = try? Self.http(port, "/controls", method: "POST", body: change,
+                                                   headers: ["Origin: http://evil.example", "Content-Type: text/plain"])
+            answers["stop"] = try? Self.http(port, "/controls", method: "POST", body: #"{"command":"stop"}"#,
+                                             headers: ["Origin: http://evil.example", "Content-Type: text/plain"])
+            answers["plain"] = try? Self.http(port, "/controls", method: "POST", body: change, headers: ["Content-Type: text/plain"])
+            metrics = (try? Self.http(port, "/metrics").body) ?? ""
+            answers["own"] = try? Self.http(port, "/controls", method: "POST", body: change,
+                                            headers: ["Origin: http://127.0.0.1:\(port)", "Content-Type: application/json"])
+            answers["page"] = try? Self.http(port, "/", headers: ["Host: localhost:\(port)"])
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(answers["rebound"]?.status == 421 && answers["rebound events"]?.status == 421, "\(answers)")
+        #expect(answers["rebound"]?.body.contains("--http-allow-host evil.example") == true)
+        #expect(answers["cross-site"]?.status == 403 && answers["stop"]?.status == 403, "\(answers)")
+        #expect(answers["plain"]?.status == 415, "\(answers)")
+        for (_, a) in answers where a.status != 200 { #expect(a.body.split(separator: "\n").count == 1, "\(a.body)") }
+        #expect(answers["own"]?.status == 200 && answers["page"]?.status == 200, "\(answers)")
+        #expect(Self.sample(metrics, "cvhost_http_requests_refused_total", ["reason": "host"]) == 2)
+        #expect(Self.sample(metrics, "cvhost_http_requests_refused_total", ["reason": "origin"]) == 2)
+        #expect(Self.sample(metrics, "cvhost_http_requests_refused_total", ["reason": "content_type"]) == 1)
+        // Only the own page's change was applied; the run was stopped by the signal, not by the page.
+        #expect(r.events("control.changed").count == 1)
+        #expect(r.events("session.stopped").first?["reason"] as? String == "signal")
+    }
+
+    @Test("/metrics and /healthz answer while stdout's reader has stopped reading (no route waits on a blocked write)")
+    func metricsWhileStdoutIsStuck() throws {
+        let port = freeLoopbackPort()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CVHostBinary.path)
+        p.arguments = ["run", "--plugin", "null:results=5", "--input", "testsrc:320x240@30", "--http", "127.0.0.1:\(port)",
+                       "--metrics-interval", "0.2", "--no-stdin-commands"]
+        let neverRead = Pipe()
+        p.standardOutput = neverRead
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        defer {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        // The pipe fills (64 KiB of lines): stdout's line count stops growing between two scrapes.
+        func delivered() -> Double? {
+            (try? Self.http(port, "/metrics")).flatMap { Self.sample($0.body, "cvhost_output_lines_delivered_total", ["output": "stdout"]) }
+        }
+        var last: Double? = nil
+        var stuck = false
+        for _ in 0..<60 {
+            usleep(500_000)
+            // A scrape that does not answer (20 s) is the defect itself: stop there.
+            guard let now = delivered() else { break }
+            if now > 0, now == last {
+                stuck = true
+                break
+            }
+            last = now
+        }
+        #expect(stuck, "stdout's lines never stopped, or /metrics stopped answering: \(last ?? -1) lines")
+        let metrics = try Self.http(port, "/metrics")
+        #expect(metrics.status == 200 && metrics.body.contains("cvhost_plugin_frames_processed_total"))
+        let health = try Self.http(port, "/healthz")
+        #expect(health.status == 200, "\(health)")
+    }
+
+    @Test("a name that resolves beyond loopback needs a token, whatever it looks like (127.cam.lan resolving to 0.0.0.0): exit 64 naming the address")
+    func nameBeyondLoopback() throws {
+        let folder = TestFolders.make("hosts")
+        try "0.0.0.0 127.cam.lan\n127.0.0.1 localhost\n".write(toFile: folder + "/hosts", atomically: true, encoding: .utf8)
+        try "t0ken".write(toFile: folder + "/token", atomically: true, encoding: .utf8)
+        let port = freeLoopbackPort()
+        // A mount namespace of its own, where /etc/hosts says so (as a LAN's DNS may).
+        func run(_ extra: [String]) throws -> (status: Int32, output: String) {
+            let command = ([CVHostBinary.path, "run", "--plugin", "null:results=1", "--input", "testsrc:160x120@10", "--max-frames", "3",
+                            "--http", "127.cam.lan:\(port)", "--http-linger", "0"] + extra).map { "'\($0)'" }.joined(separator: " ")
+            let r = try Tool.run("unshare", ["-m", "/bin/sh", "-c", "mount --bind '\(folder)/hosts' /etc/hosts && exec \(command) 2>&1 >/dev/null"])
+            return (r.status, r.output)
+        }
+        let refused = try run([])
+        #expect(refused.status == 64, "\(refused.output)")
+        #expect(refused.output.contains("--http 127.cam.lan:\(port) listens beyond this machine (127.cam.lan is 0.0.0.0)"), "\(refused.output)")
+        let withToken = try run(["--http-token-file", folder + "/token"])
+        #expect(withToken.status == 0, "\(withToken.output)")
     }
 
     @Test("ten MJPEG viewers and one that stops reading: the plugin processes every frame, as without viewers, and memory stays flat")

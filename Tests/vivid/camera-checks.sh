@@ -46,7 +46,7 @@ live_controls() { # brightness changed while running, by a command on stdin and 
   echo '{"command":"set_control","name":"brightness","value":150,"id":"from-stdin"}' >&7
   sleep 1
   v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.stdin-readback" 2>&1
-  curl -s -w '\n%{http_code}\n' -X POST -d '{"name":"brightness","value":170}' http://127.0.0.1:$port/controls > "$o.http" 2>&1
+  curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' -d '{"name":"brightness","value":170}' http://127.0.0.1:$port/controls > "$o.http" 2>&1
   v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.http-readback" 2>&1
   curl -s http://127.0.0.1:$port/controls > "$o.get" 2>&1
   echo '{"command":"stop","id":"end"}' >&7

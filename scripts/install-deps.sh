@@ -66,3 +66,5 @@ fi
 
 # The zxing-cpp reader the barcode plugin links (not Debian's 1.4: see the script).
 scripts/build-zxing.sh
+# The face plugin's CNN detector (libfacedetection, from a pinned wheel: see the script).
+scripts/fetch-facedetect.sh

@@ -131,6 +131,15 @@ struct RefusalTests {
             #expect(r.stderr.contains("raw write") && r.stderr.contains("loaded!"), "\(name)")
             #expect(!r.stdout.contains("chatter") && !r.stdout.contains("raw write"))
         }
+        // Started without stderr (2>&-): the plugin's text goes nowhere, still not into the JSON lines.
+        let chatty = try PluginFixtures.build(name: "chatty", defines: ["PRINT_TO_STDOUT"], in: RefusalTests.folder)
+        let command = [CVHostBinary.path, "run", "--plugin", "null:results=1", "--plugin", chatty, "--input", "testsrc:160x120:unpaced",
+                       "--max-frames", "30", "--backpressure", "block", "--metrics-interval", "0"].map { "'\($0)'" }.joined(separator: " ")
+        let closed = try Tool.run("/bin/bash", ["-c", command + " 2>&-"])
+        #expect(closed.status == 0)
+        let lines = closed.output.split(separator: "\n")
+        #expect(lines.count == 30 + 4 && lines.allSatisfy { $0.hasPrefix("{\"event\":") }, "\(lines.filter { !$0.hasPrefix("{") }.prefix(3))")
+        #expect(try CVHostBinary.schemaProblems(closed.output) == nil)
         // Listing plugins loads them: a constructor's banner goes to stderr, the listing stays whole.
         let listed = try CVHostBinary.run(["plugins", "--json"], environment: ["CVHOST_PLUGIN_PATH": RefusalTests.folder])
         #expect(try CVHostBinary.schemaProblems(listed.stdout) == nil && !listed.stdout.contains("loaded!"))

@@ -8,6 +8,9 @@ import PackageDescription
 
 /// zxing-cpp, built by scripts/build-zxing.sh into the package (a static library linked into the barcode plugin).
 let zxing = Context.packageDirectory + "/.deps/zxing-cpp-3.1.1"
+/// libfacedetection's CNN, put there by scripts/fetch-facedetect.sh: the face plugin loads it at run
+/// time (dlopen), from an installation's lib/cvhost/facedetect or else from here.
+let facedetect = Context.packageDirectory + "/.deps/libfacedetection-2023.5.1"
 
 let package = Package(
     name: "cvhost",
@@ -121,11 +124,12 @@ let package = Package(
         // descriptor is C (constant data in the file; Swift cannot emit one), its callbacks Swift.
         .target(name: "MotionPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/motion", exclude: ["descriptor"]),
         .target(name: "MotionPluginDescriptor", dependencies: ["CVHostPluginABI"], path: "Plugins/motion/descriptor", publicHeadersPath: "."),
-        // C++ on OpenCV. Only the three OpenCV libraries it uses are linked: `pkg-config --libs
-        // opencv4` would pull in all 55 and make loading the plugin 30 times slower.
+        // C++ on OpenCV, and libfacedetection's CNN loaded at run time. Only the three OpenCV libraries
+        // it uses are linked: `pkg-config --libs opencv4` would pull in all 55 and make loading the
+        // plugin 30 times slower.
         .target(
             name: "FacePlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/face", publicHeadersPath: ".",
-            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4", "-O2"])],
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4", "-O2", "-DCVHOST_FACEDETECT_BUILD_DIR=\"\(facedetect)\""])],
             linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
 
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.

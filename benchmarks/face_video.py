@@ -10,8 +10,8 @@ ground truth's "ignore" regions).
 
     benchmarks/face_video.py [--video ../shared/corpus/video/faces_1920x1080.mp4] [--plugin SPEC ...] [--repeat 3]
 
-By default cvhost runs twice: frontal faces only, as facedetect looks for them
-(face:instances=2,profile=false), and with its defaults, which also search profiles for the yaw angle.
+By default cvhost runs twice: with its defaults (the CNN) and two instances, and with Haar's frontal
+cascade only, as facedetect looks for faces (face:detector=haar,instances=2,profile=false).
 """
 import argparse
 import collections
@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import re
+import subprocess
 
 from benchlib import gst_element_messages, side_by_side
 
@@ -71,24 +72,41 @@ def cvhost_faces(out):
     return found
 
 
+def id_switches(out, people):
+    """How often a person's face_id changes from one frame where the person is found to the next.
+    people: {frame: [(person, box)]} from the ground truth."""
+    seen = collections.defaultdict(list)
+    for line in out.splitlines():
+        e = json.loads(line)
+        if e["event"] == "result" and e["type"] == "face":
+            b = e["data"]["bounds"]
+            box = (b["x"], b["y"], b["width"], b["height"])
+            match = max(people.get(e["seq"], []), key=lambda p: iou(box, p[1]), default=None)
+            if match and iou(box, match[1]) >= 0.3:
+                seen[match[0]].append((e["seq"], e["data"]["face_id"]))
+    return sum(sum(1 for (_, a), (_, b) in zip(ids, ids[1:]) if a != b) for ids in (sorted(v) for v in seen.values()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--video", default=os.path.join(ROOT, "..", "shared", "corpus", "video", "faces_1920x1080.mp4"))
     ap.add_argument("--cvhost", default=os.path.join(ROOT, ".build", "release", "cvhost"))
-    ap.add_argument("--plugin", action="append", help="repeatable; default: face:instances=2,profile=false and face:instances=2")
+    ap.add_argument("--plugin", action="append", help="repeatable; default: face:instances=2 and face:detector=haar,instances=2,profile=false")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-gstreamer", action="store_true", help="measure cvhost only (for tuning)")
     args = ap.parse_args()
     truth, ignore = collections.defaultdict(list), collections.defaultdict(list)
+    people = collections.defaultdict(list)
     frames = 0
     for row in csv.DictReader(open(os.path.splitext(args.video)[0] + "_gt.csv")):
         f = int(row["frame"])
         frames = max(frames, f + 1)
         if row["face_box"]:
             truth[f].append(tuple(json.loads(row["face_box"])))
+            people[f].append((row["source"], tuple(json.loads(row["face_box"]))))
         ignore[f] = [tuple(b) for b in json.loads(row["ignore_boxes"] or "[]")]
     faces = sum(len(v) for v in truth.values())
-    plugins = args.plugin or ["face:instances=2,profile=false", "face:instances=2"]
+    plugins = args.plugin or ["face:instances=2", "face:detector=haar,instances=2,profile=false"]
     runs = {f"cvhost {p}": ([args.cvhost, "run", "--plugin", p, "--input", args.video, "-q", "--metrics-interval", "0"], cvhost_faces)
             for p in plugins}
     if not args.skip_gstreamer:
@@ -97,6 +115,12 @@ def main():
                                           gst_faces), **runs}
     print(f"{os.path.basename(args.video)}: {frames} frames, {faces} faces; median of {args.repeat} runs, alternating")
     fps = side_by_side(runs, frames, lambda found: score(found, truth, ignore), args.repeat)
+    # The tracker: each person of the clip (six faces moving and zooming, made for the corpus) should
+    # keep one face_id for as long as the person is found.
+    for p in plugins:
+        out = subprocess.run([args.cvhost, "run", "--plugin", p, "--input", args.video, "-q", "--metrics-interval", "0"],
+                             capture_output=True, text=True).stdout
+        print(f"cvhost {p}: {id_switches(out, people)} face_id switches over {len({q for v in people.values() for q, _ in v})} people")
     if not args.skip_gstreamer:
         base = fps["gstreamer facedetect"]
         for name in runs:

@@ -5,6 +5,8 @@
 #   PREFIX/bin/cvhost
 #   PREFIX/lib/cvhost/plugins/libcvhost-*.so   (where cvhost looks for plugins by name)
 #   PREFIX/lib/cvhost/swift/*.so               (the Swift runtime cvhost and the plugins need)
+#   PREFIX/lib/cvhost/facedetect/              (the face plugin's CNN: libfacedetection and its OpenMP
+#                                               runtime, as scripts/fetch-facedetect.sh keeps them)
 #   PREFIX/include/cvhost/plugin.h             (for plugin authors)
 #   PREFIX/share/cvhost/cvhost-events.schema.json
 #   PREFIX/share/cvhost/web/                   (the page of --http)
@@ -20,6 +22,8 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 bin=${CVHOST_BIN:-.build/release}
 [ -x "$bin/cvhost" ] || die "no build in $bin: run \`swift build -c release\` first (as yourself, not root), then this script"
 command -v patchelf >/dev/null || die "patchelf is needed to point the binaries at their runtime (apt-get install patchelf)"
+facedetect=$(ls -d .deps/libfacedetection-*/ 2>/dev/null | sort | tail -1)
+[ -n "$facedetect" ] || die "the face plugin's CNN is not in .deps: run scripts/fetch-facedetect.sh first"
 
 # The Swift runtime: every library the binaries load from the toolchain's folder, and what those load.
 toolchain_libs=$(dirname "$(ldd "$bin/cvhost" | awk '$1 == "libswiftCore.so" { print $3 }')")
@@ -36,6 +40,12 @@ for plugin in "$bin"/libcvhost-*.so; do
   patchelf --set-rpath '$ORIGIN/../swift' "$prefix/lib/cvhost/plugins/$(basename "$plugin")"
 done
 for lib in $runtime; do install -m 644 "$lib" "$prefix/lib/cvhost/swift/"; done
+# The plugin looks for it in ../facedetect beside its own folder; the library finds its OpenMP
+# runtime through its RPATH $ORIGIN/../yuface.libs.
+install -d "$prefix/lib/cvhost/facedetect/yuface" "$prefix/lib/cvhost/facedetect/yuface.libs"
+install -m 644 "$facedetect/yuface/libfacedetection.so" "$prefix/lib/cvhost/facedetect/yuface/"
+install -m 644 "$facedetect"/yuface.libs/* "$prefix/lib/cvhost/facedetect/yuface.libs/"
+install -m 644 "$facedetect/LICENSE" "$prefix/lib/cvhost/facedetect/LICENSE"
 install -m 644 Sources/CVHostPluginABI/include/cvhost/plugin.h "$prefix/include/cvhost/plugin.h"
 install -m 644 schema/cvhost-events.schema.json "$prefix/share/cvhost/"
 install -m 644 Sources/CVHostHTTP/web/* "$prefix/share/cvhost/web/"

@@ -1,6 +1,8 @@
-// The `face` plugin: faces with OpenCV's Haar cascades, as AVMetadataFaceObject gives them:
-// a faceID stable while the face stays in view, bounds, roll angle (from the eyes) and yaw
-// angle (frontal 0, profile +-90), and a face.lost result when a face leaves.
+// The `face` plugin: faces as AVMetadataFaceObject gives them: a faceID stable while the face
+// stays in view, bounds, roll and yaw angles, and a face.lost result when a face leaves. Two
+// detectors: libfacedetection's CNN (the default: small, turned and dark faces, a confidence and
+// five landmarks; face_cnn.cpp) and OpenCV's Haar cascades (detector=haar, face_detector.cpp:
+// for a machine without the CNN's library).
 //
 // Detection keeps no state, so the plugin runs as parallel instances (instances=N): each
 // detects on its own frames (process), then the host applies them to the one tracker in the
@@ -18,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "face_cnn.hpp"
 #include "face_detector.hpp"
 #include "face_tracker.hpp"
 
@@ -35,6 +38,9 @@ struct Shared {
 
 struct FacePlugin {
     const cvhost_host *host;
+    bool cnn = true;
+    bool roll = true;
+    CNNDetector cnn_detector;
     FaceDetector detector;
     Report report = Report::every;
     double roi[4] = {0, 0, 1, 1};
@@ -66,10 +72,27 @@ std::string bounds_json(const cv::Rect2d &b, double sx, double sy) {
            ",\"height\":" + number(b.height * sy) + "}";
 }
 
+// The five points by where they are in the picture (a face seen from the front: its own right
+// eye is on the picture's left).
+const char *const landmark_names[5] = {"left_eye", "right_eye", "nose", "left_mouth", "right_mouth"};
+
+std::string landmarks_json(const Face &f, double sx, double sy) {
+    if (!f.has_landmarks) return "null";
+    std::string s = "{";
+    for (int k = 0; k < 5; k++) {
+        s += std::string(k ? "," : "") + "\"" + landmark_names[k] + "\":{\"x\":" + number(f.landmarks[k].x * sx) +
+             ",\"y\":" + number(f.landmarks[k].y * sy) + "}";
+    }
+    return s + "}";
+}
+
 std::string face_json(const Face &f, const Assigned &a, const cvhost_frame *frame) {
     std::string s = "{\"face_id\":" + std::to_string(a.id) + ",\"new\":" + (a.is_new ? "true" : "false");
     s += ",\"bounds\":" + bounds_json(f.box, 1, 1);
-    s += ",\"normalized\":{\"bounds\":" + bounds_json(f.box, 1.0 / frame->width, 1.0 / frame->height) + "}";
+    s += ",\"landmarks\":" + landmarks_json(f, 1, 1);
+    s += ",\"normalized\":{\"bounds\":" + bounds_json(f.box, 1.0 / frame->width, 1.0 / frame->height) +
+         ",\"landmarks\":" + landmarks_json(f, 1.0 / frame->width, 1.0 / frame->height) + "}";
+    s += ",\"confidence\":" + (f.confidence >= 0 ? number(f.confidence) : std::string("null"));
     s += std::string(",\"has_roll\":") + (f.has_roll ? "true" : "false") + ",\"roll_angle\":" + (f.has_roll ? number(f.roll) : "null");
     s += std::string(",\"has_yaw\":") + (f.has_yaw ? "true" : "false") + ",\"yaw_angle\":" + (f.has_yaw ? number(f.yaw) : "null");
     s += std::string(",\"detector\":\"") + f.detector + "\"}";
@@ -91,11 +114,41 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
     try {
         auto self = std::make_unique<FacePlugin>();
         self->host = host;
+        self->cnn = std::strcmp(option(options, count, "detector"), "cnn") == 0;
+        self->roll = std::strcmp(option(options, count, "roll"), "true") == 0;
+        int detect_width = std::atoi(option(options, count, "detect_width"));
+        int min_size = std::atoi(option(options, count, "min_size"));
+        self->report = std::strcmp(option(options, count, "report"), "changes") == 0 ? Report::changes : Report::every;
+        self->full_every = uint64_t(std::max(1, std::atoi(option(options, count, "full_every"))));
+        if (!parse_roi(option(options, count, "roi"), self->roi)) {
+            std::snprintf(error, error_size, "roi=%s is not X:Y:W:H with normalized values", option(options, count, "roi"));
+            return -EINVAL;
+        }
+        std::string why;
+        if (self->cnn) {
+            CNNConfig config;
+            config.min_confidence = std::strtod(option(options, count, "min_confidence"), nullptr);
+            if (detect_width > 0) config.detect_width = detect_width;
+            if (min_size > 0) config.min_size = min_size;
+            config.library = option(options, count, "cnn_library");
+            if (!self->cnn_detector.load(config, why)) {
+                std::snprintf(error, error_size, "%s", why.c_str());
+                return -ENOENT;
+            }
+            // Roll from the eyes that OpenCV's eye cascade finds in each face: the CNN's eye
+            // landmarks follow a tilt only in part (a head turned by 30 degrees gave 0 to 14).
+            std::string eyes = std::string(option(options, count, "cascades")) + "/haarcascade_eye.xml";
+            if (std::strcmp(option(options, count, "roll"), "true") == 0 && !self->detector.load_eyes(eyes, why))
+                log(host, CVHOST_LOG_WARNING, why + ": roll comes from the CNN's eye landmarks alone");
+            cv::setNumThreads(1);
+            *out = self.release();
+            return 0;
+        }
         DetectorConfig config;
         config.scale_factor = std::strtod(option(options, count, "scale_factor"), nullptr);
         config.min_neighbors = std::atoi(option(options, count, "min_neighbors"));
-        config.min_size = std::atoi(option(options, count, "min_size"));
-        config.detect_width = std::atoi(option(options, count, "detect_width"));
+        config.min_size = min_size > 0 ? min_size : 30;
+        config.detect_width = detect_width > 0 ? detect_width : 1920;
         config.profile_width = std::atoi(option(options, count, "profile_width"));
         config.profile = std::strcmp(option(options, count, "profile"), "true") == 0;
         config.eyes = std::strcmp(option(options, count, "roll"), "true") == 0;
@@ -104,13 +157,6 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
         config.frontal_path = dir + "/haarcascade_frontalface_default.xml";
         config.profile_path = dir + "/haarcascade_profileface.xml";
         config.eye_path = dir + "/haarcascade_eye.xml";
-        self->report = std::strcmp(option(options, count, "report"), "changes") == 0 ? Report::changes : Report::every;
-        self->full_every = uint64_t(std::max(1, std::atoi(option(options, count, "full_every"))));
-        if (!parse_roi(option(options, count, "roi"), self->roi)) {
-            std::snprintf(error, error_size, "roi=%s is not X:Y:W:H with normalized values", option(options, count, "roi"));
-            return -EINVAL;
-        }
-        std::string why;
         if (!self->detector.load(config, why)) {
             std::snprintf(error, error_size, "%s", why.c_str());
             return -ENOENT;
@@ -175,8 +221,14 @@ int face_process(void *instance, const cvhost_frame *frame) {
     f.roi = cv::Rect(int(self->roi[0] * frame->width), int(self->roi[1] * frame->height), int(self->roi[2] * frame->width),
                      int(self->roi[3] * frame->height)) &
             cv::Rect(0, 0, gray.cols, gray.rows);
-    f.whole = (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT) || frame->delivery_index % self->full_every == 0;
-    if (f.whole) guarded(self, frame, [&] {
+    // The CNN searches every frame whole: it is fast enough, and frames that need nothing from
+    // the ones before run in parallel on the instances.
+    f.whole = self->cnn || (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT) || frame->delivery_index % self->full_every == 0;
+    if (f.whole && self->cnn) guarded(self, frame, [&] {
+            f.faces = self->cnn_detector.detect(frame, f.roi);
+            if (self->roll) self->detector.measure_rolls(gray, f.faces);
+        });
+    else if (f.whole) guarded(self, frame, [&] {
             if (f.roi.area() > 0) f.faces = self->detector.detect(gray, f.roi);
             self->detector.estimate_rolls(gray, f.faces);
         });
@@ -237,24 +289,28 @@ void face_destroy(void *instance) {
     }
 }
 
-const uint32_t face_formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
+// I420: the CNN scales its planes and converts only the small picture to BGR; Haar reads its luma.
+const uint32_t face_formats[] = {CVHOST_PIXEL_FORMAT_I420};
 
 const cvhost_option_spec face_options[] = {
-    {"scale_factor", CVHOST_OPTION_DOUBLE, "1.25", "how much the search window grows per step (smaller finds more, slower)", 1.01, 2, nullptr},
-    {"min_neighbors", CVHOST_OPTION_INT, "3", "overlapping hits needed to report a face (higher: fewer false alarms)", 0, 50, nullptr},
-    {"min_size", CVHOST_OPTION_INT, "30", "smallest face to look for, in pixels of the frame", 8, 4096, nullptr},
-    {"detect_width", CVHOST_OPTION_INT, "1920", "detect on frames scaled down to at most this width (faster, misses small faces)", 160, 8192, nullptr},
-    {"equalize", CVHOST_OPTION_BOOL, "false", "equalize the histogram before detection (for dim or flat light; lost recall on the corpus)", 0, 0, nullptr},
-    {"profile", CVHOST_OPTION_BOOL, "true", "also look for faces in profile (yaw +-90)", 0, 0, nullptr},
-    {"profile_width", CVHOST_OPTION_INT, "640", "like detect_width, for the whole-frame profile search (3x the cost of the frontal one)", 160, 8192, nullptr},
-    {"roll", CVHOST_OPTION_BOOL, "true", "find the eyes of frontal faces for the roll angle", 0, 0, nullptr},
+    {"detector", CVHOST_OPTION_ENUM, "cnn", "cnn: libfacedetection's CNN (small, turned, dark faces; landmarks); haar: OpenCV's cascades", 0, 0, "cnn|haar"},
+    {"min_confidence", CVHOST_OPTION_DOUBLE, "0.6", "cnn: lowest confidence (0-1) reported (lower finds more, and more false faces)", 0, 1, nullptr},
+    {"detect_width", CVHOST_OPTION_INT, "0", "detect on frames scaled down to at most this width (0: cnn 960, haar 1920; wider finds smaller faces, slower)", 0, 8192, nullptr},
+    {"min_size", CVHOST_OPTION_INT, "0", "smallest face reported, in pixels of the frame (0: cnn 10, haar 30)", 0, 4096, nullptr},
+    {"cnn_library", CVHOST_OPTION_STRING, "", "cnn: the path of libfacedetection.so (default: the one installed with cvhost)", 0, 0, nullptr},
+    {"scale_factor", CVHOST_OPTION_DOUBLE, "1.25", "haar: how much the search window grows per step (smaller finds more, slower)", 1.01, 2, nullptr},
+    {"min_neighbors", CVHOST_OPTION_INT, "3", "haar: overlapping hits needed to report a face (higher: fewer false alarms)", 0, 50, nullptr},
+    {"equalize", CVHOST_OPTION_BOOL, "false", "haar: equalize the histogram before detection (for dim or flat light; lost recall on the corpus)", 0, 0, nullptr},
+    {"profile", CVHOST_OPTION_BOOL, "true", "haar: also look for faces in profile (yaw +-90)", 0, 0, nullptr},
+    {"profile_width", CVHOST_OPTION_INT, "640", "haar: like detect_width, for the whole-frame profile search (3x the cost of the frontal one)", 160, 8192, nullptr},
+    {"roll", CVHOST_OPTION_BOOL, "true", "find the eyes in each face (haar: each frontal face) for the roll angle (cnn without it: its landmarks' roll, which follows a tilt only in part)", 0, 0, nullptr},
     {"report", CVHOST_OPTION_ENUM, "every", "every: each face in each frame; changes: a face when it appears; face.lost either way", 0, 0, "every|changes"},
     {"lost_after", CVHOST_OPTION_DOUBLE, "0.5", "seconds (media time) a face may go unseen before face.lost", 0, 3600, nullptr},
     {"roi", CVHOST_OPTION_STRING, "0:0:1:1", "region of interest X:Y:W:H, normalized to the frame", 0, 0, nullptr},
     {"full_every", CVHOST_OPTION_INT, "15",
-     "search the whole frame every Nth frame, and between only around tracked faces (faster; new faces wait up to N-1 frames)", 1, 1000,
+     "haar: search the whole frame every Nth frame, and between only around tracked faces (the cnn searches every frame whole)", 1, 1000,
      nullptr},
-    {"cascades", CVHOST_OPTION_STRING, "/usr/share/opencv4/haarcascades", "folder of OpenCV's Haar cascade files", 0, 0, nullptr},
+    {"cascades", CVHOST_OPTION_STRING, "/usr/share/opencv4/haarcascades", "folder of OpenCV's Haar cascade files (cnn: the eyes' only)", 0, 0, nullptr},
 };
 
 const cvhost_capture_hints face_hints = {sizeof(cvhost_capture_hints), CVHOST_FOCUS_RANGE_NONE, 0, 0};
@@ -265,8 +321,8 @@ const cvhost_capture_hints face_hints = {sizeof(cvhost_capture_hints), CVHOST_FO
 extern "C" CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor cvhost_plugin = {
     CVHOST_PLUGIN_DESCRIPTOR_HEADER,
     .name = "face",
-    .version = "1.1.0",
-    .description = "faces with OpenCV: faceID across frames, bounds, roll and yaw angles",
+    .version = "2.0.0",
+    .description = "faces with a CNN (libfacedetection) or OpenCV's Haar cascades: faceID across frames, bounds, landmarks, confidence, roll and yaw",
     .pixel_formats = face_formats,
     .pixel_format_count = 1,
     // Detection is stateless; the tracker is the shared state, kept in frame order by the host.

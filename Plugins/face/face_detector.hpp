@@ -34,6 +34,11 @@ struct Face {
     bool has_roll = false;
     double roll = 0;         // degrees, positive when the face leans clockwise in the image
     const char *detector = "frontal";
+    // The CNN's: its score (0-1), and five points in full-frame pixels, named by their side in
+    // the picture: left eye, right eye, nose tip, left mouth corner, right mouth corner.
+    double confidence = -1;  // < 0: the detector gives none (Haar)
+    bool has_landmarks = false;
+    cv::Point2d landmarks[5];
 };
 
 class FaceDetector {
@@ -49,11 +54,15 @@ class FaceDetector {
     // The roll angle of each frontal face, from its eyes (when `roll` is on). Separate from
     // detection because tracking does not need it: it can run outside the tracker's turn.
     void estimate_rolls(const cv::Mat &gray, std::vector<Face> &faces);
+    // For the CNN's faces: loads only the eye cascade (false with a reason naming the file), and
+    // then measures each face's roll from the eyes it finds, where it finds two.
+    bool load_eyes(const std::string &eye_path, std::string &error);
+    void measure_rolls(const cv::Mat &gray, std::vector<Face> &faces);
 
   private:
     DetectorConfig config_;
     cv::CascadeClassifier frontal_, profile_, eye_;
-    cv::Mat small_, equalized_, mirrored_;
+    cv::Mat small_, equalized_, mirrored_, upright_;
     void estimate_roll(const cv::Mat &gray, Face &face);
     static void sort_reading_order(std::vector<Face> &faces);
     enum class Cascades { frontal, profile, both };

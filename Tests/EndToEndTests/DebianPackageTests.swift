@@ -35,6 +35,9 @@ struct DebianPackageTests {
         try FileManager.default.moveItem(atPath: root + "/etc/resolv.conf.cvhost", toPath: root + "/etc/resolv.conf")
         try FileManager.default.copyItem(atPath: deb, toPath: root + "/tmp/cvhost.deb")
         try FileManager.default.copyItem(atPath: BarcodeFixtures.demoVideo, toPath: root + "/tmp/codes.mp4")
+        if Corpus.isPresent {
+            try FileManager.default.copyItem(atPath: Corpus.path("faces/images/640x480/face_640x480_astronaut.jpg"), toPath: root + "/tmp/face.jpg")
+        }
 
         // apt resolves the package's Depends from Debian's archive; systemd and man-db to check the unit and the manual.
         let install = try DebianPackageTests.inRoot(root, "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/cvhost.deb systemd man-db")
@@ -48,6 +51,13 @@ struct DebianPackageTests {
         #expect(run.output.contains("exit=0"), "\(run.output.suffix(2000))")
         #expect(run.output.contains("\"text\":\"4006381333931\"") && run.output.contains("\"text\":\"https://example.com/cvhost?id=42\""))
         #expect(run.output.contains("\"event\":\"session.stopped\""))
+
+        // The face plugin's CNN, found in the package (no build tree here): a face with its landmarks.
+        if Corpus.isPresent {
+            let face = try DebianPackageTests.inRoot(root, "cvhost run --plugin face --input /tmp/face.jpg --metrics-interval 0 2>/tmp/stderr; echo \"exit=$?\"; cat /tmp/stderr >&2")
+            #expect(face.output.contains("exit=0") && face.output.contains("\"detector\":\"cnn\"") && face.output.contains("\"left_eye\""),
+                    "\(face.output.suffix(2000))")
+        }
 
         // What else the package holds: plugins found by name, the manual, completions, the page, the header, the schema.
         let plugins = try DebianPackageTests.inRoot(root, "cvhost plugins")

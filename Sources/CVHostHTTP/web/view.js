@@ -210,7 +210,12 @@ function drawResult(svg, plugin, r) {
       class: 'face', 'data-plugin': plugin.plugin, 'data-seq': r.seq,
       x, y, width: Math.abs(corners[1][0] - corners[0][0]), height: Math.abs(corners[1][1] - corners[0][1]),
     }));
-    const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${d.yaw_angle}°` : null]
+    // The CNN's five points (eyes, nose tip, mouth corners), when the detector gives them.
+    for (const p of Object.values(d.landmarks || {})) {
+      const [cx, cy] = toFrame(plugin, [p.x, p.y]);
+      svg.append(el('circle', { class: 'landmark', 'data-plugin': plugin.plugin, cx, cy, r: 3 }));
+    }
+    const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${Math.round(d.yaw_angle)}°` : null]
       .filter(Boolean).join(' ');
     svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
   } else if (r.type === 'motion' && d.motion) {

@@ -1,16 +1,20 @@
 // swift-tools-version:6.0
 // cvhost: a plugin-based computer-vision frame-processing host for Linux.
 //
-// Floors (each uses only the floor below it):
-//   cvhost (CLI)  ->  CVHostHTTP, CVHostSources, CVHostPlugins  ->  CVHostOutput  ->  CVHostCore, CVHostPluginABI
+// Floors (each uses only the floors below it):
+//   cvhost (CLI)
+//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2
+//   CVHostOutput
+//   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CPluginGuard, CWorkerIPC, CSharedMemory)
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
-/// zxing-cpp, built by scripts/build-zxing.sh into the package (a static library linked into the barcode plugin).
-let zxing = Context.packageDirectory + "/.deps/zxing-cpp-3.1.1"
+/// zxing-cpp, built by scripts/build-zxing.sh into the package (a static library linked into the barcode
+/// plugin). Its version is written in that script alone (and in the folder's VERSION file).
+let zxing = Context.packageDirectory + "/.deps/zxing-cpp"
 /// libfacedetection's CNN, put there by scripts/fetch-facedetect.sh: the face plugin loads it at run
 /// time (dlopen), from an installation's lib/cvhost/facedetect or else from here.
-let facedetect = Context.packageDirectory + "/.deps/libfacedetection-2023.5.1"
+let facedetect = Context.packageDirectory + "/.deps/libfacedetection"
 
 let package = Package(
     name: "cvhost",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the zxing-cpp reader the barcode plugin links, into .deps/zxing-cpp-VERSION/ (include/,
-# lib/libZXing.a), unless it is there already.
+# Builds the zxing-cpp reader the barcode plugin links, into .deps/zxing-cpp/ (include/,
+# lib/libZXing.a, and VERSION: the version below, the only place it is written), unless that
+# version is there already.
 #
 # Why not Debian's libzxing-dev: Debian 12 ships zxing-cpp 1.4.0, whose DataMatrix and Aztec
 # detectors search from the middle of the picture; on benchmarks/barcode_photos.py's photos it
@@ -13,8 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version=3.1.1
 sha256=1051a521b21a9fe206702ad4186aeb195154e3e1badcd99576d030723f36382b
-prefix=.deps/zxing-cpp-$version
-[ -f "$prefix/lib/libZXing.a" ] && exit 0
+prefix=.deps/zxing-cpp
+[ -f "$prefix/lib/libZXing.a" ] && [ "$(cat "$prefix/VERSION" 2>/dev/null)" = "$version" ] && exit 0
+rm -rf "$prefix"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -33,4 +35,5 @@ cmake -S "$work/zxing_cpp-$version/core" -B "$work/build" -DCMAKE_BUILD_TYPE=Rel
   -DCMAKE_INSTALL_PREFIX="$PWD/$prefix" >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$work/build" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
 cmake --install "$work/build" >/dev/null
+echo "$version" > "$prefix/VERSION"
 echo "build-zxing: zxing-cpp $version in $prefix" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Puts libfacedetection's CNN face detector (the YuNet family, weights compiled into the library),
-# which the face plugin loads, into .deps/libfacedetection-VERSION/, unless it is there already.
+# which the face plugin loads, into .deps/libfacedetection/ (with VERSION: the version below, the
+# only place it is written), unless that version is there already.
 #
 # Where it comes from: no Debian package carries it, and its source builds only with a CMake
 # download step. PyPI's `yuface` wheel (BSD-3) ships the library as it is built upstream:
@@ -14,8 +15,8 @@ cd "$(dirname "$0")/.."
 version=2023.5.1
 sha256=fd03270a672da75b89809a2c999d5728ef19c6e701408a4d0bc9c00480c864a0
 wheel=yuface-$version-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
-prefix=.deps/libfacedetection-$version
-[ -f "$prefix/yuface/libfacedetection.so" ] && exit 0
+prefix=.deps/libfacedetection
+[ -f "$prefix/yuface/libfacedetection.so" ] && [ "$(cat "$prefix/VERSION" 2>/dev/null)" = "$version" ] && exit 0
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -29,5 +30,6 @@ mkdir -p "$prefix.tmp/yuface" "$prefix.tmp/yuface.libs"
 cp "$work/x/yuface/libfacedetection.so" "$prefix.tmp/yuface/"
 cp "$work"/x/yuface.libs/libgomp-*.so* "$prefix.tmp/yuface.libs/"
 cp "$work/x/yuface-$version.dist-info/LICENSE" "$prefix.tmp/LICENSE"
+echo "$version" > "$prefix.tmp/VERSION"
 rm -rf "$prefix" && mv "$prefix.tmp" "$prefix"
 echo "fetch-facedetect: libfacedetection in $prefix" >&2

@@ -22,8 +22,8 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 bin=${CVHOST_BIN:-.build/release}
 [ -x "$bin/cvhost" ] || die "no build in $bin: run \`swift build -c release\` first (as yourself, not root), then this script"
 command -v patchelf >/dev/null || die "patchelf is needed to point the binaries at their runtime (apt-get install patchelf)"
-facedetect=$(ls -d .deps/libfacedetection-*/ 2>/dev/null | sort | tail -1)
-[ -n "$facedetect" ] || die "the face plugin's CNN is not in .deps: run scripts/fetch-facedetect.sh first"
+facedetect=.deps/libfacedetection
+[ -f "$facedetect/yuface/libfacedetection.so" ] || die "the face plugin's CNN is not in .deps: run scripts/fetch-facedetect.sh first"
 
 # The Swift runtime: every library the binaries load from the toolchain's folder, and what those load.
 toolchain_libs=$(dirname "$(ldd "$bin/cvhost" | awk '$1 == "libswiftCore.so" { print $3 }')")

@@ -59,18 +59,10 @@ public final class CaptureSession: @unchecked Sendable {
     public func addInput(_ input: CaptureDeviceInput) throws {
         try change { config in
             guard config.inputs.isEmpty else {
-                throw CaptureError(.invalidState, "the session already has an input; remove it first")
+                throw CaptureError(.invalidState, "the session already has an input: one session per input")
             }
             config.inputs.append(input)
         }
-    }
-
-    public func removeInput(_ input: CaptureDeviceInput) throws {
-        try change { config in config.inputs.removeAll { $0 === input } }
-    }
-
-    public func canAddOutput(_ output: VideoDataOutput) -> Bool {
-        cond.withLock { state == .stopped && !(pending ?? committed).outputs.contains { $0 === output } }
     }
 
     public func addOutput(_ output: VideoDataOutput) throws {

@@ -8,11 +8,6 @@ public struct FrameRateRange: Sendable, Equatable, CustomStringConvertible {
         self.maxFrameRate = maxFrameRate
     }
 
-    /// The shortest time between frames, in seconds (1 / maxFrameRate).
-    public var minFrameDuration: Double { maxFrameRate > 0 ? 1 / maxFrameRate : 0 }
-    /// The longest time between frames, in seconds (1 / minFrameRate).
-    public var maxFrameDuration: Double { minFrameRate > 0 ? 1 / minFrameRate : 0 }
-
     public var description: String {
         minFrameRate == maxFrameRate ? "\(FrameRateRange.format(maxFrameRate)) fps" : "\(FrameRateRange.format(minFrameRate))-\(FrameRateRange.format(maxFrameRate)) fps"
     }

@@ -19,7 +19,7 @@ import Glibc
 /// The status topic says `online` (retained) once connected; the connection's last will says
 /// `offline` (retained) when cvhost dies, and cvhost says it itself when it stops.
 final class MQTTSink: LineQueueBacked, @unchecked Sendable {
-    // @unchecked Sendable: the thread's own state (`inflight`, `connection`, `topics`) is touched
+    // @unchecked Sendable: the thread's own state (`window`, `connection`, `topics`) is touched
     // only by the sink's thread; what others read is behind `status`.
     let name: String
     private let settings: OutputDestination.MQTTSettings
@@ -29,7 +29,7 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
     private let clientID: String
 
     /// In-flight publications at most: enough to fill a loopback or LAN round trip.
-    static let window = 100
+    static let windowSize = 100
 
     private struct Status {
         var connected: Bool?  // nil: not tried yet
@@ -46,9 +46,7 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
     // The thread's own.
     private var topics: MQTTTopics
     private var connection: MQTTConnection?
-    private var inflight: [(mid: Int32, line: OutputLine)] = []
-    /// Lines that were in flight on a connection that was lost: sent first on the next one.
-    private var resend: [OutputLine] = []
+    private var window = InflightWindow(capacity: MQTTSink.windowSize)
 
     init(_ settings: OutputDestination.MQTTSettings, name: String,
          onStatus: @escaping @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void) {
@@ -102,32 +100,34 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
 
     private func run() {
         defer { thread.markEnded() }
-        var backoffNs: UInt64 = 500_000_000
+        var backoff = ReconnectBackoff()
         while true {
             let deadline = thread.finishDeadline
-            if let deadline, (queue.count == 0 && inflight.isEmpty && resend.isEmpty) || HostClock.monotonicNs() >= deadline { break }
-            if connection == nil {
+            if let deadline, (queue.count == 0 && window.isEmpty) || HostClock.monotonicNs() >= deadline { break }
+            let c: MQTTConnection
+            if let open = connection {
+                c = open
+            } else {
                 do {
-                    connection = try MQTTConnection(.init(settings: settings, clientID: clientID, willTopic: topics.status,
-                                                          window: Int32(MQTTSink.window)))
+                    c = try MQTTConnection(.init(settings: settings, clientID: clientID, willTopic: topics.status,
+                                                 window: Int32(MQTTSink.windowSize)))
                 } catch {
-                    lost(error.reason, retryInNs: backoffNs)
-                    sleep(ns: backoffNs)
-                    backoffNs = min(backoffNs * 2, 30_000_000_000)
+                    let wait = backoff.failed()
+                    lost(error.reason, retryInNs: wait)
+                    sleep(ns: wait)
                     continue
                 }
+                connection = c
             }
-            guard let c = connection else { continue }
             if let problem = pump(c, until: deadline) {
                 // In-flight lines are sent again first, in order, on the next connection.
-                resend = inflight.map(\.line) + resend
-                inflight.removeAll()
+                window.connectionLost()
                 connection = nil
-                lost(problem, retryInNs: backoffNs)
-                sleep(ns: backoffNs)
-                backoffNs = min(backoffNs * 2, 30_000_000_000)
+                let wait = backoff.failed()
+                lost(problem, retryInNs: wait)
+                sleep(ns: wait)
             } else if c.accepted && status.withLock({ state.connected }) != true {
-                backoffNs = 500_000_000
+                backoff.connected()
                 _ = c.publish(topic: topics.status, payload: Array("online".utf8)[...], qos: 1, retain: true)
                 reportConnected()
             }
@@ -140,7 +140,7 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
             c.disconnect()
         }
         connection = nil
-        let left = UInt64(queue.popFront(max: Int.max).count + inflight.count + resend.count)
+        let left = UInt64(queue.popFront(max: Int.max).count + window.abandon())
         status.withLock {
             state.unsent += left
             state.unacknowledged = 0
@@ -172,14 +172,13 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
 
     /// Publishes waiting lines (those to send again first) until the window is full.
     private func publishWaiting(_ c: MQTTConnection) {
-        let again = min(resend.count, MQTTSink.window - inflight.count)
-        var lines = (resend.prefix(again) + queue.popFront(max: MQTTSink.window - inflight.count - again))[...]
-        resend.removeFirst(again)
+        let room = window.room
+        var lines = (window.takeResend() + queue.popFront(max: room))[...]
         while let line = lines.first {
             // The payload is the line without its newline: a subscriber prints it as stdout would.
             let (rc, mid) = c.publish(topic: topics.topic(for: line.route), payload: line.bytes.dropLast(), qos: settings.qos)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
-                inflight.append((mid, line))
+                window.published(line, mid: mid)
             } else if rc == MOSQ_ERR_PAYLOAD_SIZE.rawValue || rc == MOSQ_ERR_OVERSIZE_PACKET.rawValue {
                 let first = status.withLock {
                     state.rejected += 1
@@ -191,20 +190,17 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
             }
             lines = lines.dropFirst()
         }
-        resend = Array(lines) + resend
-        status.withLock { state.unacknowledged = inflight.count + resend.count }
+        window.notPublished(Array(lines))
+        status.withLock { state.unacknowledged = window.unacknowledged }
     }
 
     /// Lines the broker acknowledged leave the sink.
     private func settle(_ acknowledged: [Int32]) {
         guard !acknowledged.isEmpty else { return }
-        let ids = Set(acknowledged)
-        let before = inflight.count
-        inflight.removeAll { ids.contains($0.mid) }
-        let done = before - inflight.count
+        let done = window.acknowledge(acknowledged)
         status.withLock {
             state.delivered += UInt64(done)
-            state.unacknowledged = inflight.count + resend.count
+            state.unacknowledged = window.unacknowledged
         }
     }
 

@@ -43,7 +43,7 @@ struct PluginLoaderTests {
         #expect(info.name == "crashonload" && info.options.count == 2 && info.hints.autoFocusRangeRestriction == .none)
     }
 
-    @Test("a plugin built against the frozen ABI 2.0 header (a smaller descriptor, no ordered stage) is read and runs")
+    @Test("a plugin built against the frozen ABI 2.0 header (a smaller descriptor, no ordered stage) is read, created and destroyed (frames: RefusalTests.abi20Runs)")
     func abi20() throws {
         let path = try PluginFixtures.build(name: "old", in: folder, includeDir: PluginFixtures.frozenABI20IncludeDir)
         let info = try loader().find(path, isPath: true)

@@ -46,13 +46,17 @@ struct ColourTests {
         #expect(mine.count == 320 * 240 * 3 && mine == expected)
         // The same frames in grey: the luma as it is, with the source's range and matrix (limited = 2, BT.709 = 2).
         let grey = try ColourTests.run(try ColourTests.probe("GRAY8"), clip)
-        #expect(ColourTests.colours(grey).allSatisfy { $0 == (2, 2) })
+        let greys = ColourTests.colours(grey)
+        #expect(greys.count == 3 && greys.allSatisfy { $0 == (2, 2) }, "\(greys)")
     }
 
     @Test("what a source leaves unsaid: limited BT.601 for SD video, full range BT.601 for MJPEG")
     func defaults() throws {
         let grey = try ColourTests.probe("GRAY8")
-        #expect(ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.h264())).allSatisfy { $0 == (2, 1) })
-        #expect(ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.mjpegAVI())).allSatisfy { $0 == (1, 1) })
+        // Three frames each (--max-frames 3): an empty list would pass allSatisfy.
+        let video = ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.h264()))
+        #expect(video.count == 3 && video.allSatisfy { $0 == (2, 1) }, "\(video)")
+        let mjpeg = ColourTests.colours(try ColourTests.run(grey, try MediaFixtures.mjpegAVI()))
+        #expect(mjpeg.count == 3 && mjpeg.allSatisfy { $0 == (1, 1) }, "\(mjpeg)")
     }
 }

@@ -230,7 +230,9 @@ enum {
     /**
      * The plugin's instances keep no state between frames: the host may run it as several
      * instances on several threads (instances=N), each taking the next frame, and re-orders results
-     * by frame sequence so that output is the same as with one instance.
+     * by frame sequence so that output is the same as with one instance. A plugin that keeps state
+     * only with some option (the barcode plugin's report=changes) declares the flag and refuses
+     * instances > 1 with that option in create(), with a message naming it.
      */
     CVHOST_PLUGIN_FLAG_STATELESS = 1u << 0,
 };
@@ -313,15 +315,19 @@ typedef struct cvhost_host {
      * "lost"); `json_object` is one JSON object (UTF-8) holding the result's fields. The host
      * validates and re-serializes it, wraps it in the envelope (plugin, frame sequence, timestamps),
      * and writes it as one line. The result belongs to the frame being processed (in flush: the
-     * last frame processed).
+     * last frame processed; in ordered(): that call's frame; in shared_flush: the last frame
+     * through the ordered stage).
      * The object may be at most 1 MiB and nest at most 64 levels deep; strings must be valid UTF-8
      * with control characters escaped.
      * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result is then not
      * written; the error is counted and logged).
-     * Accepted only within process() and flush(), on the thread the host called them on. From
-     * create()/destroy(), or from any other thread (a plugin's own inference thread), it returns
-     * -EPERM and writes nothing (counted and logged): it is safe to call, but a result must be
-     * emitted in the call of the frame it belongs to.
+     * Accepted only within these calls, on the thread the host called them on: process() and
+     * flush() (the instance's delivery thread), ordered() (the same thread, with the instance's
+     * host) and shared_flush() (the thread that flushes the last instance, with the host given to
+     * shared_create). From create()/destroy()/shared_create()/shared_destroy(), or from any other
+     * thread (a plugin's own inference thread), it returns -EPERM and writes nothing (counted and
+     * logged): it is safe to call, but a result must be emitted in the call of the frame it
+     * belongs to.
      */
     int (*emit)(void *context, const char *type, const char *json_object);
 

@@ -36,55 +36,14 @@ public struct PluginInfo: Sendable {
         }
     }
 
-    /// The symbol an ABI 1 plugin exported: recognised only to say what to do about it.
-    static let abi1EntrySymbol = "cvhost_plugin_entry"
-
-    /// Reads and checks the descriptor of the plugin file at `path`.
+    /// Reads (`PluginDescriptorFile`) and checks the descriptor of the plugin file at `path`.
     /// - Throws: `PluginLoadError` naming the file and what is wrong (.notSharedObject,
     ///   .noEntrySymbol, .abiMismatch, .invalidDescriptor, .invalidName).
     public init(path: String) throws {
-        func invalid(_ what: String) -> PluginLoadError {
-            PluginLoadError(.invalidDescriptor, "plugin \(path) is not usable: \(what); rebuild it against cvhost/plugin.h")
-        }
-        let image: ELFImage
-        do {
-            image = try ELFImage(path: path)
-        } catch {
-            throw PluginLoadError(.notSharedObject, "cannot load plugin \(path): \(error)")
-        }
-        guard image.machine == ELFImage.hostMachine else {
-            throw PluginLoadError(.notSharedObject, "cannot load plugin \(path): it is built for another processor (ELF machine \(image.machine))")
-        }
-        guard let symbol = image.symbol(CVHOST_PLUGIN_SYMBOL) else {
-            if image.symbol(PluginInfo.abi1EntrySymbol) != nil {
-                throw PluginLoadError(.abiMismatch,
-                                      "plugin \(path) was built for plugin ABI 1, this cvhost needs ABI \(CVHOST_PLUGIN_ABI_MAJOR): rebuild it against this cvhost's cvhost/plugin.h (the descriptor is now the exported constant \(CVHOST_PLUGIN_SYMBOL))")
-            }
-            throw PluginLoadError(.noEntrySymbol,
-                                  "\(path) is not a cvhost plugin: it exports no \(CVHOST_PLUGIN_SYMBOL) descriptor (define it CVHOST_PLUGIN_EXPORT const)")
-        }
-        // struct_size and the version come first and never move: read them before the rest.
-        guard let head = image.bytes(at: symbol.address, count: 8) else { throw invalid("its descriptor is not in the file's data") }
-        let declared = Int(head.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
-        let major = Int(head.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt16.self) })
-        let minor = Int(head.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 6, as: UInt16.self) })
-        guard major == Int(CVHOST_PLUGIN_ABI_MAJOR) else {
-            throw PluginLoadError(.abiMismatch,
-                                  "plugin \(path) was built for plugin ABI \(major).\(minor), this cvhost needs ABI \(CVHOST_PLUGIN_ABI_MAJOR): rebuild it against this cvhost's cvhost/plugin.h")
-        }
-        guard declared >= PluginInfo.descriptorSize20 else {
-            throw invalid("its descriptor is \(declared) bytes, smaller than ABI 2.0's \(PluginInfo.descriptorSize20)")
-        }
-        guard symbol.size == 0 || Int(symbol.size) >= declared,
-              let d = image.structure(cvhost_plugin_descriptor.self, at: symbol.address, size: declared)
-        else { throw invalid("its descriptor is not \(declared) bytes of the file's data") }
-
-        func text(_ p: UnsafePointer<CChar>?, _ what: String) throws -> String? {
-            guard let p else { return nil }
-            guard let s = image.string(at: UInt64(UInt(bitPattern: p))) else { throw invalid("its \(what) is not a string in the file") }
-            return s
-        }
-        guard let name = try text(d.name, "name") else { throw invalid("it has no name") }
+        let file = try PluginDescriptorFile(path: path)
+        let d = file.descriptor
+        let invalid = file.invalid
+        guard let name = try file.text(d.name, "name") else { throw invalid("it has no name") }
         guard PluginInfo.isValidName(name) else {
             throw PluginLoadError(.invalidName, "plugin \(path) has the invalid name '\(name)': names are [a-z][a-z0-9_-], at most 32 characters")
         }
@@ -98,27 +57,14 @@ public struct PluginInfo: Sendable {
         let unknownFlags = d.flags & ~UInt32(CVHOST_PLUGIN_FLAGS_KNOWN)
         guard unknownFlags == 0 else {
             throw PluginLoadError(.abiMismatch,
-                                  "plugin \(path) (ABI \(major).\(minor)) asks for flags 0x\(String(unknownFlags, radix: 16)) that this cvhost (ABI \(CVHOST_PLUGIN_ABI_MAJOR).\(CVHOST_PLUGIN_ABI_MINOR)) does not know: use a newer cvhost")
+                                  "plugin \(path) (ABI \(file.abiMajor).\(file.abiMinor)) asks for flags 0x\(String(unknownFlags, radix: 16)) that this cvhost (ABI \(CVHOST_PLUGIN_ABI_MAJOR).\(CVHOST_PLUGIN_ABI_MINOR)) does not know: use a newer cvhost")
         }
-        let count = Int(d.pixel_format_count)
-        guard count >= 1, count <= 64, let formatsAt = d.pixel_formats,
-              let raw = image.bytes(at: UInt64(UInt(bitPattern: formatsAt)), count: 4 * count)
-        else { throw invalid("it lists no pixel formats") }
-        var accepted: [PixelFormat] = []
-        for i in 0..<count {
-            let code = raw.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self) }
-            guard let f = PixelFormat(rawValue: code) else {
-                throw invalid("pixel format 0x\(String(code, radix: 16)) is not one cvhost knows")
-            }
-            accepted.append(f)
+        let accepted = try file.pixelFormatCodes().map { code throws(PluginLoadError) -> PixelFormat in
+            guard let f = PixelFormat(rawValue: code) else { throw invalid("pixel format 0x\(String(code, radix: 16)) is not one cvhost knows") }
+            return f
         }
         var hints = CaptureHints()
-        if let at = d.hints {
-            let address = UInt64(UInt(bitPattern: at))
-            guard let size = image.bytes(at: address, count: 4).map({ $0.withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) } }),
-                  size >= MemoryLayout<cvhost_capture_hints>.size,
-                  let h = image.structure(cvhost_capture_hints.self, at: address, size: size)
-            else { throw invalid("its capture hints are not a cvhost_capture_hints (check struct_size)") }
+        if let h = try file.hints() {
             let range: AutoFocusRangeRestriction
             switch h.focus_range {
             case CVHOST_FOCUS_RANGE_NONE.rawValue: range = .none
@@ -128,20 +74,7 @@ public struct PluginInfo: Sendable {
             }
             hints = CaptureHints(autoFocusRangeRestriction: range, minWidth: Int(h.min_width), minHeight: Int(h.min_height))
         }
-        var options: [PluginOptionSpec] = []
-        if d.option_count > 0 {
-            guard let table = d.options else { throw invalid("option_count is set but options is NULL") }
-            let stride = Int(d.option_spec_size)
-            guard stride >= MemoryLayout<cvhost_option_spec>.size else {
-                throw invalid("option_spec_size is \(stride), expected at least \(MemoryLayout<cvhost_option_spec>.size)")
-            }
-            guard d.option_count <= 256 else { throw invalid("it declares \(d.option_count) options, at most 256 are allowed") }
-            for i in 0..<Int(d.option_count) {
-                guard let spec = image.structure(cvhost_option_spec.self, at: UInt64(UInt(bitPattern: table)) + UInt64(i * stride), size: stride)
-                else { throw invalid("option \(i) is not in the file's data") }
-                options.append(try PluginInfo.readOption(spec, index: i, text: text, invalid: invalid))
-            }
-        }
+        let options = try file.optionSpecs().enumerated().map { i, spec in try PluginInfo.readOption(spec, index: i, file: file) }
         let names = options.map(\.name)
         if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
             throw invalid("option \(dup) is declared twice")
@@ -153,11 +86,11 @@ public struct PluginInfo: Sendable {
                                   + "(\(hostNames); cvhost/plugin.h lists them): rename the option in the plugin")
         }
         self.name = name
-        self.version = try text(d.version, "version") ?? "0"
-        self.summary = try text(d.description, "description") ?? ""
+        self.version = try file.text(d.version, "version") ?? "0"
+        self.summary = try file.text(d.description, "description") ?? ""
         self.path = path
-        self.abiMajor = major
-        self.abiMinor = minor
+        self.abiMajor = file.abiMajor
+        self.abiMinor = file.abiMinor
         self.pixelFormats = accepted
         self.isStateless = d.flags & UInt32(CVHOST_PLUGIN_FLAG_STATELESS) != 0
         self.hints = hints
@@ -166,12 +99,9 @@ public struct PluginInfo: Sendable {
         self.hasOrderedStage = d.ordered != nil
     }
 
-    /// The size of ABI 2.0's descriptor, the smallest this host accepts: up to and including destroy.
-    static let descriptorSize20 = MemoryLayout<cvhost_plugin_descriptor>.offset(of: \.destroy)! + MemoryLayout<UnsafeRawPointer>.size
-
-    private static func readOption(_ s: cvhost_option_spec, index: Int, text: (UnsafePointer<CChar>?, String) throws -> String?,
-                                   invalid: (String) -> PluginLoadError) throws -> PluginOptionSpec
-    {
+    /// One entry of the option table, checked: its name, type, choices, and that its default is a valid value.
+    private static func readOption(_ s: cvhost_option_spec, index: Int, file: PluginDescriptorFile) throws -> PluginOptionSpec {
+        let text = file.text, invalid = file.invalid
         guard let name = try text(s.name, "option \(index)'s name") else { throw invalid("option \(index) has no name") }
         guard !name.isEmpty, name.utf8.allSatisfy({ c in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)

@@ -12,18 +12,28 @@
 #include <unistd.h>
 
 int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, pid_t *pid) {
+    if (nfds < 0 || nfds > 64) return EINVAL;
+    // Copies of the sockets above 3 + nfds (close-on-exec, closed again below), so that placing
+    // them at 3.. in the worker cannot overwrite one another. The lowest free numbers, not fixed
+    // ones: a process allowed few descriptors (ulimit -n 512) has no descriptor 900.
+    int high[64];
+    for (int i = 0; i < nfds; i++) {
+        high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3 + nfds);
+        if (high[i] < 0) {
+            int e = errno;
+            while (i-- > 0) close(high[i]);
+            return e;
+        }
+    }
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&actions);
-    if (rc) return rc;
+    if (rc) goto close_high;
     if ((rc = posix_spawnattr_init(&attr))) {
         posix_spawn_file_actions_destroy(&actions);
-        return rc;
+        goto close_high;
     }
-    // Move the sockets far up first, so that placing them at 3.. cannot overwrite one another.
-    if (nfds > 64) return EINVAL;
-    for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], 900 + i);
-    for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, 900 + i, 3 + i);
+    for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, high[i], 3 + i);
     if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, 2, 1);
     if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
@@ -38,6 +48,8 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
     if (!rc) rc = posix_spawn(pid, exe, &actions, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
+close_high:
+    for (int i = 0; i < nfds; i++) close(high[i]);
     return rc;
 }
 

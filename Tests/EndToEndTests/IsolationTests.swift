@@ -187,4 +187,14 @@ struct IsolationTests {
             #expect(theirs.worker?["copied_frames"] as? Int == (shared ? 0 : 12), "\(what): \(theirs.worker ?? [:])")
         }
     }
+
+    @Test("a process allowed few descriptors (ulimit -n 256) still starts its workers: two instances, every frame processed")
+    func fewDescriptors() throws {
+        let command = [CVHostBinary.path, "run", "--plugin", "null:isolation=process,instances=2,results=1", "--input",
+                       "testsrc:160x120:unpaced", "--max-frames", "8", "--metrics-interval", "0"].map { "'\($0)'" }.joined(separator: " ")
+        // The workers' sockets were placed at fixed numbers (900 and up): "Bad file descriptor", exit 16.
+        let r = try Tool.run("/bin/bash", ["-c", "ulimit -n 256 && exec \(command) 2>/dev/null"])
+        #expect(r.status == 0, "\(r.output.suffix(500))")
+        #expect(r.output.components(separatedBy: "\"event\":\"result\"").count - 1 == 8)
+    }
 }

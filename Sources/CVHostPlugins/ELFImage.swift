@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A shared object read as a file, never loaded: its exported symbols, and the bytes of its
 /// constant data as the dynamic loader would lay them out, with the relocations that fill in
@@ -33,6 +34,13 @@ struct ELFImage {
     }
 
     init(path: String) throws {
+        // Opened here first for the reason a read fails (permission, a folder), which Data does not keep.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))") }
+        var st = stat()
+        let isFile = fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+        close(fd)
+        guard isFile else { throw Failure(description: "cannot read the file: it is not a regular file") }
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
             throw Failure(description: "cannot read the file")
         }

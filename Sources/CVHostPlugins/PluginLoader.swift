@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Finds plugins by name and reads what they say of themselves (PluginInfo), without loading them.
 ///
@@ -44,8 +45,12 @@ public final class PluginLoader: Sendable {
                 throw PluginLoadError(.notFound, "plugin file \(nameOrPath): write ./\(nameOrPath) to load the file in this folder"
                                       + (name.map { " (or --plugin \($0) to look it up by name)" } ?? ""))
             }
-            guard FileManager.default.fileExists(atPath: nameOrPath) else {
-                throw PluginLoadError(.notFound, "plugin file \(nameOrPath) does not exist")
+            var st = stat()
+            guard stat(nameOrPath, &st) == 0 else {
+                // Not only "does not exist": a symbolic link loop, a folder that may not be searched.
+                let e = errno
+                throw PluginLoadError(.notFound, e == ENOENT ? "plugin file \(nameOrPath) does not exist"
+                                                             : "plugin file \(nameOrPath) cannot be reached: \(String(cString: strerror(e)))")
             }
             return try open(path: nameOrPath, expectedName: nil)
         }

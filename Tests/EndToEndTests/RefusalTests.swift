@@ -203,6 +203,18 @@ struct RefusalTests {
         #expect(text.components(separatedBy: "\"event\":\"result\"").count - 1 == 3)
     }
 
+    @Test("a plugin path that cannot be read says why: a symbolic link loop (10), a folder (11), a missing file (10)")
+    func unreadablePluginPaths() throws {
+        let folder = PluginFixtures.makeFolder()
+        try FileManager.default.createSymbolicLink(atPath: folder + "/loop.so", withDestinationPath: folder + "/loop.so")
+        try FileManager.default.createDirectory(atPath: folder + "/dir.so", withIntermediateDirectories: true)
+        try RefusalTests.expectRefusal(["run", "--plugin", folder + "/loop.so", "--input", "testsrc"], code: 10,
+                                       mentions: "cannot be reached: Too many levels of symbolic links")
+        try RefusalTests.expectRefusal(["run", "--plugin", folder + "/dir.so", "--input", "testsrc"], code: 11,
+                                       mentions: "cannot read the file: it is not a regular file")
+        try RefusalTests.expectRefusal(["run", "--plugin", folder + "/none.so", "--input", "testsrc"], code: 10, mentions: "does not exist")
+    }
+
     @Test("a plugin built against the frozen ABI 2.0 header processes every frame")
     func abi20Runs() throws {
         let plugin = try PluginFixtures.build(name: "old", in: RefusalTests.folder, includeDir: PluginFixtures.frozenABI20IncludeDir)

@@ -51,17 +51,17 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     let workerMetrics: JSONObject? = nil
     let isQuarantined = false
 
-    func process(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
-        returned(instances[worker].process(&frame, stamp: stamp))
+    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+        returned(instances[lane].process(&frame, stamp: stamp))
     }
 
-    func ordered(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         defer { shared?.services.remember(frame: stamp) }
-        return returned(instances[worker].ordered(shared: shared?.handle, &frame, stamp: stamp))
+        return returned(instances[lane].ordered(shared: shared?.handle, &frame, stamp: stamp))
     }
 
-    func flush(worker: Int) -> PluginCallOutcome {
-        returned(instances[worker].flush())
+    func flush(lane: Int) -> PluginCallOutcome {
+        returned(instances[lane].flush())
     }
 
     func flushShared() -> PluginCallOutcome {

@@ -3,20 +3,21 @@ import CVHostOutput
 import CVHostPluginABI
 
 /// The instances of one `--plugin` on one input, wherever they run: in cvhost's process
-/// (InProcessInstances) or in a worker process (isolation=process). The runner calls instance
-/// `worker` only from delivery worker `worker`'s thread, so each instance sees one call at a time.
+/// (InProcessInstances) or in a worker process (isolation=process). Lane i is instance i: the
+/// runner calls it only from the video data output's delivery worker i's thread, so each instance
+/// sees one call at a time.
 protocol PluginInstances: AnyObject, Sendable {
     var count: Int { get }
     /// True when the instances run in a worker process (isolation=process).
     var isolated: Bool { get }
     /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call).
-    func process(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
-    /// Calls ordered() (the ordered stage) for the frame `worker` just processed; the runner
+    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls ordered() (the ordered stage) for the frame `lane` just processed; the runner
     /// makes these calls one at a time, in frame order.
-    func ordered(worker: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
-    /// Calls flush() (if the plugin has one) after the worker's last frame.
-    func flush(worker: Int) -> PluginCallOutcome
-    /// Calls shared_flush() (if the plugin has one) after every worker's flush.
+    func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls flush() (if the plugin has one) after the lane's last frame.
+    func flush(lane: Int) -> PluginCallOutcome
+    /// Calls shared_flush() (if the plugin has one) after every lane's flush.
     func flushShared() -> PluginCallOutcome
     /// Destroys every instance. Once, after the session stopped.
     func shutdown()

@@ -93,12 +93,12 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         let start = HostClock.monotonicNs()
         let stamp = HostServices.FrameStamp(sample)
         // `frame` points into `pixelBuffer`, which the calls hold.
-        var outcome = instances.process(worker: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp)
+        var outcome = instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp)
         if plugin.hasOrderedStage {
             outcome = turns.take(context.ticket) {
                 // Only a frame the plugin processed (well or not) goes on to the ordered stage.
                 guard case .returned(let status, let lines) = outcome else { return outcome }
-                switch instances.ordered(worker: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp) {
+                switch instances.ordered(lane: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp) {
                 case .returned(let orderedStatus, let more): return .returned(status: status != 0 ? status : orderedStatus, lines: lines + more)
                 case .dropped(let reason): return .dropped(reason)
                 case .crashed: return .crashed
@@ -130,7 +130,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
         var lines: [OutputLine] = []
-        if case .returned(let status, let flushed) = instances.flush(worker: worker) {
+        if case .returned(let status, let flushed) = instances.flush(lane: worker) {
             if status != 0 { Log.warning("flush() failed with \(errnoName(status))", source: output.label) }
             lines = flushed
         }

@@ -1,0 +1,314 @@
+import CVHostCore
+import CVHostOutput
+
+/// The life of a plugin's worker process (isolation=process), as cvhost sees it:
+///
+///                 a call fails (crash, exit, hang, memory, protocol)
+///     ┌─────────┐ ───────────────────────────────────────────────► ┌──────────────────────┐
+///     │ running │                                                  │ restarting(at: time) │
+///     └─────────┘ ◄─────────────────────────────────────────────── └──────────────────────┘
+///          │        the first call after `at` starts a new worker      │ 5 failures within 60 s
+///          │        (a failed start is one more failure; one that      ▼
+///          │        wants descriptors or memory retries in 1 s)   ┌─────────────┐
+///          │ shutdown                                             │ quarantined │  the run goes on
+///          ▼                                                      └─────────────┘  without the plugin
+///     ┌─────────┐
+///     │ stopped │
+///     └─────────┘
+///
+/// Each failure is said once, by the first lane to see it (`plugin.crashed`, and
+/// `plugin.quarantined` with the fifth within the window); each restart is `plugin.restarted`.
+/// While the plugin is not running, its lanes drop their frames (reason `restarting` or
+/// `quarantined`). The backoff before a restart grows with the recent failures: 0.1 s doubling to 10 s.
+final class WorkerSupervisor: Sendable {
+    /// What the configuration allows a worker.
+    struct Limits: Sendable {
+        /// A call into the plugin that takes longer is a hang: the worker is killed and restarted.
+        var callTimeoutMs: Int
+        /// The same for starting (loading, shared_create, create), which may load models.
+        var startTimeoutMs: Int
+        /// Resident memory above which the worker is restarted; 0: no limit.
+        var maxRSSBytes: UInt64
+    }
+
+    static let quarantineAfter = 5
+    static let quarantineWindowNs: UInt64 = 60_000_000_000
+    /// The wait before another try when a restart failed for want of a descriptor or memory.
+    static let shortageRetryNs: UInt64 = 1_000_000_000
+    static func backoffNs(failuresInWindow n: Int) -> UInt64 {
+        min(10_000_000_000, 100_000_000 << UInt64(max(0, min(n - 1, 10))))
+    }
+
+    private enum Phase {
+        case running
+        case restarting(atNs: UInt64)
+        case quarantined
+        case stopped
+    }
+
+    private struct State {
+        var worker: WorkerProcess?
+        var phase = Phase.running
+        var generation: UInt64 = 0
+        var recentFailures: [UInt64] = []
+        var crashes = 0, timeouts = 0, memoryKills = 0, restarts = 0
+        var lastRSSCheckNs: UInt64 = 0
+        var downSinceNs: UInt64 = 0
+        /// A restart failed for want of a descriptor or memory, and none has succeeded since (said once).
+        var shortOfResources = false
+    }
+    private let state = Locked(State())
+    /// Held while a worker is being (re)started: one start at a time.
+    private let starting = Locked(())
+
+    private let hello: WorkerMessage.Hello
+    private let lanes: Int
+    let limits: Limits
+    private let source: String, pluginName: String, pluginIndex: Int
+    /// Writes a `plugin.*` event line.
+    private let report: @Sendable (JSONObject) -> Void
+
+    /// Starts the first worker and creates the plugin in it.
+    /// - Throws: `PluginLoadError`: what create() said, or that the worker crashed or hung while starting.
+    init(hello: WorkerMessage.Hello, lanes: Int, pluginName: String, source: String, pluginIndex: Int, limits: Limits,
+         report: @escaping @Sendable (JSONObject) -> Void) throws {
+        self.hello = hello
+        self.lanes = lanes
+        self.limits = limits
+        self.source = source
+        self.pluginName = pluginName
+        self.pluginIndex = pluginIndex
+        self.report = report
+        let worker = try start(generation: 1)
+        state.withLock { s in
+            s.worker = worker
+            s.generation = 1
+        }
+    }
+
+    var isQuarantined: Bool {
+        state.withLock { if case .quarantined = $0.phase { true } else { false } }
+    }
+
+    /// Why a lane's frame is dropped while no worker runs.
+    var droppedReason: DropReason { isQuarantined ? .quarantined : .restarting }
+
+    /// The worker, when one is running: starts a new one when a restart is due (on the calling
+    /// lane's thread, while the others drop their frames).
+    func liveWorker() -> WorkerProcess? {
+        let now = HostClock.monotonicNs()
+        let due = state.withLock { s -> Bool? in
+            switch s.phase {
+            case .running: return s.worker != nil ? false : nil
+            case .restarting(let at): return now >= at ? true : nil
+            case .quarantined, .stopped: return nil
+            }
+        }
+        guard let due else { return nil }
+        if !due { return state.withLock { $0.worker } }
+        return starting.withLock { _ -> WorkerProcess? in
+            // Another lane may have restarted it meanwhile.
+            let generation: UInt64? = state.withLock { s in
+                guard case .restarting(let at) = s.phase, now >= at else { return nil }
+                s.phase = .restarting(atNs: .max)
+                return s.generation + 1
+            }
+            guard let generation else { return state.withLock { $0.worker } }
+            do {
+                let worker = try start(generation: generation)
+                let down = state.withLock { s -> UInt64 in
+                    s.shortOfResources = false
+                    s.worker = worker
+                    s.generation = generation
+                    s.phase = .running
+                    s.restarts += 1
+                    return HostClock.monotonicNs() - s.downSinceNs
+                }
+                var e = event("plugin.restarted", sequence: nil)
+                e.set("pid", Int(worker.pid))
+                e.set("restarts", state.withLock { $0.restarts })
+                e.set("down_ms", Double(down) / 1e6, decimals: 1)
+                report(e)
+                Log.info("plugin \(pluginName) restarted (worker \(worker.pid))", source: hello.label)
+                return worker
+            } catch let error as PluginLoadError where error.isShortage {
+                // The host could not make the worker (no descriptor or memory left): not the
+                // plugin's failure, so no step towards quarantine; try again in a second.
+                let first = state.withLock { s in
+                    defer { s.shortOfResources = true }
+                    if case .restarting = s.phase { s.phase = .restarting(atNs: HostClock.monotonicNs() + Self.shortageRetryNs) }
+                    return !s.shortOfResources
+                }
+                if first { Log.error("plugin \(pluginName) cannot be restarted yet: \(error); trying again every second", source: hello.label) }
+                return nil
+            } catch {
+                Log.error("plugin \(pluginName) could not be restarted: \(error)", source: hello.label)
+                record(.startFailed, termination: nil, detail: { _ in }, callback: "create", sequence: nil)
+                return nil
+            }
+        }
+    }
+
+    /// Starts a worker and creates the plugin in it.
+    private func start(generation: UInt64) throws -> WorkerProcess {
+        let worker = try WorkerProcess(instances: lanes, generation: generation)
+        let failure: String
+        if worker.channels[0].send(.hello(hello)) {
+            switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
+            case .message(.ready, _):
+                return worker
+            case .message(.failed(let kind, let message), _):
+                worker.reap()
+                throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .createFailed, message)
+            case .timedOut:
+                worker.kill()
+                failure = "did not finish starting (create()) within \(limits.startTimeoutMs) ms: its worker was killed"
+            default:
+                failure = "crashed while starting"
+            }
+        } else {
+            failure = "crashed while starting"
+        }
+        let how = Self.describe(worker.reap())
+        throw PluginLoadError(.createFailed, "plugin \(pluginName) \(failure) (worker \(how))")
+    }
+
+    /// After a call returned: a worker whose memory grew past the limit is ended (checked at most every 0.1 s).
+    func checkMemory(_ w: WorkerProcess, _ sequence: UInt64?) {
+        guard limits.maxRSSBytes > 0 else { return }
+        let now = HostClock.monotonicNs()
+        let due = state.withLock { s in
+            guard now - s.lastRSSCheckNs >= 100_000_000 else { return false }
+            s.lastRSSCheckNs = now
+            return true
+        }
+        guard due, let rss = w.residentBytes, rss > limits.maxRSSBytes else { return }
+        _ = failed(w, .memory(rss), "process", sequence)
+    }
+
+    /// The worker failed during a call (or must be ended): said once (by the first lane to see it),
+    /// counted, and a restart or quarantine decided. - Returns: what becomes of the call that saw it.
+    func failed(_ w: WorkerProcess, _ failure: WorkerFailure, _ callback: String, _ sequence: UInt64?) -> PluginCallOutcome {
+        let first = state.withLock { s -> Bool in
+            guard s.worker === w else { return false }
+            s.worker = nil
+            s.phase = .restarting(atNs: .max)
+            s.downSinceNs = HostClock.monotonicNs()
+            return true
+        }
+        guard first else { return .dropped(.restarting) }
+        if failure.needsKill { w.kill() }
+        let termination = w.reap()
+        record(failure, termination: termination, detail: { e in
+            switch termination {
+            case .signaled(let s):
+                e.set("signal", signalName(s))
+                e.set("exit_status", nil as Int?)
+            case .exited(let code):
+                e.set("signal", nil as String?)
+                e.set("exit_status", Int(code))
+            }
+            e.set("pid", Int(w.pid))
+            if case .timeout = failure { e.set("timeout_ms", self.limits.callTimeoutMs) }
+            if case .memory(let rss) = failure { e.set("rss_mb", Double(rss) / 1_048_576, decimals: 1) }
+        }, callback: callback, sequence: sequence)
+        let what = callback == "process" || callback == "ordered" ? "\(callback)() of frame \(sequence.map(String.init) ?? "?")" : "\(callback)()"
+        let why = switch failure {
+        case .timeout: "hung in \(what) for \(limits.callTimeoutMs) ms"
+        case .memory(let rss): "used \(rss / 1_048_576) MiB (max_rss_mb=\(limits.maxRSSBytes / 1_048_576)) after \(what)"
+        case .protocolError: "broke the worker protocol in \(what)"
+        case .closed, .startFailed: "crashed in \(what)"
+        }
+        Log.error("plugin \(pluginName) \(why): worker \(w.pid) \(Self.describe(termination))", source: hello.label)
+        return .crashed
+    }
+
+    /// Counts a failure and writes `plugin.crashed`; then `plugin.quarantined` when there were too many.
+    private func record(_ failure: WorkerFailure, termination: WorkerProcess.Termination?, detail: (inout JSONObject) -> Void,
+                        callback: String, sequence: UInt64?) {
+        let now = HostClock.monotonicNs()
+        let (total, quarantined, recent) = state.withLock { s -> (Int, Bool, Int) in
+            switch failure {
+            case .timeout: s.timeouts += 1
+            case .memory: s.memoryKills += 1
+            case .closed, .protocolError, .startFailed: s.crashes += 1
+            }
+            s.recentFailures = s.recentFailures.filter { now - $0 < Self.quarantineWindowNs } + [now]
+            let recent = s.recentFailures.count
+            if recent >= Self.quarantineAfter {
+                s.phase = .quarantined
+            } else {
+                s.phase = .restarting(atNs: now + Self.backoffNs(failuresInWindow: recent))
+            }
+            return (s.crashes + s.timeouts + s.memoryKills, recent >= Self.quarantineAfter, recent)
+        }
+        var e = event("plugin.crashed", sequence: sequence)
+        e.set("reason", failure.reason(termination))
+        e.set("callback", callback)
+        detail(&e)
+        e.set("crashes", total)
+        report(e)
+        guard quarantined else { return }
+        var q = event("plugin.quarantined", sequence: sequence)
+        q.set("crashes", recent)
+        q.set("window_s", Double(Self.quarantineWindowNs) / 1e9, decimals: 0)
+        report(q)
+        Log.error("plugin \(pluginName) crashed \(recent) times within \(Self.quarantineWindowNs / 1_000_000_000) s: quarantined, the run goes on without it",
+                  source: hello.label)
+    }
+
+    /// Destroys the instances in the worker and lets it end; kills it if destroy() hangs.
+    func shutdown() {
+        let worker = state.withLock { s -> WorkerProcess? in
+            defer {
+                s.worker = nil
+                s.phase = .stopped
+            }
+            return s.worker
+        }
+        guard let worker else { return }
+        if worker.channels[0].send(.destroy) {
+            switch worker.channels[0].receive(timeoutMs: Int32(limits.callTimeoutMs)) {
+            case .message(.done, _):
+                break
+            case .timedOut:
+                Log.error("plugin \(pluginName): destroy() did not return within \(limits.callTimeoutMs) ms: its worker was killed",
+                          source: hello.label)
+                worker.kill()
+            default:
+                Log.error("plugin \(pluginName) crashed in destroy(): worker \(worker.pid) \(Self.describe(worker.reap()))",
+                          source: hello.label)
+            }
+        }
+        worker.reap()
+    }
+
+    /// The worker's part of the metrics line: state, pid, memory, restarts and failures by kind.
+    func metrics(into o: inout JSONObject) {
+        let (s, worker) = state.withLock { ($0, $0.worker) }
+        let phase: String = switch s.phase {
+        case .running: "running"
+        case .restarting: "restarting"
+        case .quarantined: "quarantined"
+        case .stopped: "stopped"
+        }
+        o.set("state", phase)
+        o.set("pid", worker.map { Int($0.pid) })
+        o.set("rss_mb", worker?.residentBytes.map { Double($0) / 1_048_576 }, decimals: 1)
+        o.set("restarts", s.restarts)
+        o.set("crashes", s.crashes)
+        o.set("timeouts", s.timeouts)
+        o.set("memory_restarts", s.memoryKills)
+    }
+
+    static func describe(_ t: WorkerProcess.Termination) -> String {
+        switch t {
+        case .signaled(let s): "killed by \(signalName(s))"
+        case .exited(let code): "exited with status \(code)"
+        }
+    }
+
+    private func event(_ name: String, sequence: UInt64?) -> JSONObject {
+        JSONObject.envelope(event: name, source: source, plugin: pluginName, pluginIndex: pluginIndex, seq: sequence, tsNs: HostClock.wallNs())
+    }
+}

@@ -167,11 +167,22 @@ struct RunCommand: ParsableCommand {
     /// The longest time any seconds option takes: its nanoseconds must fit in 64 bits.
     static let maxSeconds = 1e9
 
+    /// Every long option of `cvhost run` (a test checks the config keys against `run --help`).
+    static var longOptions: [String] {
+        RunConfigFile.keys.sorted { $0.key < $1.key }.flatMap { key, kind in kind == .invertedFlag ? [key, "no-" + key] : [key] }
+            + ["config", "help", "version"]
+    }
+
     func validate() throws {
-        // ArgumentParser checks this before it reports an unknown option: say what was meant (--plugins).
-        let optionNames = CommandLine.arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2).prefix { $0 != "=" }) }
-        if plugins.isEmpty, let typo = optionNames.first(where: { $0 != "plugin" && Suggestion.closest(to: $0, in: ["plugin"]) != nil }) {
-            throw ValidationError("unknown option '--\(typo)': did you mean '--plugin'?")
+        // ArgumentParser checks this before it reports an unknown option, and an unknown option
+        // followed by a value (--max-frame 3) reaches it as that value, unexpected: say which
+        // option is unknown, and what was meant.
+        let words = CommandLine.arguments.dropFirst().prefix { $0 != "--" }
+        let optionNames = words.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2).prefix { $0 != "=" }) }
+        let known = Self.longOptions
+        if let typo = optionNames.first(where: { !known.contains($0) }) {
+            let meant = Suggestion.closest(to: typo, in: known).map { ": did you mean '--\($0)'?" } ?? " (cvhost run --help lists them)"
+            throw ValidationError("unknown option '--\(typo)'\(meant)")
         }
         if !unexpected.isEmpty {
             let words = unexpected.prefix(3).map { "'\($0)'" }.joined(separator: ", ") + (unexpected.count > 3 ? "..." : "")

@@ -8,15 +8,18 @@ enum Suggestion {
         return best.0
     }
 
-    /// Levenshtein distance: insertions, deletions and substitutions.
+    /// Edit distance: insertions, deletions, substitutions, and two neighbours swapped (the
+    /// commonest typo: --inptu for --input), each one edit (optimal string alignment).
     static func distance(_ a: String, _ b: String) -> Int {
-        let b = Array(b)
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
+        let a = Array(a), b = Array(b)
+        var before = [Int](), previous = Array(0...b.count)
+        for i in a.indices {
             var current = [i + 1] + Array(repeating: 0, count: b.count)
-            for (j, y) in b.enumerated() {
-                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            for j in b.indices {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (a[i] == b[j] ? 0 : 1))
+                if i > 0, j > 0, a[i] == b[j - 1], a[i - 1] == b[j] { current[j + 1] = min(current[j + 1], before[j - 1] + 1) }
             }
+            before = previous
             previous = current
         }
         return previous[b.count]

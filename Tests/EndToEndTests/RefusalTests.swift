@@ -203,6 +203,19 @@ struct RefusalTests {
         #expect(text.components(separatedBy: "\"event\":\"result\"").count - 1 == 3)
     }
 
+    @Test("a mistyped option is named as unknown, with the nearest option, also when a value follows it (exit 64)")
+    func mistypedOptions() throws {
+        for (typo, meant) in [("--max-frame", "--max-frames"), ("--inptu", "--input"), ("--plugins", "--plugin"), ("--metric-interval", "--metrics-interval")] {
+            try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", typo, "3"], code: 64,
+                                           mentions: "unknown option '\(typo)': did you mean '\(meant)'?")
+        }
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--frobnicate"], code: 64,
+                                       mentions: "unknown option '--frobnicate' (cvhost run --help lists them)")
+        // A value after -- is not an option.
+        try RefusalTests.expectRefusal(["run", "--plugin", "null", "--input", "testsrc", "--", "--frobnicate"], code: 64,
+                                       mentions: "unexpected argument '--frobnicate'")
+    }
+
     @Test("a plugin path that cannot be read says why: a symbolic link loop (10), a folder (11), a missing file (10)")
     func unreadablePluginPaths() throws {
         let folder = PluginFixtures.makeFolder()

@@ -3,13 +3,16 @@ import CVHostSources
 import Glibc
 
 /// A one-line progress display on stderr for inputs with an end (files, images), shown only when
-/// stderr is a terminal: logs piped to a file get no carriage-return noise.
+/// stderr is a terminal (logs piped to a file get no carriage-return noise) that the JSON lines
+/// are not written to as well (the line would run into them: `cvhost: frame 42 of 300 {"event":…`).
 struct Progress {
     let total: Int64
 
-    /// nil when there is nothing to show: a live source, an unknown length, or stderr not a terminal.
-    init?(device: CaptureDevice, enabled: Bool) {
+    /// nil when there is nothing to show: a live source, an unknown length, stderr not a terminal,
+    /// or the same terminal as `jsonDescriptor` (stdout's lines, when stdout is an output).
+    init?(device: CaptureDevice, enabled: Bool, jsonDescriptor: Int32?) {
         guard enabled, isatty(STDERR_FILENO) == 1 else { return nil }
+        if let json = jsonDescriptor, Self.sameTerminal(json, STDERR_FILENO) { return nil }
         switch device {
         case let file as VideoFileDevice where file.frameCountHint > 0: total = file.frameCountHint
         case let images as StillImageDevice: total = Int64(images.paths.count)
@@ -25,6 +28,12 @@ struct Progress {
 
     func finish(frames: UInt64) {
         write("\rcvhost: \(frames) frames read\u{1B}[K\n")
+    }
+
+    /// Whether two descriptors are the same terminal device.
+    static func sameTerminal(_ a: Int32, _ b: Int32) -> Bool {
+        var x = stat(), y = stat()
+        return isatty(a) == 1 && isatty(b) == 1 && fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_rdev == y.st_rdev
     }
 
     private func write(_ text: String) {

@@ -328,7 +328,7 @@ struct RunCommand: ParsableCommand {
             Log.debug("running \(source.device.localizedName) with \(source.runners.map(\.output.label).joined(separator: ", "))")
         }
 
-        paceUntilStopped(sources, stop: stop)
+        paceUntilStopped(sources, stop: stop, jsonDescriptor: destinations.contains(.stdout) ? results : nil)
         commands.inputsEnded()
         let endedByThemselves = stop.requested == nil
         sources.forEach { $0.warnOfDamage() }
@@ -368,12 +368,12 @@ struct RunCommand: ParsableCommand {
 
     /// On the main thread, until every input has stopped: periodic metrics, progress (one input
     /// with a known length) and the --duration limit.
-    private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop) {
+    private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop, jsonDescriptor: Int32?) {
         let startNs = HostClock.monotonicNs()
         let deadline = duration.map { startNs + UInt64($0 * 1e9) }
         let interval = metricsInterval > 0 ? UInt64(metricsInterval * 1e9) : nil
         var nextMetrics = interval.map { startNs + $0 }
-        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !quiet) : nil
+        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !quiet, jsonDescriptor: jsonDescriptor) : nil
         var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
         // Waiting on the first input still running is enough: the loop ends when none is left.
         while let running = sources.first(where: { !$0.isStopped }) {

@@ -89,4 +89,21 @@ struct ScriptingTests {
         }
         return ~c
     }
+
+    @Test("the progress line is shown on a terminal, but not on the terminal the JSON lines go to (it ran into them)")
+    func progressOnTerminal() throws {
+        let folder = TestFolders.make("progress")
+        let run = [CVHostBinary.path, "run", "--plugin", "null:results=1", "--input", BarcodeFixtures.demoVideo, "--metrics-interval", "0"]
+            .map { "'\($0)'" }.joined(separator: " ")
+        // script(1) gives the run a terminal for stdout and stderr; its output is what the terminal showed.
+        let both = try Tool.run("script", ["-qec", run, "/dev/null"])
+        #expect(both.status == 0, "\(both.output.suffix(500))")
+        #expect(both.output.contains("\"event\":\"session.stopped\"") && !both.output.contains("cvhost: frame")
+                && !both.output.contains("frames read"), "\(both.output.suffix(500))")
+        // stdout to a file, stderr on the terminal: the progress line, and its last word.
+        let apart = try Tool.run("script", ["-qec", run + " > '\(folder)/out.jsonl'", "/dev/null"])
+        #expect(apart.status == 0 && apart.output.contains("cvhost: 90 frames read"), "\(apart.output.suffix(500))")
+        let lines = try String(contentsOfFile: folder + "/out.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.hasPrefix("{\"event\":") })
+    }
 }

@@ -309,6 +309,7 @@ struct RunCommand: ParsableCommand {
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
         let commands = RunCommands(sources: sources, lines: lines, stop: stop)
         try liveView?.start(sources: sources, output: output, commands: commands)
+        lines.liveViewURL.withLock { $0 = liveView?.url }
         defer { liveView?.stop() }
         if stdinCommands && !specs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: lines) }
 

@@ -162,6 +162,9 @@ final class RunLiveView: LiveViewService {
         state.withLock { $0.server }?.stop()
     }
 
+    /// The page's address, once the server listens (with the port the system chose for --http 0).
+    var url: String? { state.withLock { $0.server }?.url }
+
     // MARK: - LiveViewService
 
     func metricsText() -> String {

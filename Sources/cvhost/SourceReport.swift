@@ -9,6 +9,8 @@ import CVHostV4L2
 final class RunLines: Sendable {
     let output: OutputRouter
     private let openSources: Locked<Int>
+    /// The live view's address (--http), for each input's session.started: set before any input starts.
+    let liveViewURL = Locked<String?>(nil)
 
     init(output: OutputRouter, sources: Int) {
         self.output = output
@@ -93,7 +95,9 @@ final class SourceReport: Sendable {
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .started(let device, let format, let settings):
             let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
-            lines.write(SessionEventLines.line(for: all, source: source, runners: runners))
+            var line = SessionEventLines.line(for: all, source: source, runners: runners)
+            line.set("http", lines.liveViewURL.withLock { $0 })
+            lines.write(line)
         default:
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         }

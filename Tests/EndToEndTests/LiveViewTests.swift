@@ -316,6 +316,24 @@ struct LiveViewTests {
         #expect(withToken.status == 0, "\(withToken.output)")
     }
 
+    @Test("--http 0: the port the system chose is in session.started's http, even with -q; null without --http")
+    func chosenPort() throws {
+        var health = 0
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120@10", "--http", "0", "-q",
+                                      "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("session.started") }),
+                  let line = run.stdout.split(separator: "\n").first(where: { $0.contains("session.started") }),
+                  let started = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let url = started["http"] as? String, let port = URLComponents(string: url)?.port else { return }
+            health = (try? Self.http(port, "/healthz").status) ?? 0
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0 && health == 200, "healthz \(health): \(r.stderr)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        let without = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120", "--max-frames", "1", "-q"])
+        #expect(without.events("session.started").first?["http"] is NSNull)
+    }
+
     @Test("ten MJPEG viewers and one that stops reading: the plugin processes every frame, as without viewers, and memory stays flat")
     func manyViewers() throws {
         let clip = try MediaFixtures.make("viewers.ts", ["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-frames:v", "600",

@@ -6,7 +6,9 @@ import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded): the first
 /// asks the session to stop cleanly (final metrics and session.stopped are written); a second one
-/// exits at once with 130.
+/// exits at once with 130. SIGHUP stays ignored when cvhost was started ignoring it: that is what
+/// `nohup cvhost …` asks (a closed terminal must not stop it). SIGINT and SIGTERM are always
+/// handled (a shell script's background job starts with SIGINT ignored, yet is stopped by it).
 final class SignalHandler: @unchecked Sendable {
     // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
     private let sources: [DispatchSourceSignal]
@@ -16,6 +18,7 @@ final class SignalHandler: @unchecked Sendable {
         let queue = DispatchQueue(label: "cvhost.signals")
         var made: [DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM, SIGHUP] {
+            if sig == SIGHUP && Self.isIgnored(sig) { continue }  // nohup
             signal(sig, SIG_IGN)
             made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
         }
@@ -37,4 +40,11 @@ final class SignalHandler: @unchecked Sendable {
     }
 
     func cancel() { sources.forEach { $0.cancel() } }
+
+    /// Whether the signal's disposition is SIG_IGN (function pointers are compared as addresses).
+    static func isIgnored(_ sig: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(sig, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
 }

@@ -189,6 +189,28 @@ struct RunCommandTests {
         #expect(r.events.last?["reason"] as? String == "signal")
     }
 
+    @Test("started ignoring SIGHUP (nohup), cvhost keeps ignoring it; SIGTERM still stops it cleanly")
+    func nohup() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        // `trap '' HUP` is what nohup does: SIGHUP ignored, and so it stays across exec.
+        p.arguments = ["-c", "trap '' HUP; exec '\(CVHostBinary.path)' run --plugin null:results=1 --input testsrc:160x120@10 -q --metrics-interval 0"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let reader = Thread { _ = out.fileHandleForReading.readDataToEndOfFile() }
+        usleep(1_500_000)
+        kill(p.processIdentifier, SIGHUP)
+        usleep(1_000_000)
+        #expect(p.isRunning, "SIGHUP stopped a run started under nohup")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        _ = reader
+        #expect(p.terminationStatus == 0)
+    }
+
     @Test("testsrc's media time is exact to the microsecond (0.100000, not 0.099999); metrics say the interval fps covers")
     func testPatternTimes() throws {
         let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120@30", "--max-frames", "7",

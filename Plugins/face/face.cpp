@@ -34,6 +34,9 @@ enum class Report { every, changes };
 struct Shared {
     const cvhost_host *host;
     FaceTracker tracker;
+    // The frames are still pictures, each on its own (CVHOST_FRAME_FLAG_INDEPENDENT): their faces
+    // get ids but are never "lost" (a face.lost per face of every photo said nothing).
+    bool stills = false;
 };
 
 struct FacePlugin {
@@ -248,7 +251,8 @@ int face_ordered(void *shared_state, void *instance, const cvhost_frame *frame) 
         FaceTracker &tracker = shared->tracker;
         std::vector<Track> lost;
         // A new picture: the faces of the last one are gone.
-        if (frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT) lost = tracker.take_lost(INT64_MAX);
+        shared->stills = frame->flags & CVHOST_FRAME_FLAG_INDEPENDENT;
+        if (shared->stills) tracker.take_lost(INT64_MAX);  // the last picture's faces: forgotten, not lost
         if (!f.whole) guarded(self, frame, [&] {
                 cv::Mat gray = luma(frame);
                 std::vector<NearFace> near;
@@ -277,7 +281,7 @@ int face_shared_flush(void *shared_state) {
     auto *shared = static_cast<Shared *>(shared_state);
     try {
         for (const Track &t : shared->tracker.take_lost(INT64_MAX))
-            shared->host->emit(shared->host->context, "face.lost", lost_json(t).c_str());
+            if (!shared->stills) shared->host->emit(shared->host->context, "face.lost", lost_json(t).c_str());
         return 0;
     } catch (...) {
         return -EIO;

@@ -7,7 +7,7 @@ import NIOHTTP1
 
 /// The routes of `--http` (the README's "Live view and control" lists them for users):
 ///
-///     GET  /              the page (web/index.html, view.js, view.css)
+///     GET  /              the page (web/index.html, view.js, view.css; no token needed)
 ///     GET  /stream.mjpg   the live picture, multipart/x-mixed-replace of JPEGs (?source=ID)
 ///     GET  /snapshot.jpg  the newest picture (?source=ID)
 ///     GET  /events        the JSON lines as Server-Sent Events

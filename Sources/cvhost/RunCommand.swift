@@ -111,7 +111,7 @@ struct RunCommand: ParsableCommand {
                                                                     valueName: "tcp|udp"))
     var rtspTransport: String?
 
-    @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open (default 10).", valueName: "seconds"))
+    @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open.", valueName: "seconds"))
     var openTimeout: Double = 10
 
     @Option(name: .customLong("output"),

@@ -53,6 +53,13 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+# --benchmarks: the face benchmarks call libfacedetection's CNN directly through PyPI's yuface
+# wheel (the same build the face plugin loads), beside cvhost.
+if [ "${1:-}" = "--benchmarks" ] && ! python3 -c 'import yuface, numpy' 2>/dev/null; then
+  echo "install-deps: installing yuface 2023.5.1 and numpy for $(command -v python3)" >&2
+  python3 -m pip install --quiet yuface==2023.5.1 numpy >&2
+fi
+
 # The python3 on PATH may not be Debian's (pyenv, venv): make sure it can import jsonschema.
 if ! python3 -c 'import jsonschema' 2>/dev/null; then
   echo "install-deps: installing jsonschema for $(command -v python3)" >&2

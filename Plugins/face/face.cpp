@@ -141,7 +141,7 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
             // Roll from the eyes that OpenCV's eye cascade finds in each face: the CNN's eye
             // landmarks follow a tilt only in part (a head turned by 30 degrees gave 0 to 14).
             std::string eyes = std::string(option(options, count, "cascades")) + "/haarcascade_eye.xml";
-            if (std::strcmp(option(options, count, "roll"), "true") == 0 && !self->detector.load_eyes(eyes, why))
+            if (self->roll && !self->detector.load_eyes(eyes, why))
                 log(host, CVHOST_LOG_WARNING, why + ": roll comes from the CNN's eye landmarks alone");
             // OpenCV's threads (TBB) cost more than they gain on the small pictures the CNN's side
             // works on (the scaling, the eye cascade): measured 1.5 s of 90 frames at 1080p for
@@ -158,7 +158,7 @@ int face_create(const cvhost_host *host, const cvhost_option_value *options, uin
         config.detect_width = detect_width > 0 ? detect_width : 1920;
         config.profile_width = std::atoi(option(options, count, "profile_width"));
         config.profile = std::strcmp(option(options, count, "profile"), "true") == 0;
-        config.eyes = std::strcmp(option(options, count, "roll"), "true") == 0;
+        config.eyes = self->roll;
         config.equalize = std::strcmp(option(options, count, "equalize"), "true") == 0;
         std::string dir = option(options, count, "cascades");
         config.frontal_path = dir + "/haarcascade_frontalface_default.xml";

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <tuple>
 #include <opencv2/imgproc.hpp>
 
 namespace cvhost_face {
@@ -164,10 +163,7 @@ std::vector<Face> CNNDetector::detect(const cvhost_frame *frame, const cv::Rect 
         angles_from_landmarks(f);
         faces.push_back(f);
     }
-    // Reading order, as the Haar detector gives them (new faces get their ids in this order).
-    std::sort(faces.begin(), faces.end(), [](const Face &a, const Face &b) {
-        return std::make_tuple(std::lround(a.box.y / 16), a.box.x) < std::make_tuple(std::lround(b.box.y / 16), b.box.x);
-    });
+    FaceDetector::sort_reading_order(faces);  // new faces get their ids in this order
     return faces;
 }
 

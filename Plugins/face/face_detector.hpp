@@ -58,13 +58,15 @@ class FaceDetector {
     // then measures each face's roll from the eyes it finds, where it finds two.
     bool load_eyes(const std::string &eye_path, std::string &error);
     void measure_rolls(const cv::Mat &gray, std::vector<Face> &faces);
+    // Top to bottom, then left to right: the order new faces get their ids in, whatever the
+    // detector's own order (OpenCV's threads, the CNN's anchors).
+    static void sort_reading_order(std::vector<Face> &faces);
 
   private:
     DetectorConfig config_;
     cv::CascadeClassifier frontal_, profile_, eye_;
     cv::Mat small_, equalized_, mirrored_, upright_;
     void estimate_roll(const cv::Mat &gray, Face &face);
-    static void sort_reading_order(std::vector<Face> &faces);
     enum class Cascades { frontal, profile, both };
     void detect_in(const cv::Mat &region, const cv::Point2d &origin, double scale, double scale_factor, int min_neighbors,
                    cv::Size min_size, cv::Size max_size, Cascades which, std::vector<Face> &faces);

@@ -14,7 +14,7 @@ struct InflightWindow {
     }
 
     /// Lines that may be published now besides those to send again.
-    var room: Int { capacity - inflight.count - min(resend.count, capacity - inflight.count) }
+    var room: Int { max(0, capacity - inflight.count - resend.count) }
     /// Lines in flight or to be sent again: not yet delivered, not droppable.
     var unacknowledged: Int { inflight.count + resend.count }
     var isEmpty: Bool { inflight.isEmpty && resend.isEmpty }

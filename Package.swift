@@ -3,6 +3,7 @@
 //
 // Floors (each uses only the floors below it):
 //   cvhost (CLI)
+//   CVHostRun
 //   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2
 //   CVHostOutput
 //   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CPluginGuard, CWorkerIPC, CSharedMemory)
@@ -98,12 +99,23 @@ let package = Package(
             path: "Sources/CVHostHTTP",
             resources: [.copy("web")]),
 
+        // `cvhost run` itself: its settings checked as a whole, the config file, opening outputs,
+        // plugins and inputs in order, stopping (signals, --duration, hung plugins), the final lines,
+        // commands while running (stdin, HTTP) and the exit code of every ending.
+        .target(
+            name: "CVHostRun",
+            dependencies: [
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CPluginGuard",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            path: "Sources/CVHostRun"),
+
+        // The command line: words parsed into settings (ArgumentParser), help, and the other commands.
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostRun",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/cvhost"),
 
@@ -154,6 +166,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
+        // The run's settings, config file, exit codes and stops, as a library (no binary run).
+        .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
         .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],

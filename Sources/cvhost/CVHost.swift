@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostRun
 import CVHostOutput
 import CVHostPlugins
 import CVHostSources

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostRun
 import CVHostOutput
 import CVHostV4L2
 
@@ -29,7 +30,7 @@ struct DevicesCommand: ParsableCommand {
         if json {
             let writer = JSONLineWriter()
             for d in devices { writer.write(DevicesCommand.line(d)) }
-            return try checkOutput(writer)
+            return try asCommandErrors { try checkOutput(writer) }
         }
         if devices.isEmpty {
             print("No cameras found (no V4L2 video-capture node under /dev).")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostRun
 import CVHostOutput
 import CVHostPlugins
 
@@ -24,7 +25,7 @@ struct PluginsCommand: ParsableCommand {
         if json {
             let writer = JSONLineWriter()
             for p in found { writer.write(PluginsCommand.descriptorLine(p)) }
-            try checkOutput(writer)
+            try asCommandErrors { try checkOutput(writer) }
             return
         }
         if found.isEmpty {

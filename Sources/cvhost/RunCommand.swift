@@ -1,12 +1,7 @@
 import ArgumentParser
-import CPluginGuard
 import CVHostCore
-import CVHostOutput
 import CVHostPlugins
-import CVHostSources
-import CVHostV4L2
-import Dispatch
-import Foundation
+import CVHostRun
 
 extension BackpressurePolicy: ExpressibleByArgument {}
 extension PluginIsolation: ExpressibleByArgument {}
@@ -164,8 +159,6 @@ struct RunCommand: ParsableCommand {
     @Argument(help: ArgumentHelp(visibility: .private))
     var unexpected: [String] = []
 
-    /// The longest time any seconds option takes: its nanoseconds must fit in 64 bits.
-    static let maxSeconds = 1e9
 
     /// Every long option of `cvhost run` (a test checks the config keys against `run --help`).
     static var longOptions: [String] {
@@ -189,216 +182,20 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("unexpected \(unexpected.count == 1 ? "argument" : "arguments") \(words): every input needs its own --input"
                                   + " (an unquoted glob such as shots/*.png is expanded by the shell: quote it, --input 'shots/*.png')")
         }
-        if plugins.isEmpty { throw ValidationError("give at least one --plugin (cvhost plugins lists them)") }
-        let specs = try InputSpec.parse(inputs: inputs, devices: devices)
-        if !specs.contains(where: \.isCamera) && (format != nil || pixelFormat != nil || !controls.isEmpty) {
-            throw ValidationError("--format, --pixel-format and --control apply to cameras, not to --input")
-        }
-        if reconnect && !specs.contains(where: \.canReconnect) {
-            throw ValidationError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(inputs.joined(separator: ", "))")
-        }
-        if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
-            throw ValidationError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")
-        }
-        if openTimeout <= 0 || openTimeout > Self.maxSeconds || !openTimeout.isFinite {
-            throw ValidationError("--open-timeout must be more than 0 seconds, and at most 1e9")
-        }
-        for pair in controls {
-            guard let eq = pair.firstIndex(of: "=") else {
-                throw ValidationError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
-            }
-            let name = String(pair[..<eq])
-            guard V4L2Controls.id(named: name) != nil else {
-                throw ValidationError("unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
-            }
-        }
-        if queueDepth < 1 || queueDepth > 1000 { throw ValidationError("--queue-depth must be from 1 to 1000") }
-        if metricsInterval < 0 || metricsInterval > Self.maxSeconds || !metricsInterval.isFinite {
-            throw ValidationError("--metrics-interval must be 0 or more seconds, and at most 1e9")
-        }
-        if let duration, duration <= 0 || duration > Self.maxSeconds || !duration.isFinite {
-            throw ValidationError("--duration must be more than 0 seconds, and at most 1e9 (about 31 years)")
-        }
-        if let maxFrames, maxFrames == 0 { throw ValidationError("--max-frames must be at least 1") }
-        _ = try RunOutput.destinations(outputs)
+        do { _ = try settings() } catch { throw ValidationError(error.description) }
+    }
+
+    /// The options, checked as a whole (RunSettings): what HostRun runs.
+    func settings() throws(UsageError) -> RunSettings {
+        try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs,
+                        format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
+                        rtspTransport: rtspTransport, openTimeout: openTimeout,
+                        queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
+                        oneshot: oneshot, maxFrames: maxFrames, duration: duration, metricsInterval: metricsInterval,
+                        stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
     }
 
     func run() throws {
-        Log.level = verbose ? .debug : (quiet ? .warning : .info)
-        VideoFileDevice.setLibraryLogging(verbose: verbose)
-        // A closed stdout must end the run quietly, not kill it with SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
-        // The JSON lines alone on stdout: what plugins write to it goes to stderr.
-        let results = StandardOutput.claim()
-        let destinations = try RunOutput.destinations(outputs)
-        // Plugins run in this process: if one crashes it, say which one, on which frame (on
-        // stdout, when it is an output: a signal handler cannot reach the other outputs' queues).
-        cvhost_guard_set_producer(String(decoding: JSONObject.producerFields, as: UTF8.self))
-        cvhost_guard_install(ExitCodes.pluginCrashed, destinations.contains(.stdout) ? results : -1)
-        defer { cvhost_guard_host_exiting() }
-        if !destinations.contains(.stdout) { close(results) }
-
-        let specs = try InputSpec.parse(inputs: inputs, devices: devices)
-        let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil
-        let ids = specs.map { $0.sourceID(cameraPath: firstCamera?.path) }
-        let sessions = specs.map { _ in CaptureSession() }
-        let stop = RunStop(sessions: sessions)
-        // Outputs first (a file that cannot be opened ends the run before anything starts). A
-        // stdout reader that went away ends the run quietly; lost lines end it with exit 4 (below).
-        let liveView = http.isEnabled ? RunLiveView(options: http) : nil
-        let output = try RunOutput.open(destinations, stdoutDescriptor: results, connectTimeout: openTimeout,
-                                        taps: liveView.map { [$0.events] } ?? [], onStdoutClosed: { stop.request(.outputClosed) })
-        // Whatever ends the run, the outputs deliver what was written (at the normal end: RunOutput.finish).
-        defer { _ = output.finish() }
-        let lines = RunLines(output: output, sources: specs.count)
-
-        // Signals from here on: a stop asked for while plugins are created reaches the inputs
-        // as they start (RunStop), and a create() that holds it is named (CreationWatch).
-        let signals = SignalHandler { stop.request(.signal) }
-        defer { signals.cancel() }
-
-        // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
-        // its own runner of every plugin (own instances, queues and metrics). With --oneshot their
-        // lines go through the gate that stops the run at the first result.
-        let pluginSink: OutputSink = oneshot ? OneShotGate(output: output, stop: stop) : output
-        var runners: [[PluginRunner]] = []
-        defer { HungPluginStop.shutDown(Array(runners.joined()), output: output) }
-        // Only while plugins are created: from then on, HungPluginStop names a hang.
-        let creation = HungPluginStop.CreationWatch(stop: stop)
-        defer { creation.finish() }
-        do {
-            let loader = PluginLoader()
-            let requests = try plugins.map { spec in
-                let request = try PluginRequest(parsing: spec)
-                return (request, try loader.find(request.nameOrPath, isPath: request.isPath))
-            }
-            for id in ids {
-                var forInput: [PluginRunner] = []
-                defer { runners.append(forInput) }
-                for (index, (request, plugin)) in requests.enumerated() {
-                    creation.creating(plugin.name)
-                    forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
-                                                     options: request.options, queueDepth: queueDepth, backpressure: backpressure,
-                                                     isolation: isolation,
-                                                     sink: pluginSink))
-                }
-            }
-        } catch let error as PluginLoadError {
-            throw fail(error.message, code: error.kind.exitCode)
-        }
-        creation.finish()
-
-        // Then every input: one that cannot be opened ends the run before any starts (exit 3).
-        var sources: [SourceRun] = []
-        for (i, spec) in specs.enumerated() {
-            let id = ids[i]
-            do {
-                let (device, settings) = try open(spec, firstCamera: firstCamera, onSkip: { path, reason in
-                    Log.warning("skipped \(path): \(reason)")
-                    lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
-                })
-                sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
-                                             deviceSettings: settings, frameLimit: maxFrames, tagLogs: specs.count > 1))
-            } catch let error as CaptureError {
-                throw fail(spec.name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
-            } catch {
-                throw fail("\(error)", code: ExitCodes.internalError)
-            }
-        }
-
-        // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
-        let commands = RunCommands(sources: sources, lines: lines, stop: stop)
-        try liveView?.start(sources: sources, output: output, commands: commands)
-        lines.liveViewURL.withLock { $0 = liveView?.url }
-        defer { liveView?.stop() }
-        if stdinCommands && !specs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: lines) }
-
-        // With a camera, cameras plugged in or out while running are reported (not for files).
-        let monitor = sources.contains { $0.device is V4L2CaptureDevice } ? startDeviceMonitor(lines) : nil
-        defer { monitor?.cancel() }
-        for (i, source) in sources.enumerated() {
-            do {
-                try source.session.startRunning()
-                stop.started(source.session)
-            } catch let error as CaptureError {
-                // The inputs already running end cleanly (their final lines) before the exit.
-                stop.request(.requested)
-                sources[..<i].forEach { $0.session.waitUntilStopped() }
-                throw fail(specs[i].name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
-            }
-            Log.debug("running \(source.device.localizedName) with \(source.runners.map(\.output.label).joined(separator: ", "))")
-        }
-
-        paceUntilStopped(sources, stop: stop, jsonDescriptor: destinations.contains(.stdout) ? results : nil)
-        commands.inputsEnded()
-        let endedByThemselves = stop.requested == nil
-        sources.forEach { $0.warnOfDamage() }
-        let outcome = Result { try conclude(sources, output: output, stoppedBy: stop.requested?.why) }
-        // With --http, a run whose inputs ended (a file) stays up to be looked at, until stopped.
-        if endedByThemselves { liveView?.linger(stop: stop) }
-        try outcome.get()
-    }
-
-    /// The outputs deliver what waits; then the exit code: 4 when an output lost lines, 2 when an
-    /// input failed (even while others went on), 3 when none of an input's images could be read,
-    /// 21 when a plugin was quarantined, 23 when a plugin failed every frame, 22 when the run
-    /// ended by itself with no result (`stoppedBy`: the stop asked for, nil when the inputs ended).
-    private func conclude(_ sources: [SourceRun], output: OutputRouter, stoppedBy: StopReason?) throws {
-        try RunOutput.finish(output)
-        if sources.contains(where: \.report.failed) { throw ExitCode(ExitCodes.runtimeError) }
-        // As a video none of whose frames decodes is refused at its opening (exit 3).
-        if let unread = sources.first(where: { $0.device is StillImageDevice && $0.session.capturedFrameCount == 0 }) {
-            throw fail("\(unread.id): none of its images could be read (each is named in an input.skipped line)",
-                       code: ExitCodes.inputUnavailable)
-        }
-        let runners = sources.flatMap(\.runners)
-        if let q = runners.first(where: \.isQuarantined) {
-            throw fail("plugin \(q.plugin.name) was quarantined after repeated crashes: its results stop at plugin.quarantined",
-                       code: ExitCodes.pluginQuarantined)
-        }
-        if let failing = runners.first(where: \.failedEveryFrame) {
-            throw fail("plugin \(failing.plugin.name) failed on every frame (\(failing.source)): see its messages above and its metrics' frames.failed",
-                       code: ExitCodes.pluginFailedEveryFrame)
-        }
-        let endedByItself = stoppedBy == nil || stoppedBy == .duration
-        if endedByItself && runners.allSatisfy({ $0.resultCount == 0 }) {
-            Log.info("nothing found: no plugin wrote a result (exit code \(ExitCodes.nothingFound))")
-            throw ExitCode(ExitCodes.nothingFound)
-        }
-    }
-
-    /// On the main thread, until every input has stopped: periodic metrics, progress (one input
-    /// with a known length) and the --duration limit.
-    private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop, jsonDescriptor: Int32?) {
-        let startNs = HostClock.monotonicNs()
-        let deadline = duration.map { startNs + UInt64($0 * 1e9) }
-        let interval = metricsInterval > 0 ? UInt64(metricsInterval * 1e9) : nil
-        var nextMetrics = interval.map { startNs + $0 }
-        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !quiet, jsonDescriptor: jsonDescriptor) : nil
-        var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
-        // Waiting on the first input still running is enough: the loop ends when none is left.
-        while let running = sources.first(where: { !$0.isStopped }) {
-            // A look every half second at least: a stop under way may be held up by a plugin that hangs.
-            let stopping = HungPluginStop.stoppingSince(sources, stop: stop)
-            let hangCheck = HostClock.monotonicNs() + 500_000_000
-            let wakeAt = [deadline, nextMetrics, nextProgress, hangCheck].compactMap { $0 }.min()!
-            let waitSeconds = Double(wakeAt > HostClock.monotonicNs() ? wakeAt - HostClock.monotonicNs() : 0) / 1e9
-            if running.session.waitUntilStopped(timeout: waitSeconds) { continue }
-            let now = HostClock.monotonicNs()
-            if let stopping {
-                let hung = HungPluginStop.hung(sources, stoppingSince: stopping, now: now)
-                if !hung.isEmpty { HungPluginStop.abandon(sources, stop: stop, hung: hung, now: now) }
-            }
-            if let d = deadline, now >= d { stop.request(.duration) }
-            if let n = nextMetrics, now >= n {
-                sources.forEach { $0.report.writePeriodicMetrics() }
-                nextMetrics = n + interval!
-            }
-            if let n = nextProgress, now >= n {
-                progress?.show(frames: sources[0].session.capturedFrameCount, elapsedNs: now - startNs)
-                nextProgress = n + 1_000_000_000
-            }
-        }
-        progress?.finish(frames: sources[0].session.capturedFrameCount)
+        try asCommandErrors { try HostRun(try settings()).run() }
     }
 }

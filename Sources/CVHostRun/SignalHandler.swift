@@ -41,6 +41,24 @@ final class SignalHandler: @unchecked Sendable {
 
     func cancel() { sources.forEach { $0.cancel() } }
 
+    /// The dispositions of SIGINT, SIGTERM and SIGHUP now; `restore` puts them back. A run in a
+    /// process that goes on afterwards (a test, a program using CVHostRun) leaves them as it found
+    /// them: an ignored SIGHUP would else be inherited by every process started later.
+    static func saveDispositions() -> [(Int32, sigaction)] {
+        [SIGINT, SIGTERM, SIGHUP].map { sig in
+            var current = sigaction()
+            sigaction(sig, nil, &current)
+            return (sig, current)
+        }
+    }
+
+    static func restore(_ saved: [(Int32, sigaction)]) {
+        for (sig, action) in saved {
+            var action = action
+            sigaction(sig, &action, nil)
+        }
+    }
+
     /// Whether the signal's disposition is SIG_IGN (function pointers are compared as addresses).
     static func isIgnored(_ sig: Int32) -> Bool {
         var current = sigaction()

@@ -3,14 +3,14 @@ import Foundation
 import Glibc
 
 /// Reads JSON commands from stdin, one a line, on a thread of its own, while the run goes on
-/// (`RunCommands`); each is answered by a `command.result` line. Off when an input is stdin
+/// (`LiveCommands`); each is answered by a `command.result` line. Off when an input is stdin
 /// itself or with --no-stdin-commands. A cvhost in the background of a shell reads nothing:
 /// SIGTTIN is ignored, so reading the terminal fails instead of stopping the process.
 enum StdinCommands {
     /// A line longer than this is refused as a whole (a command is a few dozen bytes).
     static let maxLine = 64 * 1024
 
-    static func start(_ commands: RunCommands, lines: RunLines) {
+    static func start(_ commands: LiveCommands, lines: RunLines) {
         signal(SIGTTIN, SIG_IGN)
         let t = Thread {
             var pending: [UInt8] = []

@@ -2,8 +2,8 @@ import CVHostOutput
 import CVHostV4L2
 
 /// A camera control as `cvhost devices --json` and `GET /controls` describe it.
-enum ControlJSON {
-    static func make(_ c: V4L2ControlInfo, value: String?) -> JSONObject {
+public enum ControlJSON {
+    public static func make(_ c: V4L2ControlInfo, value: String?) -> JSONObject {
         var o = JSONObject()
         o.set("name", c.name)
         o.set("type", c.kind.rawValue)

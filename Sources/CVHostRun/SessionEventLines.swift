@@ -4,7 +4,7 @@ import CVHostPlugins
 import CVHostV4L2
 
 /// The JSON lines of session-level events (see schema/cvhost-events.schema.json).
-enum SessionEventLines {
+public enum SessionEventLines {
     static func line(for event: SessionEvent, source: String, runners: [PluginRunner]) -> JSONObject {
         let now = HostClock.wallNs()
         switch event {
@@ -62,7 +62,7 @@ enum SessionEventLines {
     }
 
     /// A device's active format: `session.started`'s `format` and `cvhost devices`' `active_format`.
-    static func activeFormat(_ format: DeviceFormat, fps: Double) -> JSONObject {
+    public static func activeFormat(_ format: DeviceFormat, fps: Double) -> JSONObject {
         var f = JSONObject()
         f.set("fourcc", format.deviceFourCC)
         f.set("width", format.width)
@@ -102,7 +102,7 @@ enum SessionEventLines {
     }
 
     /// What names a camera node, in `device` (cvhost devices) and `device.connected`/`disconnected`.
-    static func setNode(_ node: V4L2NodeInfo, in e: inout JSONObject) {
+    public static func setNode(_ node: V4L2NodeInfo, in e: inout JSONObject) {
         e.set("path", node.path)
         e.set("unique_id", node.uniqueID)
         e.set("name", node.card)

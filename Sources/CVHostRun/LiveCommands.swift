@@ -17,7 +17,7 @@ import Foundation
 ///     {"command":"stop"}
 ///
 /// An `"id"` (a string or a number) is echoed in the answer.
-final class RunCommands: Sendable {
+final class LiveCommands: Sendable {
     enum Origin: String {
         case stdin, http
     }
@@ -268,7 +268,7 @@ enum CommandValue: Decodable, Equatable {
         switch self {
         case .string(let s): s
         case .bool(let b): b ? "true" : "false"
-        case .number(let d): RunCommands.number(d)
+        case .number(let d): LiveCommands.number(d)
         case .other: nil
         }
     }

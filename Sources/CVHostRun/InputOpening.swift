@@ -4,7 +4,7 @@ import CVHostV4L2
 
 /// Opening the inputs of `cvhost run`: files, images, streams and the test pattern through
 /// InputResolver, cameras through V4L2 with --format, --pixel-format and --control applied.
-extension RunCommand {
+extension HostRun {
     /// Opens one input. `onSkip` hears of images that cannot be read.
     /// - Returns: the device, and what became of --control settings (cameras only).
     /// - Throws: CaptureError (the caller's exit 3).
@@ -14,9 +14,9 @@ extension RunCommand {
         switch spec.kind {
         case .input(let text):
             var streamOptions = StreamOptions()
-            streamOptions.rtspTransport = rtspTransport
-            streamOptions.openTimeout = openTimeout
-            streamOptions.reconnect = reconnect
+            streamOptions.rtspTransport = settings.rtspTransport
+            streamOptions.openTimeout = settings.openTimeout
+            streamOptions.reconnect = settings.reconnect
             return (try InputResolver.device(for: text, streamOptions: streamOptions, onSkip: onSkip), [])
         case .camera(let path):
             camera = try V4L2CaptureDevice(path: path)
@@ -27,9 +27,9 @@ extension RunCommand {
             Log.info("using \(firstCamera.path) (\(firstCamera.card))")
             camera = try V4L2CaptureDevice(path: firstCamera.path)
         }
-        let settings = try configure(camera)
-        camera.reconnects = reconnect
-        return (camera, settings)
+        let reports = try configure(camera)
+        camera.reconnects = settings.reconnect
+        return (camera, reports)
     }
 
     /// Applies --format, --pixel-format and --control under the configuration lock; returns
@@ -37,13 +37,13 @@ extension RunCommand {
     func configure(_ camera: V4L2CaptureDevice) throws -> [SettingReport] {
         try camera.lockForConfiguration()
         defer { camera.unlockForConfiguration() }
-        let request = try FormatRequest(parsing: format ?? "medium", pixelFormat: pixelFormat)
+        let request = try FormatRequest(parsing: settings.format ?? "medium", pixelFormat: settings.pixelFormat)
         if request.size != .inputPriority {
             let (chosen, fps) = try request.choose(from: camera.formats)
             try camera.setActiveFormat(chosen, frameRate: fps)
             Log.debug("format \(camera.activeFormat.map(\.description) ?? "?") at \(camera.activeFrameRate) fps")
         }
-        return try controls.map { pair in
+        return try settings.controls.map { pair in
             let eq = pair.firstIndex(of: "=")!
             let report = try camera.setControl(String(pair[..<eq]), to: String(pair[pair.index(after: eq)...]))
             if report.status != .applied {

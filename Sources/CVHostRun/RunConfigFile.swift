@@ -5,7 +5,7 @@ import Yams
 /// long option (`input`, `plugin`, `output`, `queue-depth`...), read into the arguments it stands
 /// for. Options given on the command line override the file's: a repeatable one (`--input`) given
 /// there replaces the file's whole list. Every error names the file, the line and the key.
-struct RunConfigFile {
+public struct RunConfigFile {
     /// What one key of the file stands for: its flag, the arguments, and where it was written.
     struct Setting {
         let key: String
@@ -13,10 +13,10 @@ struct RunConfigFile {
         let arguments: [String]
     }
 
-    enum Kind { case list, string, number, integer, flag, invertedFlag }
+    public enum Kind: Sendable { case list, string, number, integer, flag, invertedFlag }
 
     /// Every option of `cvhost run` but --config itself (a test checks this against `run --help`).
-    static let keys: [String: Kind] = [
+    public static let keys: [String: Kind] = [
         "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
         "isolation": .string, "http": .string, "http-token-file": .string,
@@ -27,7 +27,7 @@ struct RunConfigFile {
         "stdin-commands": .invertedFlag,
     ]
     // Lines under 80 columns: ArgumentParser wraps longer ones badly.
-    static let helpText = """
+    public static let helpText = """
         CONFIG FILE (--config FILE)
         A YAML mapping whose keys are the long options above, without the dashes (the unit cvhost@NAME.service runs `cvhost run --config /etc/cvhost/NAME.yaml`):
           input: gate=rtsp://10.0.0.5/stream1    # or a list: [a.mp4, b.mp4]
@@ -45,14 +45,14 @@ struct RunConfigFile {
     /// Short names of flags, for telling that the command line gives them.
     static let shortNames = ["v": "verbose", "q": "quiet"]
 
-    let path: String
+    public let path: String
     let settings: [Setting]
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    init(path: String) throws {
+    public init(path: String) throws {
         self.path = path
         guard let data = FileManager.default.contents(atPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "does not exist"
@@ -88,14 +88,14 @@ struct RunConfigFile {
 
     /// The arguments of the file's settings that the command line does not give, then the
     /// command line's own: what `cvhost run` is parsed from.
-    func merged(with commandLine: [String]) -> [String] {
+    public func merged(with commandLine: [String]) -> [String] {
         let given = Self.flagsGiven(commandLine)
         return settings.filter { !given.contains($0.key) }.flatMap(\.arguments) + commandLine
     }
 
     /// The message of an error about the merged arguments, with the file, line and key in front
     /// when it is about an option that came from the file (e.g. `--queue-depth must be ...`).
-    func locate(_ message: String, commandLine: [String]) -> String {
+    public func locate(_ message: String, commandLine: [String]) -> String {
         let given = Self.flagsGiven(commandLine)
         // The option the message names first ("--control ... apply to cameras, not to --input").
         let named = settings.filter { !given.contains($0.key) }
@@ -106,7 +106,7 @@ struct RunConfigFile {
     }
 
     /// FILE of `--config FILE` or `--config=FILE` in `run`'s arguments.
-    static func configPath(in arguments: [String]) -> String? {
+    public static func configPath(in arguments: [String]) -> String? {
         for (i, argument) in arguments.enumerated() {
             if argument == "--" { return nil }
             if argument == "--config" { return i + 1 < arguments.count ? arguments[i + 1] : nil }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import CVHostCore
 import CVHostOutput
 import Foundation
@@ -6,9 +5,9 @@ import Glibc
 
 /// `cvhost run --output …`: the outputs a run writes to, opened before anything else, and what
 /// became of their lines at the end (said on stderr; exit 4 when lines were lost).
-enum RunOutput {
+public enum RunOutput {
     // Table lines under 80 columns: ArgumentParser wraps longer ones badly.
-    static let helpText = """
+    public static let helpText = """
         OUTPUTS (--output, repeatable; default: stdout alone)
           -, stdout        JSON Lines on stdout
           file:PATH        appended to PATH; at 100 MB it becomes PATH.1 (then
@@ -23,12 +22,12 @@ enum RunOutput {
         """
 
     /// The `--output` flags, parsed (stdout when there are none).
-    static func destinations(_ flags: [String]) throws -> [OutputDestination] {
-        let password = ProcessInfo.processInfo.environment["CVHOST_MQTT_PASSWORD"]
+    static func destinations(_ flags: [String], environment: [String: String]) throws(UsageError) -> [OutputDestination] {
+        let password = environment["CVHOST_MQTT_PASSWORD"]
         do {
             return try flags.isEmpty ? [.stdout] : flags.map { try OutputDestination(parsing: $0, passwordFromEnvironment: password) }
-        } catch let error as OutputDestination.ParseError {
-            throw ValidationError(error.description)
+        } catch {
+            throw UsageError((error as? OutputDestination.ParseError)?.description ?? "\(error)")
         }
     }
 
@@ -55,6 +54,6 @@ enum RunOutput {
             lost = true
         }
         if let stdout = output.stdout { try checkOutput(stdout) }
-        if lost { throw ExitCode(ExitCodes.outputFailed) }
+        if lost { throw RunFailure(ExitCodes.outputFailed) }
     }
 }

@@ -1,42 +1,41 @@
-import ArgumentParser
 import CVHostCore
 import CVHostOutput
 import Glibc
 
 /// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.
-enum ExitCodes {
-    static let success: Int32 = 0
-    static let internalError: Int32 = 1
+public enum ExitCodes {
+    public static let success: Int32 = 0
+    public static let internalError: Int32 = 1
     /// The input failed while running (a read or decode error, a camera unplugged).
-    static let runtimeError: Int32 = 2
+    public static let runtimeError: Int32 = 2
     /// The input or device could not be opened.
-    static let inputUnavailable: Int32 = 3
+    public static let inputUnavailable: Int32 = 3
     /// An output lost lines: stdout or a file could not be written (disk full, I/O error), a
     /// queue dropped lines, or lines were still undelivered at the end (RunOutput.finish).
-    static let outputFailed: Int32 = 4
+    public static let outputFailed: Int32 = 4
     /// An --output cannot be opened (a file), or a required=true broker cannot be reached at start.
-    static let outputUnavailable: Int32 = 5
+    public static let outputUnavailable: Int32 = 5
     /// --http cannot listen on its address (in use, not an address of this machine).
-    static let httpUnavailable: Int32 = 6
+    public static let httpUnavailable: Int32 = 6
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
-    static let pluginCrashed: Int32 = 19
+    public static let pluginCrashed: Int32 = 19
     /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
-    static let pluginHung: Int32 = 20
+    public static let pluginHung: Int32 = 20
     /// A plugin in a worker process (isolation=process) crashed too often and was quarantined:
     /// the run went on without it to its end.
-    static let pluginQuarantined: Int32 = 21
+    public static let pluginQuarantined: Int32 = 21
     /// The run ended by itself (its inputs' end, --max-frames, --duration) and no plugin wrote a
     /// result: for scripts, as zbarimg's 4. A stop by a signal or a command is not this.
-    static let nothingFound: Int32 = 22
+    public static let nothingFound: Int32 = 22
     /// A plugin's process() failed on every frame it was given.
-    static let pluginFailedEveryFrame: Int32 = 23
+    public static let pluginFailedEveryFrame: Int32 = 23
     /// The command line is wrong (ArgumentParser's EX_USAGE).
-    static let usage: Int32 = 64
+    public static let usage: Int32 = 64
     /// A second SIGINT/SIGTERM/SIGHUP while stopping: exit at once.
-    static let forcedStop: Int32 = 130
+    public static let forcedStop: Int32 = 130
 
     // One code a line, each under 80 columns: ArgumentParser wraps longer lines badly.
-    static let helpText = """
+    public static let helpText = """
         EXIT CODES
           0    success: input ended or a limit was reached with results, --oneshot
                found one, SIGINT/SIGTERM/SIGHUP, a stop command, or stdout closed
@@ -75,13 +74,14 @@ enum ExitCodes {
 }
 
 /// After JSON Lines were written: exit 4 if some were lost (a closed pipe is a clean end).
-func checkOutput(_ writer: JSONLineWriter) throws {
+public func checkOutput(_ writer: JSONLineWriter) throws(RunFailure) {
     guard writer.lostLines, let error = writer.failure else { return }
     throw fail("cannot write to stdout: \(String(cString: strerror(error))); the lines from then on are lost", code: ExitCodes.outputFailed)
 }
 
-/// Prints `cvhost: error: MESSAGE` on stderr and exits with `code`.
-func fail(_ message: String, code: Int32) -> ExitCode {
+/// Prints `cvhost: error: MESSAGE` on stderr (at once: before what the unwinding run says) and
+/// returns the failure that ends the run with `code`.
+public func fail(_ message: String, code: Int32) -> RunFailure {
     Log.error(message)
-    return ExitCode(code)
+    return RunFailure(code)
 }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import CVHostCore
 import CVHostSources
 import Foundation
@@ -8,8 +7,8 @@ import Foundation
 ///
 /// Its `sourceID` is the `source` of every line that belongs to it: the name given, or else the
 /// input as written (a URL without its password) or the camera's path.
-struct InputSpec: Equatable {
-    enum Kind: Equatable {
+public struct InputSpec: Equatable, Sendable {
+    public enum Kind: Equatable, Sendable {
         /// `--input`: a file, images, a stream or the test pattern (InputResolver).
         case input(String)
         /// `--device`: a V4L2 camera by path.
@@ -18,12 +17,12 @@ struct InputSpec: Equatable {
         case firstCamera
     }
 
-    let kind: Kind
+    public let kind: Kind
     /// The name given before `=`, if any.
-    let name: String?
+    public let name: String?
 
     /// The `source` of this input's lines. For the first camera, the path found when it is opened.
-    func sourceID(cameraPath: String? = nil) -> String {
+    public func sourceID(cameraPath: String? = nil) -> String {
         if let name { return name }
         switch kind {
         case .input(let text): return PasswordRedaction.redact(text)
@@ -32,13 +31,13 @@ struct InputSpec: Equatable {
         }
     }
 
-    var isCamera: Bool { if case .input = kind { false } else { true } }
+    public var isCamera: Bool { if case .input = kind { false } else { true } }
 
     /// The input is standard input (`-`): stdin carries video, not commands.
-    var readsStandardInput: Bool { if case .input("-") = kind { true } else { false } }
+    public var readsStandardInput: Bool { if case .input("-") = kind { true } else { false } }
 
     /// Whether --reconnect means something for it: a camera or a network stream (not a file or a pipe).
-    var canReconnect: Bool {
+    public var canReconnect: Bool {
         if case .input(let text) = kind { return StreamLocation(text)?.scheme != nil }
         return true
     }
@@ -60,23 +59,23 @@ struct InputSpec: Equatable {
 
     /// The inputs of `--input` and `--device` flags (inputs first, each in the order given), or
     /// the first camera when there are none.
-    /// - Throws: ValidationError for an empty input, two inputs with one source id, or stdin twice.
-    static func parse(inputs: [String], devices: [String]) throws -> [InputSpec] {
+    /// - Throws: UsageError for an empty input, two inputs with one source id, or stdin twice.
+    public static func parse(inputs: [String], devices: [String]) throws(UsageError) -> [InputSpec] {
         var specs: [InputSpec] = []
         for (flag, texts) in [("--input", inputs), ("--device", devices)] {
             for text in texts {
                 let (name, rest) = splitName(text)
-                guard !rest.isEmpty else { throw ValidationError("\(flag) \(text): give what to read after the name, e.g. \(flag) gate=...") }
+                guard !rest.isEmpty else { throw UsageError("\(flag) \(text): give what to read after the name, e.g. \(flag) gate=...") }
                 specs.append(InputSpec(kind: flag == "--input" ? .input(rest) : .camera(rest), name: name))
             }
         }
         if specs.isEmpty { return [InputSpec(kind: .firstCamera, name: nil)] }
         if specs.filter({ $0.kind == .input("-") }).count > 1 {
-            throw ValidationError("standard input (-) can be read by one --input only")
+            throw UsageError("standard input (-) can be read by one --input only")
         }
         var seen: Set<String> = []
         for spec in specs where !seen.insert(spec.sourceID()).inserted {
-            throw ValidationError("two inputs are called '\(spec.sourceID())': give each its own name, e.g. --input gate=...")
+            throw UsageError("two inputs are called '\(spec.sourceID())': give each its own name, e.g. --input gate=...")
         }
         return specs
     }

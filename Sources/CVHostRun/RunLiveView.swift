@@ -1,0 +1,97 @@
+import CVHostCore
+import CVHostHTTP
+import CVHostOutput
+import Foundation
+
+/// The live view of a run: a preview output on every input's session, the event stream (a tap of
+/// the outputs), the server, and what it asks of the run (`LiveViewService`: metrics, health,
+/// controls through `LiveCommands`).
+final class RunLiveView: LiveViewService {
+    let events = EventStream()
+    private let options: LiveViewSettings
+    private let state = Locked<(server: HTTPServer?, sources: [SourceRun], previews: [LivePreview], output: OutputRouter?, commands: LiveCommands?)>(
+        (nil, [], [], nil, nil))
+
+    init(options: LiveViewSettings) {
+        self.options = options
+    }
+
+    /// Adds a preview output to every input's session (before they start) and starts listening.
+    /// - Throws: exit 6 when the address cannot be listened on.
+    func start(sources: [SourceRun], output: OutputRouter, commands: LiveCommands) throws {
+        let settings = HTTPServer.Settings(host: options.host, port: options.port, token: options.token, allowedHosts: options.allowHosts)
+        let previews = sources.map { s in
+            let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
+            s.session.beginConfiguration()
+            try? s.session.addOutput(p.output)
+            s.session.commitConfiguration()
+            return p
+        }
+        state.withLock { $0 = (nil, sources, previews, output, commands) }
+        do {
+            let server = try HTTPServer(settings, service: self, previews: previews, events: events)
+            state.withLock { $0.server = server }
+            Log.info("live view at \(server.url)")
+        } catch {
+            throw fail(error.description, code: ExitCodes.httpUnavailable)
+        }
+    }
+
+    /// Every input ended by itself: serve what is left until stopped or --http-linger passes.
+    func linger(stop: RunStop) {
+        guard let server = state.withLock({ $0.server }) else { return }
+        let limit = options.linger
+        if limit == 0 { return }
+        Log.info("every input has ended; still serving \(server.url) (the last picture, results and metrics)"
+                 + (limit.map { " for \(JSONObject.number($0, decimals: 1)) s" } ?? " until SIGINT/SIGTERM/SIGHUP"))
+        let until = limit.map { HostClock.monotonicNs() + UInt64($0 * 1e9) }
+        while stop.requested == nil {
+            if let until, HostClock.monotonicNs() >= until { break }
+            usleep(100_000)
+        }
+    }
+
+    func stop() {
+        state.withLock { $0.server }?.stop()
+    }
+
+    /// The page's address, once the server listens (with the port the system chose for --http 0).
+    var url: String? { state.withLock { $0.server }?.url }
+
+    // MARK: - LiveViewService
+
+    func metricsText() -> String {
+        let (sources, previews, output, server) = state.withLock { ($0.sources, $0.previews, $0.output, $0.server) }
+        guard let output else { return "" }
+        var views: [String: (viewers: Int, encoded: UInt64)] = [:]
+        for p in previews { views[p.source] = (p.viewerCount, p.encodedCount) }
+        return RunMetrics.exposition(sources: sources, output: output, previews: views, eventClients: events.clientCount,
+                                     server: server?.statistics)
+    }
+
+    func health() -> (healthy: Bool, json: String) {
+        let sources = state.withLock { $0.sources }
+        var o = JSONObject()
+        var states = JSONObject()
+        var healthy = !sources.isEmpty
+        for s in sources {
+            let st = RunMetrics.state(of: s)
+            states.set(s.id, st)
+            if st != "running" { healthy = false }
+        }
+        o.set("status", healthy ? "ok" : "unavailable")
+        o.set("sources", object: states)
+        return (healthy, String(decoding: o.finished(), as: UTF8.self))
+    }
+
+    func controls() -> String {
+        guard let commands = state.withLock({ $0.commands }) else { return "{}" }
+        return String(decoding: commands.controls().finished(), as: UTF8.self)
+    }
+
+    func control(_ body: [UInt8]) -> (status: Int, json: String) {
+        guard let commands = state.withLock({ $0.commands }) else { return (503, "{}") }
+        let (status, line) = commands.handle(body, from: .http)
+        return (status, String(decoding: line.finished(), as: UTF8.self))
+    }
+}

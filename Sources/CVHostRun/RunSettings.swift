@@ -1,0 +1,102 @@
+import CVHostCore
+import CVHostOutput
+import CVHostPlugins
+import CVHostV4L2
+import Foundation
+
+/// Everything `cvhost run` is asked to do, from its flags and config file, checked as a whole:
+/// a value that cannot be run is a UsageError (exit 64) naming its option, before anything opens.
+/// The CLI parses words into these fields; `HostRun` runs them.
+public struct RunSettings: Sendable {
+    /// The longest time any seconds option takes (1e9 s, about 31 years): no overflow of ns.
+    public static let maxSeconds = 1e9
+
+    /// `--plugin` specs as written (NAME[:key=value,...]); parsed and found when the run starts.
+    public var plugins: [String]
+    /// `--input` and `--device`, in order, or the first camera.
+    public var inputs: [InputSpec]
+    public var outputs: [OutputDestination]
+    // Cameras:
+    public var format: String?
+    public var pixelFormat: String?
+    /// `--control NAME=VALUE`, each a known control.
+    public var controls: [String]
+    public var reconnect: Bool
+    // Streams:
+    public var rtspTransport: String?
+    public var openTimeout: Double
+    // Plugins:
+    public var queueDepth: Int
+    public var backpressure: BackpressurePolicy?
+    public var isolation: PluginIsolation
+    // When the run stops and what it says:
+    public var oneshot: Bool
+    public var maxFrames: UInt64?
+    public var duration: Double?
+    public var metricsInterval: Double
+    public var stdinCommands: Bool
+    public var verbose: Bool
+    public var quiet: Bool
+    public var liveView: LiveViewSettings?
+
+    /// - Throws: UsageError naming the option whose value cannot be run.
+    public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],
+                format: String? = nil, pixelFormat: String? = nil, controls: [String] = [], reconnect: Bool = false,
+                rtspTransport: String? = nil, openTimeout: Double = 10,
+                queueDepth: Int = 2, backpressure: BackpressurePolicy? = nil, isolation: PluginIsolation = .none,
+                oneshot: Bool = false, maxFrames: UInt64? = nil, duration: Double? = nil, metricsInterval: Double = 5,
+                stdinCommands: Bool = true, verbose: Bool = false, quiet: Bool = false, liveView: LiveViewSettings? = nil,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) {
+        if plugins.isEmpty { throw UsageError("give at least one --plugin (cvhost plugins lists them)") }
+        let specs = try InputSpec.parse(inputs: inputs, devices: devices)
+        if !specs.contains(where: \.isCamera) && (format != nil || pixelFormat != nil || !controls.isEmpty) {
+            throw UsageError("--format, --pixel-format and --control apply to cameras, not to --input")
+        }
+        if reconnect && !specs.contains(where: \.canReconnect) {
+            throw UsageError("--reconnect applies to cameras and network streams (rtsp://, http://...), not to \(inputs.joined(separator: ", "))")
+        }
+        if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) {
+            throw UsageError("--rtsp-transport takes tcp or udp, not \(rtspTransport)")
+        }
+        if openTimeout <= 0 || openTimeout > Self.maxSeconds || !openTimeout.isFinite {
+            throw UsageError("--open-timeout must be more than 0 seconds, and at most 1e9")
+        }
+        for pair in controls {
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw UsageError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
+            }
+            let name = String(pair[..<eq])
+            guard V4L2Controls.id(named: name) != nil else {
+                throw UsageError("unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
+            }
+        }
+        if queueDepth < 1 || queueDepth > 1000 { throw UsageError("--queue-depth must be from 1 to 1000") }
+        if metricsInterval < 0 || metricsInterval > Self.maxSeconds || !metricsInterval.isFinite {
+            throw UsageError("--metrics-interval must be 0 or more seconds, and at most 1e9")
+        }
+        if let duration, duration <= 0 || duration > Self.maxSeconds || !duration.isFinite {
+            throw UsageError("--duration must be more than 0 seconds, and at most 1e9 (about 31 years)")
+        }
+        if let maxFrames, maxFrames == 0 { throw UsageError("--max-frames must be at least 1") }
+        self.outputs = try RunOutput.destinations(outputs, environment: environment)
+        self.plugins = plugins
+        self.inputs = specs
+        self.format = format
+        self.pixelFormat = pixelFormat
+        self.controls = controls
+        self.reconnect = reconnect
+        self.rtspTransport = rtspTransport
+        self.openTimeout = openTimeout
+        self.queueDepth = queueDepth
+        self.backpressure = backpressure
+        self.isolation = isolation
+        self.oneshot = oneshot
+        self.maxFrames = maxFrames
+        self.duration = duration
+        self.metricsInterval = metricsInterval
+        self.stdinCommands = stdinCommands
+        self.verbose = verbose
+        self.quiet = quiet
+        self.liveView = liveView
+    }
+}

@@ -76,14 +76,16 @@ let package = Package(
         .target(name: "CVHostOutput", dependencies: ["CVHostCore", "CPluginGuard", "CMosquitto"], path: "Sources/CVHostOutput"),
 
         // Plugin loader (descriptors read from the ELF file), plugin instances in this process or in a
-        // worker process, metrics and result validation.
+        // worker process (this executable again, or python3 for a Python plugin), metrics and result validation.
         .target(
             name: "CVHostPlugins",
             dependencies: [
                 "CVHostCore", "CVHostOutput", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
-            path: "Sources/CVHostPlugins"),
+            path: "Sources/CVHostPlugins",
+            // python/cvhost: the Python plugin API and worker, run by the user's python3 (copied, as it is).
+            resources: [.copy("python")]),
 
         // --http: the embedded server (SwiftNIO), its routes' plumbing (token, slow clients dropped),
         // the live picture as JPEG (FFmpeg's mjpeg encoder) for MJPEG viewers and snapshots,

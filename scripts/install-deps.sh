@@ -21,6 +21,9 @@ packages+=(libzbar-dev cmake zint)
 packages+=(gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 python3-gi gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # The face plugin: OpenCV and its Haar cascades.
 packages+=(libopencv-dev opencv-data)
+# Python plugins' tests and example: Debian's python3 with numpy and OpenCV's bindings, and venv for
+# a plugin run from a virtual environment (cvhost itself needs only a python3 at run time).
+packages+=(python3-numpy python3-opencv python3-venv)
 # The MQTT output: libmosquitto (the reference client); its tests run a real broker (mosquitto),
 # subscribe with mosquitto_sub and make a test CA with openssl.
 packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)

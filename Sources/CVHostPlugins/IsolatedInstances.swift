@@ -6,6 +6,8 @@ import Synchronization
 /// A plugin's instances in a worker process of their own (isolation=process): a crash, exit(),
 /// hang or runaway memory of the plugin ends the worker, not cvhost. The worker's life (start,
 /// failures, restarts, quarantine) is `WorkerSupervisor`'s; one call to it is a `WorkerCall`.
+/// A C plugin's instances share one worker (a socket each); a Python plugin's each have a worker
+/// of their own, so that Python's global interpreter lock does not make them take turns.
 ///
 /// Lane i is instance i: its socket in the worker, how its frames reach the worker (shared memory,
 /// or a copy), the frame it processed last. It is called only from delivery worker i's thread.
@@ -15,7 +17,8 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     let count: Int
     let isolated = true
-    private let supervisor: WorkerSupervisor
+    /// One supervisor for every lane, or (Python) one for each.
+    let supervisors: [WorkerSupervisor]
     private let label: String
     private let results: WorkerCall.Results
 
@@ -46,19 +49,36 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         lanes = (0..<count).map { _ in Lane() }
         // Frames made from now on are made where the worker can map them.
         SharedMemoryPool.shared.enable()
-        let hello = WorkerMessage.Hello(path: plugin.path, pluginIndex: index, instances: count, label: label,
+        let perLane = plugin.runtime == .python
+        let program = perLane ? try PythonPlugin.workerProgram() : WorkerProgram.host()
+        let hello = WorkerMessage.Hello(path: plugin.path, pluginIndex: index, instances: perLane ? 1 : count, label: label,
                                         options: configuration.pluginOptions)
-        supervisor = try WorkerSupervisor(hello: hello, lanes: count, pluginName: plugin.name, source: source, pluginIndex: index,
-                                          limits: limits, report: report)
+        var started: [WorkerSupervisor] = []
+        do {
+            for _ in 0..<(perLane ? count : 1) {
+                started.append(try WorkerSupervisor(program: program, hello: hello, lanes: hello.instances, pluginName: plugin.name,
+                                                    source: source, pluginIndex: index, limits: limits, report: report))
+            }
+        } catch {
+            started.forEach { $0.shutdown() }
+            throw error
+        }
+        supervisors = started
+    }
+
+    /// Lane `i`'s supervisor, and its socket's index in that supervisor's worker.
+    private func route(_ i: Int) -> (supervisor: WorkerSupervisor, channel: Int) {
+        supervisors.count == 1 ? (supervisors[0], i) : (supervisors[i], 0)
     }
 
     // MARK: - Calls
 
     func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+        let (supervisor, c) = route(i)
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         lanes[i].lastStamp = stamp
         do {
-            guard let (way, memory) = try lanes[i].transfer.prepare(&frame, pixels: pixels, channel: w.channels[i], generation: w.generation)
+            guard let (way, memory) = try lanes[i].transfer.prepare(&frame, pixels: pixels, channel: w.channels[c], generation: w.generation)
             else { return supervisor.failed(w, .closed, "process", frame.sequence) }
             switch way {
             case .shared: sharedFrames.add(1, ordering: .relaxed)
@@ -72,6 +92,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     }
 
     func ordered(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+        let supervisor = route(i).supervisor
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         lastOrdered.withLock { $0 = stamp }
         // process() prepared this frame: it is where it was (the runner holds `pixels`; nothing
@@ -82,27 +103,29 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     }
 
     func flush(lane i: Int) -> PluginCallOutcome {
+        let supervisor = route(i).supervisor
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         return call(i, on: w, .flush, "flush", nil, lanes[i].lastStamp)
     }
 
     func flushShared() -> PluginCallOutcome {
+        let supervisor = route(0).supervisor
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         return call(0, on: w, .sharedFlush, "shared_flush", nil, lastOrdered.withLock { $0 })
     }
 
     /// Destroys the instances in the worker and lets it end; kills it if destroy() hangs.
-    func shutdown() { supervisor.shutdown() }
+    func shutdown() { supervisors.forEach { $0.shutdown() } }
 
     var currentCalls: [PluginCall] { calls.withLock { $0.compactMap { $0 } } }
 
     var invalidResults: UInt64 { results.invalid.total }
 
-    var isQuarantined: Bool { supervisor.isQuarantined }
+    var isQuarantined: Bool { supervisors.allSatisfy(\.isQuarantined) }
 
     var workerMetrics: JSONObject? {
         var o = JSONObject()
-        supervisor.metrics(into: &o)
+        WorkerSupervisor.metrics(of: supervisors, into: &o)
         o.set("shared_frames", sharedFrames.load(ordering: .relaxed))
         o.set("copied_frames", copiedFrames.load(ordering: .relaxed))
         return o
@@ -111,10 +134,11 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     /// One call on lane `i`, shown in `currentCalls` while it lasts; a failure is the supervisor's to handle.
     private func call(_ i: Int, on w: WorkerProcess, _ message: WorkerMessage, _ callback: String, _ sequence: UInt64?,
                       _ stamp: HostServices.FrameStamp?) -> PluginCallOutcome {
+        let (supervisor, c) = route(i)
         let since = HostClock.monotonicNs()
         calls.withLock { $0[i] = PluginCall(callback: callback, sequence: sequence, sinceNs: since) }
         defer { calls.withLock { $0[i] = nil } }
-        switch WorkerCall.make(message, on: w.channels[i], timeoutMs: supervisor.limits.callTimeoutMs, startedNs: since, stamp: stamp,
+        switch WorkerCall.make(message, on: w.channels[c], timeoutMs: supervisor.limits.callTimeoutMs, startedNs: since, stamp: stamp,
                                results: results) {
         case .done(let status, let lines):
             supervisor.checkMemory(w, sequence)

@@ -86,7 +86,15 @@ public struct PluginConfiguration: Sendable {
         maxFPS = try hostValue("max_fps").flatMap { Double($0) } ?? 0
         mirror = try hostValue("mirror") == "true"
         rotate = try hostValue("rotate").flatMap { Int($0) } ?? 0
-        isolation = try hostValue("isolation").flatMap { PluginIsolation(rawValue: $0) } ?? defaultIsolation
+        // A Python plugin runs in its interpreter's process: there is no running it in cvhost's.
+        if plugin.runtime == .python {
+            if try hostValue("isolation") == PluginIsolation.none.rawValue {
+                throw PluginLoadError(.badOptionValue, "plugin \(plugin.name) is written in Python: it runs in worker processes (isolation=process), not in cvhost's")
+            }
+            isolation = .process
+        } else {
+            isolation = try hostValue("isolation").flatMap { PluginIsolation(rawValue: $0) } ?? defaultIsolation
+        }
         timeoutMs = try hostValue("timeout_ms").flatMap { Int($0) } ?? Self.defaultTimeoutMs
         maxRSSMB = try hostValue("max_rss_mb").flatMap { Int($0) } ?? 0
         if isolation == .none, let only = ["timeout_ms", "max_rss_mb"].first(where: { given[$0] != nil }) {

@@ -23,6 +23,8 @@ public struct PluginInfo: Sendable {
     public let hasFlush: Bool
     /// The plugin has an ordered stage (ABI 2.1): shared state, applied to frames in frame order.
     public let hasOrderedStage: Bool
+    /// What the plugin is written in, as far as running it goes.
+    public let runtime: PluginRuntime
 
     static let maxNameLength = 32
 
@@ -97,6 +99,25 @@ public struct PluginInfo: Sendable {
         self.options = options
         self.hasFlush = d.flush != nil
         self.hasOrderedStage = d.ordered != nil
+        self.runtime = .sharedObject
+    }
+
+    init(name: String, version: String, summary: String, path: String, abiMajor: Int, abiMinor: Int, pixelFormats: [PixelFormat],
+         isStateless: Bool, hints: CaptureHints, options: [PluginOptionSpec], hasFlush: Bool, hasOrderedStage: Bool,
+         runtime: PluginRuntime) {
+        self.name = name
+        self.version = version
+        self.summary = summary
+        self.path = path
+        self.abiMajor = abiMajor
+        self.abiMinor = abiMinor
+        self.pixelFormats = pixelFormats
+        self.isStateless = isStateless
+        self.hints = hints
+        self.options = options
+        self.hasFlush = hasFlush
+        self.hasOrderedStage = hasOrderedStage
+        self.runtime = runtime
     }
 
     /// One entry of the option table, checked: its name, type, choices, and that its default is a valid value.
@@ -129,4 +150,12 @@ public struct PluginInfo: Sendable {
         }
         return spec
     }
+}
+
+/// What a plugin is written in, as far as running it goes.
+public enum PluginRuntime: String, Sendable {
+    /// A shared object with the C ABI's descriptor (C, C++, Rust, Swift): in cvhost's process or a worker.
+    case sharedObject = "shared_object"
+    /// A Python file on cvhost's Python API (PythonPlugin): always in worker processes, one per instance.
+    case python
 }

@@ -8,7 +8,8 @@ import Glibc
 ///   2. the folder of the cvhost executable (where `swift build` puts plugins),
 ///   3. `<prefix>/lib/cvhost/plugins`, where prefix is the executable's folder's parent
 ///      (an installed cvhost: /usr/local/bin/cvhost finds /usr/local/lib/cvhost/plugins).
-/// A path (`./libfoo.so`, anything with a '/' or ending in .so) is loaded as it is.
+/// A path (`./libfoo.so`, anything with a '/' or ending in .so or .py) is loaded as it is; a
+/// `.py` file is a Python plugin (PythonPlugin).
 public final class PluginLoader: Sendable {
     public let searchPath: [String]
 
@@ -52,6 +53,7 @@ public final class PluginLoader: Sendable {
                 throw PluginLoadError(.notFound, e == ENOENT ? "plugin file \(nameOrPath) does not exist"
                                                              : "plugin file \(nameOrPath) cannot be reached: \(String(cString: strerror(e)))")
             }
+            if PythonPlugin.isPythonFile(nameOrPath) { return try PythonPlugin.describe(path: nameOrPath) }
             return try open(path: nameOrPath, expectedName: nil)
         }
         guard PluginInfo.isValidName(nameOrPath) else {

@@ -62,7 +62,7 @@ public struct PluginOptionSpec: Sendable {
 
 /// What the user wrote after `--plugin`: `NAME[:key=value,...]` or `PATH[:key=value,...]`.
 public struct PluginRequest: Sendable, Equatable {
-    /// A plugin name (`barcode`) or a path to a shared object (`./libfoo.so`).
+    /// A plugin name (`barcode`) or a path to a shared object (`./libfoo.so`) or a Python file (`./brightness.py`).
     public let nameOrPath: String
     /// Options in the order written. Values may contain a comma written as `\,`.
     public let options: [(key: String, value: String)]
@@ -73,18 +73,19 @@ public struct PluginRequest: Sendable, Equatable {
     }
 
     /// True when `nameOrPath` names a file rather than a plugin to search for.
-    public var isPath: Bool { nameOrPath.contains("/") || nameOrPath.hasSuffix(".so") }
+    public var isPath: Bool { nameOrPath.contains("/") || nameOrPath.hasSuffix(".so") || nameOrPath.hasSuffix(".py") }
 
-    /// Parses `NAME[:key=value,...]` or `PATH.so[:key=value,...]`.
+    /// Parses `NAME[:key=value,...]`, `PATH.so[:key=value,...]` or `PATH.py[:key=value,...]`.
     ///
     /// A name has no ':' or '/', so options start at its first ':'. A path's options start at
-    /// the first ':' right after ".so" (so paths and option values may both hold ':' and '/').
+    /// the first ':' right after ".so" or ".py" (so paths and option values may both hold ':' and '/').
     /// - Throws: `.badOptionValue` for an option without `=`.
     public init(parsing text: String) throws {
         var colon = text.firstIndex(of: ":")
         let head = colon.map { text[..<$0] } ?? text[...]
-        if head.contains("/") || head.hasSuffix(".so") {
-            colon = text.range(of: ".so:").map { text.index(before: $0.upperBound) }
+        if head.contains("/") || head.hasSuffix(".so") || head.hasSuffix(".py") {
+            let ends = [text.range(of: ".so:"), text.range(of: ".py:")].compactMap { $0 }
+            colon = ends.min { $0.lowerBound < $1.lowerBound }.map { text.index(before: $0.upperBound) }
         }
         guard let colon else {
             nameOrPath = text

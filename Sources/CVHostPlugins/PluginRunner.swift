@@ -39,7 +39,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     private let sequencer: ResultSequencer
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()
-    private let sink: OutputSink
+    let sink: OutputSink
     private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
 

@@ -20,8 +20,8 @@ final class WorkerProcess: @unchecked Sendable {
         case signaled(Int32)
     }
 
-    /// Starts a worker with one socket per instance: the executable running now, in worker mode.
-    init(instances: Int, generation: UInt64) throws(PluginLoadError) {
+    /// Starts `program` as a worker with one socket per instance (descriptors 3, 4, ...).
+    init(program: WorkerProgram, instances: Int, generation: UInt64) throws(PluginLoadError) {
         var mine: [WorkerChannel] = [], theirs: [WorkerChannel] = []
         for _ in 0..<instances {
             let (a, b) = try WorkerChannel.pair()
@@ -29,11 +29,9 @@ final class WorkerProcess: @unchecked Sendable {
             theirs.append(b)
         }
         defer { theirs.forEach { $0.close() } }
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let args = [exe, PluginWorker.flag, String(instances), String(getpid())]
-        // The Swift runtime's backtracer would print pages for a plugin's crash; cvhost says it in one line.
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let exe = program.executable
+        let args = [exe] + program.arguments + [String(instances), String(getpid())]
+        let environment = program.environment
         let fds = theirs.map(\.fd)
         let (rc, child) = WorkerProcess.spawner.run {
             var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]

@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostOutput
+import Dispatch
 
 /// The life of a plugin's worker process (isolation=process), as cvhost sees it:
 ///
@@ -15,6 +16,11 @@ import CVHostOutput
 ///     ┌─────────┐
 ///     │ stopped │
 ///     └─────────┘
+///
+/// A reload (a Python plugin's file changed, or a `reload` command) starts a worker on the code now
+/// on disk beside the running one (`startReplacement`); it takes the running one's place at the
+/// lane's next call (`replace`), and the old one is destroyed. A replacement that fails to start
+/// leaves the running worker as it was.
 ///
 /// Each failure is said once, by the first lane to see it (`plugin.crashed`, and
 /// `plugin.quarantined` with the fifth within the window); each restart is `plugin.restarted`.
@@ -56,12 +62,15 @@ final class WorkerSupervisor: Sendable {
         var downSinceNs: UInt64 = 0
         /// A restart failed for want of a descriptor or memory, and none has succeeded since (said once).
         var shortOfResources = false
+        /// A reload's worker, ready to take the running one's place at the next call.
+        var replacement: WorkerProcess?
     }
     private let state = Locked(State())
     /// Held while a worker is being (re)started: one start at a time.
     private let starting = Locked(())
 
     private let hello: WorkerMessage.Hello
+    private let program: WorkerProgram
     private let lanes: Int
     let limits: Limits
     private let source: String, pluginName: String, pluginIndex: Int
@@ -70,8 +79,9 @@ final class WorkerSupervisor: Sendable {
 
     /// Starts the first worker and creates the plugin in it.
     /// - Throws: `PluginLoadError`: what create() said, or that the worker crashed or hung while starting.
-    init(hello: WorkerMessage.Hello, lanes: Int, pluginName: String, source: String, pluginIndex: Int, limits: Limits,
-         report: @escaping @Sendable (JSONObject) -> Void) throws {
+    init(program: WorkerProgram, hello: WorkerMessage.Hello, lanes: Int, pluginName: String, source: String, pluginIndex: Int,
+         limits: Limits, report: @escaping @Sendable (JSONObject) -> Void) throws {
+        self.program = program
         self.hello = hello
         self.lanes = lanes
         self.limits = limits
@@ -97,7 +107,20 @@ final class WorkerSupervisor: Sendable {
     /// lane's thread, while the others drop their frames).
     func liveWorker() -> WorkerProcess? {
         let now = HostClock.monotonicNs()
+        var retired: WorkerProcess?
+        defer { if let retired { retire(retired) } }
         let due = state.withLock { s -> Bool? in
+            if case .running = s.phase, let r = s.replacement {
+                s.replacement = nil
+                // A restart after a crash since the reload began already runs the code on disk.
+                if r.generation > s.generation {
+                    retired = s.worker
+                    s.worker = r
+                    s.generation = r.generation
+                } else {
+                    retired = r
+                }
+            }
             switch s.phase {
             case .running: return s.worker != nil ? false : nil
             case .restarting(let at): return now >= at ? true : nil
@@ -151,7 +174,7 @@ final class WorkerSupervisor: Sendable {
 
     /// Starts a worker and creates the plugin in it.
     private func start(generation: UInt64) throws -> WorkerProcess {
-        let worker = try WorkerProcess(instances: lanes, generation: generation)
+        let worker = try WorkerProcess(program: program, instances: lanes, generation: generation)
         let failure: String
         if worker.channels[0].send(.hello(hello)) {
             switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
@@ -259,14 +282,46 @@ final class WorkerSupervisor: Sendable {
 
     /// Destroys the instances in the worker and lets it end; kills it if destroy() hangs.
     func shutdown() {
-        let worker = state.withLock { s -> WorkerProcess? in
+        let (worker, replacement) = state.withLock { s -> (WorkerProcess?, WorkerProcess?) in
             defer {
                 s.worker = nil
+                s.replacement = nil
                 s.phase = .stopped
             }
-            return s.worker
+            return (s.worker, s.replacement)
         }
-        guard let worker else { return }
+        replacement.map(destroy)
+        worker.map(destroy)
+    }
+
+    /// Starts a worker on the plugin's code as it is now, beside the running one (a reload). Its
+    /// lanes' sockets are new: frames' memory is sent to it again at its first calls.
+    /// - Throws: `PluginLoadError`: what the new code said (a syntax error, create() failing).
+    func startReplacement() throws -> WorkerProcess {
+        // With several lanes, another lane could be in a call on the worker being replaced.
+        guard lanes == 1 else { throw PluginLoadError(.createFailed, "plugin \(pluginName): only a worker of one lane is replaced while running") }
+        return try starting.withLock { _ in
+            try start(generation: state.withLock { $0.generation } + 1)
+        }
+    }
+
+    /// `worker` (from startReplacement) takes the running worker's place at the next call.
+    func replace(with worker: WorkerProcess) {
+        let stale = state.withLock { s -> WorkerProcess? in
+            guard case .running = s.phase else { return worker }
+            defer { s.replacement = worker }
+            return s.replacement
+        }
+        stale.map(retire)
+    }
+
+    /// Destroys a worker no lane calls any more, away from the lane's thread.
+    private func retire(_ worker: WorkerProcess) {
+        DispatchQueue.global().async { self.destroy(worker) }
+    }
+
+    /// Destroys the instances in `worker` and lets it end; kills it if destroy() hangs.
+    private func destroy(_ worker: WorkerProcess) {
         if worker.channels[0].send(.destroy) {
             switch worker.channels[0].receive(timeoutMs: Int32(limits.callTimeoutMs)) {
             case .message(.done, _):
@@ -283,22 +338,27 @@ final class WorkerSupervisor: Sendable {
         worker.reap()
     }
 
-    /// The worker's part of the metrics line: state, pid, memory, restarts and failures by kind.
-    func metrics(into o: inout JSONObject) {
-        let (s, worker) = state.withLock { ($0, $0.worker) }
-        let phase: String = switch s.phase {
-        case .running: "running"
-        case .restarting: "restarting"
-        case .quarantined: "quarantined"
-        case .stopped: "stopped"
+    /// The metrics line's `worker` fields for the workers of one plugin: one, or (a Python plugin)
+    /// one per instance: then the first's pid, the sum of their memory and counts, and the state
+    /// of the one furthest from running.
+    static func metrics(of supervisors: [WorkerSupervisor], into o: inout JSONObject) {
+        let all = supervisors.map { v in v.state.withLock { ($0, $0.worker) } }
+        let rank: (Phase) -> (Int, String) = { phase in
+            switch phase {
+            case .running: (0, "running")
+            case .restarting: (1, "restarting")
+            case .stopped: (2, "stopped")
+            case .quarantined: (3, "quarantined")
+            }
         }
-        o.set("state", phase)
-        o.set("pid", worker.map { Int($0.pid) })
-        o.set("rss_mb", worker?.residentBytes.map { Double($0) / 1_048_576 }, decimals: 1)
-        o.set("restarts", s.restarts)
-        o.set("crashes", s.crashes)
-        o.set("timeouts", s.timeouts)
-        o.set("memory_restarts", s.memoryKills)
+        o.set("state", all.map { rank($0.0.phase) }.max { $0.0 < $1.0 }?.1 ?? "stopped")
+        o.set("pid", all.first?.1.map { Int($0.pid) })
+        let rss = all.compactMap { $0.1?.residentBytes }
+        o.set("rss_mb", rss.isEmpty ? nil : Double(rss.reduce(0, +)) / 1_048_576, decimals: 1)
+        o.set("restarts", all.map(\.0.restarts).reduce(0, +))
+        o.set("crashes", all.map(\.0.crashes).reduce(0, +))
+        o.set("timeouts", all.map(\.0.timeouts).reduce(0, +))
+        o.set("memory_restarts", all.map(\.0.memoryKills).reduce(0, +))
     }
 
     static func describe(_ t: WorkerProcess.Termination) -> String {

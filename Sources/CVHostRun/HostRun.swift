@@ -91,6 +91,9 @@ public struct HostRun {
             throw fail(error.message, code: error.kind.exitCode)
         }
         creation.finish()
+        // A Python plugin's file that changes is reloaded while the run goes on.
+        let watch = PluginFileWatch(runners: Array(runners.joined()))
+        defer { watch?.cancel() }
 
         // Then every input: one that cannot be opened ends the run before any starts (exit 3).
         var sources: [SourceRun] = []

@@ -13,6 +13,7 @@ import Foundation
 ///     {"command":"set_control","name":"zoom_absolute","value":3[,"source":"cam"]}
 ///     {"command":"set_plugin","plugin":"barcode","enabled":false[,"source":"cam","plugin_index":0]}
 ///     {"command":"set_plugin","plugin":"barcode","max_fps":2}          (0: no cap)
+///     {"command":"reload","plugin":"brightness"}                      (a Python plugin's code, anew)
 ///     {"command":"get_controls"}
 ///     {"command":"stop"}
 ///
@@ -67,12 +68,13 @@ final class LiveCommands: Sendable {
             switch command {
             case "set_control": result = try setControl(object, origin: origin)
             case "set_plugin": result = try setPlugin(object, origin: origin)
+            case "reload": result = try reload(object)
             case "get_controls": result = controls()
             case "stop":
                 stop.request(.requested)
                 result = JSONObject()
-            case "": throw Refusal(400, "a command needs \"command\": set_control, set_plugin, get_controls or stop")
-            default: throw Refusal(400, "unknown command \"\(command)\": set_control, set_plugin, get_controls or stop")
+            case "": throw Refusal(400, "a command needs \"command\": set_control, set_plugin, reload, get_controls or stop")
+            default: throw Refusal(400, "unknown command \"\(command)\": set_control, set_plugin, reload, get_controls or stop")
             }
             return (200, Self.answer(name, id: id, ok: true, result: result, error: nil))
         } catch let r as Refusal {
@@ -145,18 +147,7 @@ final class LiveCommands: Sendable {
             maxFPS = m
         }
         guard enabled != nil || maxFPS != nil else { throw Refusal(400, "set_plugin needs \"enabled\" or \"max_fps\"") }
-        let source = o["source"]?.string
-        var index: Int?
-        if let v = o["plugin_index"] {
-            guard case .number(let i) = v, i >= 0, i == i.rounded(), i < 1000 else { throw Refusal(400, "\"plugin_index\" is the plugin's position among the --plugin flags, from 0") }
-            index = Int(i)
-        }
-        let runners = sources.filter { source == nil || $0.id == source }.flatMap(\.runners)
-            .filter { $0.plugin.name == plugin && (index == nil || $0.index == index) }
-        guard !runners.isEmpty else {
-            let names = Set(sources.flatMap(\.runners).map(\.plugin.name)).sorted().joined(separator: ", ")
-            throw Refusal(404, "no plugin \(plugin)\(source.map { " on input \($0)" } ?? ""): the run's plugins are \(names)")
-        }
+        let runners = try matching(plugin, o)
         for r in runners {
             let connection = r.output.connection
             if let e = enabled {
@@ -172,6 +163,37 @@ final class LiveCommands: Sendable {
         var r = JSONObject()
         r.set("plugins", array: runners.map(Self.pluginState))
         return r
+    }
+
+    /// A Python plugin's code started again from its file (PluginReload), on every input or `source`.
+    private func reload(_ o: [String: CommandValue]) throws -> JSONObject {
+        try refuseAfterEnd()
+        guard let plugin = o["plugin"]?.string else { throw Refusal(400, "reload needs \"plugin\" (its name)") }
+        let runners = try matching(plugin, o)
+        guard runners.allSatisfy(\.canReload) else { throw Refusal(409, "plugin \(plugin) is not a Python plugin: only those are reloaded") }
+        for r in runners {
+            do { try r.reload() } catch { throw Refusal(409, "\(error.message); the plugin's code as it was goes on") }
+        }
+        var r = JSONObject()
+        r.set("plugins", array: runners.map(Self.pluginState))
+        return r
+    }
+
+    /// The runners of `plugin` on the command's `source` (every input if none) and `plugin_index`.
+    private func matching(_ plugin: String, _ o: [String: CommandValue]) throws -> [PluginRunner] {
+        let source = o["source"]?.string
+        var index: Int?
+        if let v = o["plugin_index"] {
+            guard case .number(let i) = v, i >= 0, i == i.rounded(), i < 1000 else { throw Refusal(400, "\"plugin_index\" is the plugin's position among the --plugin flags, from 0") }
+            index = Int(i)
+        }
+        let runners = sources.filter { source == nil || $0.id == source }.flatMap(\.runners)
+            .filter { $0.plugin.name == plugin && (index == nil || $0.index == index) }
+        guard !runners.isEmpty else {
+            let names = Set(sources.flatMap(\.runners).map(\.plugin.name)).sorted().joined(separator: ", ")
+            throw Refusal(404, "no plugin \(plugin)\(source.map { " on input \($0)" } ?? ""): the run's plugins are \(names)")
+        }
+        return runners
     }
 
     /// What can be changed, and its values now: per input, its camera's controls and its plugins.

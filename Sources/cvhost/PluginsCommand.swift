@@ -9,7 +9,7 @@ struct PluginsCommand: ParsableCommand {
         commandName: "plugins",
         abstract: "List the plugins cvhost can load, with their options.",
         discussion: """
-            Plugins are found as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH (colon-separated folders), beside the \
+            Plugins named on the command line are shown alone (a name, or a path: ./libfoo.so, ./brightness.py). Plugins are found as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH (colon-separated folders), beside the \
             cvhost executable, and in <prefix>/lib/cvhost/plugins. Each file's descriptor is read from the file \
             without loading it: no plugin code runs. Files that are not usable plugins are reported on stderr. \
             With --json, each plugin is one JSON line (event "plugin"; see the schema, share/cvhost/cvhost-events.schema.json).
@@ -18,10 +18,26 @@ struct PluginsCommand: ParsableCommand {
     @Flag(help: "One JSON object per plugin on stdout, for programs.")
     var json = false
 
+    @Argument(help: ArgumentHelp("Plugins to show, by name (barcode) or path (./libfoo.so, ./brightness.py); default: every plugin found.",
+                                 valueName: "plugin"))
+    var plugins: [String] = []
+
     func run() throws {
         let loader = PluginLoader()
-        // Read from the files: no plugin code runs (a plugin whose constructor would crash is listed).
-        let found = loader.discover { path, error in Log.warning("\(path): \(error.message)") }
+        let found: [PluginInfo]
+        if plugins.isEmpty {
+            // Read from the files: no plugin code runs (a plugin whose constructor would crash is listed).
+            found = loader.discover { path, error in Log.warning("\(path): \(error.message)") }
+        } else {
+            // A Python plugin is imported (by its interpreter, in a process of its own) to read what it declares.
+            found = try asCommandErrors { try plugins.map { text in
+                do {
+                    return try loader.find(text, isPath: PluginRequest(nameOrPath: text, options: []).isPath)
+                } catch let error as PluginLoadError {
+                    throw fail(error.message, code: error.kind.exitCode)
+                }
+            } }
+        }
         if json {
             let writer = JSONLineWriter()
             for p in found { writer.write(PluginsCommand.descriptorLine(p)) }
@@ -34,7 +50,7 @@ struct PluginsCommand: ParsableCommand {
         }
         for p in found {
             print("\(p.name) \(p.version) — \(p.summary)")
-            print("  file:     \(p.path) (ABI \(p.abiMajor).\(p.abiMinor))")
+            print("  file:     \(p.path) (\(p.runtime == .python ? "Python API" : "ABI") \(p.abiMajor).\(p.abiMinor))")
             print("  formats:  \(p.pixelFormats.map(\.name).joined(separator: ", "))")
             print("  focus:    \(p.hints.autoFocusRangeRestriction.rawValue)"
                 + (p.hints.minWidth > 0 ? "; min size \(p.hints.minWidth)x\(p.hints.minHeight)" : "")
@@ -72,6 +88,7 @@ struct PluginsCommand: ParsableCommand {
         e.set("path", p.path)
         e.set("pixel_formats", strings: p.pixelFormats.map(\.name))
         e.set("abi", "\(p.abiMajor).\(p.abiMinor)")
+        e.set("runtime", p.runtime.rawValue)
         e.set("stateless", p.isStateless)
         var hints = JSONObject()
         hints.set("focus_range", p.hints.autoFocusRangeRestriction.rawValue)

@@ -1,0 +1,180 @@
+import CVHostCore
+import Foundation
+import Glibc
+
+/// Plugins written in Python (`--plugin ./brightness.py`): what cvhost needs to run one.
+///
+/// A Python plugin runs in worker processes of the user's own `python3`, on a small runtime
+/// module that cvhost ships (`python/cvhost/`: the API, and the worker that speaks cvhost's worker
+/// protocol and maps frames with mmap). Nothing is compiled against Python, so any Python 3 and
+/// any virtual environment work. Its info (name, options, pixel formats) is what the module
+/// says when the runtime imports it (`python3 -m cvhost describe FILE`): cvhost checks option
+/// values against it before the plugin runs, as it does a C plugin's descriptor.
+public enum PythonPlugin {
+    /// A file cvhost runs as a Python plugin.
+    public static func isPythonFile(_ path: String) -> Bool { path.hasSuffix(".py") }
+
+    /// The interpreter: $CVHOST_PYTHON, else the active virtual environment's ($VIRTUAL_ENV/bin/python3),
+    /// else `python3` on the PATH, as an absolute path (workers are started without a PATH search).
+    static func interpreter(environment: [String: String] = ProcessInfo.processInfo.environment) throws(PluginLoadError) -> String {
+        if let given = environment["CVHOST_PYTHON"], !given.isEmpty {
+            guard let found = resolve(given, environment: environment) else {
+                throw PluginLoadError(.notFound, "CVHOST_PYTHON=\(given): no such program; give the path of a python3")
+            }
+            return found
+        }
+        if let venv = environment["VIRTUAL_ENV"], !venv.isEmpty, access(venv + "/bin/python3", X_OK) == 0 {
+            return venv + "/bin/python3"
+        }
+        guard let found = resolve("python3", environment: environment) else {
+            throw PluginLoadError(.notFound, "a Python plugin needs python3, and there is none on the PATH: install it (apt-get install python3) or set CVHOST_PYTHON")
+        }
+        return found
+    }
+
+    private static func resolve(_ program: String, environment: [String: String]) -> String? {
+        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+        let folders = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
+        return folders.map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }
+    }
+
+    /// The folder holding the runtime's `cvhost` package: $CVHOST_PYTHON_RUNTIME, the build's
+    /// resources beside the executable, or an installation's lib/cvhost/python.
+    static func runtimeFolder() throws(PluginLoadError) -> String {
+        let exe = PluginLoader.executableFolder()
+        let candidates = [ProcessInfo.processInfo.environment["CVHOST_PYTHON_RUNTIME"],
+                          exe + "/cvhost_CVHostPlugins.resources/python",
+                          exe + "/../lib/cvhost/python"].compactMap { $0 }
+        guard let folder = candidates.first(where: { FileManager.default.fileExists(atPath: $0 + "/cvhost/_worker.py") }) else {
+            throw PluginLoadError(.notFound, "cvhost's Python runtime is missing (looked in \(candidates.joined(separator: ", "))): reinstall cvhost")
+        }
+        return folder
+    }
+
+    /// The environment of the runtime: the user's, with the runtime's folder first on PYTHONPATH
+    /// (so that plugins `import cvhost`), and no .pyc files written beside a user's plugin.
+    static func environment(runtime: String, base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var environment = base
+        environment["PYTHONPATH"] = [runtime, base["PYTHONPATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        // Tracebacks and print() reach cvhost's stderr as they happen.
+        environment["PYTHONUNBUFFERED"] = "1"
+        return environment
+    }
+
+    /// The worker that runs the plugin's instances: `python3 -m cvhost worker CHANNELS PARENT_PID`.
+    static func workerProgram() throws(PluginLoadError) -> WorkerProgram {
+        let runtime = try runtimeFolder()
+        return WorkerProgram(executable: try interpreter(), arguments: ["-m", "cvhost", "worker"],
+                             environment: environment(runtime: runtime))
+    }
+
+    /// How long importing a plugin may take to describe it (a model library's import can be slow).
+    static let describeTimeoutSeconds = 60.0
+
+    /// Imports the plugin in the runtime (in a process of its own) and reads what it declares.
+    /// - Throws: `PluginLoadError`: a syntax error or failed import names the file and line
+    ///   (.invalidDescriptor, exit 14); an API version this runtime does not have (.abiMismatch, 13).
+    static func describe(path: String) throws(PluginLoadError) -> PluginInfo {
+        let runtime = try runtimeFolder()
+        let python = try interpreter()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-m", "cvhost", "describe", path]
+        process.environment = environment(runtime: runtime)
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw PluginLoadError(.createFailed, "cannot run \(python) for plugin \(path): \(error.localizedDescription)")
+        }
+        // Both pipes are read while it runs: a plugin that prints much at import cannot block on a full pipe.
+        let stdoutData = Locked(Data()), stderrData = Locked(Data())
+        let readers = DispatchGroup()
+        for (pipe, sink) in [(out, stdoutData), (err, stderrData)] {
+            DispatchQueue.global().async(group: readers) { sink.withLock { $0 = pipe.fileHandleForReading.readDataToEndOfFile() } }
+        }
+        if readers.wait(timeout: .now() + describeTimeoutSeconds) == .timedOut {
+            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
+            readers.wait()
+            process.waitUntilExit()
+            throw PluginLoadError(.createFailed, "plugin \(path) took more than \(Int(describeTimeoutSeconds)) s to import: it was stopped")
+        }
+        process.waitUntilExit()
+        let said = String(decoding: stderrData.withLock { $0 }, as: UTF8.self)
+        let lastLine = said.split(separator: "\n").last.map(String.init) ?? ""
+        let printed = stdoutData.withLock { $0 }.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
+        guard process.terminationStatus == 0,
+              let json = try? JSONSerialization.jsonObject(with: printed) as? [String: Any] else {
+            if !said.isEmpty { FileHandle.standardError.write(Data(said.utf8)) }
+            throw PluginLoadError(.createFailed, "plugin \(path) could not be described by \(python) (exit status \(process.terminationStatus))"
+                                  + (lastLine.isEmpty ? "" : ": \(lastLine)"))
+        }
+        if let kind = json["error"] as? String {
+            throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .invalidDescriptor, json["message"] as? String ?? "plugin \(path) is not valid")
+        }
+        return try PluginInfo(python: json, path: path)
+    }
+}
+
+/// The program a worker process runs: this executable again (C, C++, Rust, Swift plugins), or a
+/// Python interpreter on cvhost's runtime module (Python plugins). Its last two arguments are
+/// added when it starts: the number of channels (descriptors 3, 4, ...) and cvhost's pid.
+struct WorkerProgram: Sendable {
+    let executable: String
+    let arguments: [String]
+    let environment: [String: String]
+
+    /// This executable in worker mode (PluginWorker).
+    static func host() -> WorkerProgram {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var environment = ProcessInfo.processInfo.environment
+        // The Swift runtime's backtracer would print pages for a plugin's crash; cvhost says it in one line.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        return WorkerProgram(executable: exe, arguments: [PluginWorker.flag], environment: environment)
+    }
+}
+
+extension PluginInfo {
+    /// The info a Python plugin declares (`cvhost describe`'s JSON), checked as a C descriptor is.
+    init(python d: [String: Any], path: String) throws(PluginLoadError) {
+        func invalid(_ why: String) -> PluginLoadError { PluginLoadError(.invalidDescriptor, "plugin \(path) is not usable: \(why)") }
+        guard let name = d["name"] as? String else { throw invalid("it has no name") }
+        guard PluginInfo.isValidName(name) else {
+            throw PluginLoadError(.invalidName, "plugin \(path) has the invalid name '\(name)': names are [a-z][a-z0-9_-], at most 32 characters")
+        }
+        var formats: [PixelFormat] = []
+        for text in d["pixel_formats"] as? [String] ?? [] {
+            guard let f = PixelFormat(name: text) else { throw invalid("pixel format \(text) is not one cvhost knows") }
+            formats.append(f)
+        }
+        var options: [PluginOptionSpec] = []
+        for o in d["options"] as? [[String: Any]] ?? [] {
+            guard let oname = o["name"] as? String, !oname.isEmpty,
+                  oname.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
+            else { throw invalid("option name '\(o["name"] ?? "")' is not [a-z0-9_]+") }
+            guard let type = (o["type"] as? String).flatMap(PluginOptionSpec.ValueType.init(rawValue:)) else {
+                throw invalid("option \(oname) has no type cvhost knows")
+            }
+            let range = (o["min"] as? Double).flatMap { lo in (o["max"] as? Double).flatMap { hi in lo <= hi ? lo...hi : nil } }
+            let spec = PluginOptionSpec(name: oname, type: type, defaultValue: o["default"] as? String ?? "", help: o["help"] as? String ?? "",
+                                        range: range, choices: o["choices"] as? [String] ?? [])
+            do { _ = try spec.normalize(spec.defaultValue, plugin: name) } catch {
+                throw invalid("the default of option \(oname) is not valid (\(error))")
+            }
+            options.append(spec)
+        }
+        let names = options.map(\.name)
+        if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) { throw invalid("option \(dup) is declared twice") }
+        if let reserved = names.first(where: { n in PluginConfiguration.hostOptions.contains { $0.name == n } }) {
+            throw invalid("its option '\(reserved)' has the name of a host option (\(PluginConfiguration.hostOptions.map(\.name).joined(separator: ", "))): rename it")
+        }
+        let api = d["api_version"] as? [Int] ?? [0, 0]
+        self.init(name: name, version: d["version"] as? String ?? "0", summary: d["description"] as? String ?? "", path: path,
+                  abiMajor: api.first ?? 0, abiMinor: api.dropFirst().first ?? 0, pixelFormats: formats,
+                  isStateless: d["stateless"] as? Bool ?? false, hints: CaptureHints(), options: options,
+                  hasFlush: d["flush"] as? Bool ?? false, hasOrderedStage: false, runtime: .python)
+    }
+}

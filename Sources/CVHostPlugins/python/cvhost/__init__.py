@@ -1,0 +1,144 @@
+"""cvhost's Python plugin API.
+
+A Python plugin is a .py file that defines one subclass of `cvhost.Plugin`:
+
+    import cvhost
+
+    class Brightness(cvhost.Plugin):
+        api_version = (1, 0)              # the API this plugin is written against
+        name = "brightness"
+        version = "1.0.0"
+        description = "mean luma of each frame"
+        pixel_formats = ("gray8",)        # most preferred first; the host converts
+        stateless = True                  # may run as parallel instances (instances=N)
+        options = (
+            cvhost.Option("threshold", float, 0.5, "report frames darker than this", min=0, max=1),
+        )
+
+        def __init__(self, options):      # create: options as typed values, checked by cvhost
+            self.threshold = options["threshold"]
+
+        def process(self, frame):         # one frame: a read-only numpy view, valid during the call
+            mean = float(frame.array().mean()) / 255
+            if mean < self.threshold:
+                self.emit("dark", {"mean": round(mean, 3)})
+
+        def flush(self):                  # optional: after the last frame
+            pass
+
+        def close(self):                  # optional: the plugin ends
+            pass
+
+cvhost runs it as `cvhost run --plugin ./brightness.py:threshold=0.4 --input clip.mp4`, in a
+worker process of its own (one per instance), with the same queues, metrics and output as a C
+plugin. This module is shipped with cvhost and put on the worker's path; nothing is compiled.
+"""
+
+API_VERSION = (1, 0)
+"""The version of this API: MAJOR changes break plugins, MINOR only adds. A plugin declares the
+version it was written against (`api_version`); cvhost runs it when the majors match and the
+plugin's minor is not newer than this one."""
+
+PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
+"""The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
+
+_TYPES = {bool: "bool", int: "int", float: "double", str: "string"}
+
+
+class Option:
+    """One option of a plugin: `--plugin ./x.py:NAME=VALUE`. cvhost checks the value against the
+    type, range and choices before the plugin runs (a bad value is exit 18) and hands it to the
+    plugin's __init__ as a bool, int, float or str."""
+
+    def __init__(self, name, type, default, help="", min=None, max=None, choices=None):
+        if type not in _TYPES:
+            raise TypeError(f"option {name}: type must be bool, int, float or str, not {type!r}")
+        if choices is not None and type is not str:
+            raise TypeError(f"option {name}: choices go with type str")
+        self.name, self.type, self.default, self.help = name, type, default, help
+        self.min, self.max, self.choices = min, max, tuple(choices) if choices is not None else None
+
+    def describe(self):
+        kind = "enum" if self.choices else _TYPES[self.type]
+        default = ("true" if self.default else "false") if self.type is bool else str(self.default)
+        d = {"name": self.name, "type": kind, "default": default, "help": self.help}
+        if self.min is not None or self.max is not None:
+            d["min"] = float(self.min if self.min is not None else -1e300)
+            d["max"] = float(self.max if self.max is not None else 1e300)
+        if self.choices:
+            d["choices"] = list(self.choices)
+        return d
+
+    def parse(self, text):
+        """The value cvhost checked and normalized (as text), as this option's type."""
+        if self.type is bool:
+            return text == "true"
+        return self.type(text)
+
+
+class Plugin:
+    """The base of a Python plugin. Subclasses set the class attributes and define process();
+    __init__(options), flush() and close() are optional."""
+
+    api_version = None
+    name = None
+    version = "0"
+    description = ""
+    pixel_formats = ("gray8",)
+    stateless = False
+    options = ()
+
+    def __init__(self, options):
+        pass
+
+    def process(self, frame):
+        raise NotImplementedError("a plugin defines process(self, frame)")
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+    def emit(self, type, result):
+        """Writes one result of the frame being processed (in flush: of the last one): `type`
+        names its kind ([a-z0-9_.]{1,64}), `result` is a dict of JSON values. cvhost checks it
+        and writes it as one line, as for C plugins. Only within process() and flush()."""
+        sink = getattr(self, "_cvhost_call", None)
+        if sink is None:
+            raise RuntimeError("emit() is accepted only within process() and flush()")
+        sink(type, result)
+
+
+class Plane:
+    """One plane of a frame: its bytes (a read-only memoryview of cvhost's shared memory, no
+    copy), its rows' stride in bytes, and its size in samples."""
+
+    __slots__ = ("data", "stride", "width", "height", "_channels")
+
+    def __init__(self, data, stride, width, height, channels):
+        self.data, self.stride, self.width, self.height, self._channels = data, stride, width, height, channels
+
+    def array(self):
+        """A read-only numpy view of the plane, (height, width) or (height, width, channels), with
+        the plane's stride: no copy. Valid during the call only."""
+        import numpy
+        shape = (self.height, self.width) if self._channels == 1 else (self.height, self.width, self._channels)
+        strides = (self.stride, 1) if self._channels == 1 else (self.stride, self._channels, 1)
+        return numpy.ndarray(shape, numpy.uint8, self.data, 0, strides)
+
+
+class Frame:
+    """A frame, borrowed for the duration of process(): its planes view cvhost's memory."""
+
+    __slots__ = ("width", "height", "format", "sequence", "delivery_index", "capture_time_ns",
+                 "presentation_time_ns", "independent", "color_range", "color_matrix", "planes")
+
+    def array(self):
+        """The picture as one numpy view, no copy: (h, w) for gray8, (h, w, 3) for rgb24 and
+        bgr24 (OpenCV's order for bgr24), (h, w, 2) for yuyv; the luma plane for i420 and nv12
+        (planes[1:] hold the chroma)."""
+        return self.planes[0].array()
+
+    def __repr__(self):
+        return f"<cvhost.Frame {self.sequence} {self.width}x{self.height} {self.format}>"

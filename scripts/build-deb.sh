@@ -39,7 +39,7 @@ gzip -9n < "$stage/cvhost.1" > "$root/usr/share/man/man1/cvhost.1.gz"
 # Running it as a service.
 install -d "$root/lib/systemd/system" "$root/etc/cvhost" "$root/usr/share/doc/cvhost/examples"
 install -m 644 packaging/cvhost@.service "$root/lib/systemd/system/"
-install -m 644 packaging/camera.yaml "$root/usr/share/doc/cvhost/examples/"
+install -m 644 packaging/camera.yaml examples/python/*.py "$root/usr/share/doc/cvhost/examples/"
 install -m 644 packaging/copyright "$root/usr/share/doc/cvhost/"
 
 # Depends: the shared libraries the binaries load, by the packages that hold them (the bundled
@@ -59,7 +59,7 @@ Architecture: $arch
 Maintainer: cvhost developers <cvhost@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
-Recommends: opencv-data
+Recommends: opencv-data, python3, python3-numpy
 Suggests: v4l-utils, mosquitto-clients
 Section: video
 Priority: optional
@@ -68,7 +68,7 @@ Description: plugin-based computer-vision host for cameras, video files and stre
  cvhost runs a capture session (V4L2 cameras, video files, still images, RTSP and HTTP
  streams, a test pattern) and hands every frame to plugins loaded at run time through a
  small, versioned C ABI: barcodes (zxing-cpp and zbar), faces (OpenCV), motion, and plugins
- of your own in C, C++, Swift or Rust. Results are JSON Lines on stdout, in files or on an
+ of your own in C, C++, Swift, Rust or Python. Results are JSON Lines on stdout, in files or on an
  MQTT broker; --http serves a live view, Prometheus metrics and camera controls.
  .
  The Swift runtime it needs is bundled under /usr/lib/cvhost/swift. A service per camera:

@@ -7,6 +7,7 @@
 #   PREFIX/lib/cvhost/swift/*.so               (the Swift runtime cvhost and the plugins need)
 #   PREFIX/lib/cvhost/facedetect/              (the face plugin's CNN: libfacedetection and its OpenMP
 #                                               runtime, as scripts/fetch-facedetect.sh keeps them)
+#   PREFIX/lib/cvhost/python/cvhost/           (the Python plugin API and worker, run by python3)
 #   PREFIX/include/cvhost/plugin.h             (for plugin authors)
 #   PREFIX/share/cvhost/cvhost-events.schema.json
 #   PREFIX/share/cvhost/web/                   (the page of --http)
@@ -32,7 +33,7 @@ runtime=$(for f in "$bin/cvhost" "$bin"/libcvhost-*.so; do ldd "$f"; done |
           awk -v dir="$toolchain_libs/" 'index($3, dir) == 1 { print $3 }' | sort -u)
 
 install -d "$prefix/bin" "$prefix/lib/cvhost/plugins" "$prefix/lib/cvhost/swift" "$prefix/include/cvhost" \
-  "$prefix/share/cvhost/web"
+  "$prefix/share/cvhost/web" "$prefix/lib/cvhost/python/cvhost"
 install -m 755 "$bin/cvhost" "$prefix/bin/cvhost"
 patchelf --set-rpath '$ORIGIN/../lib/cvhost/swift' "$prefix/bin/cvhost"
 for plugin in "$bin"/libcvhost-*.so; do
@@ -47,6 +48,7 @@ install -m 644 "$facedetect/yuface/libfacedetection.so" "$prefix/lib/cvhost/face
 install -m 644 "$facedetect"/yuface.libs/* "$prefix/lib/cvhost/facedetect/yuface.libs/"
 install -m 644 "$facedetect/LICENSE" "$prefix/lib/cvhost/facedetect/LICENSE"
 install -m 644 Sources/CVHostPluginABI/include/cvhost/plugin.h "$prefix/include/cvhost/plugin.h"
+install -m 644 Sources/CVHostPlugins/python/cvhost/*.py "$prefix/lib/cvhost/python/cvhost/"
 install -m 644 schema/cvhost-events.schema.json "$prefix/share/cvhost/"
 install -m 644 Sources/CVHostHTTP/web/* "$prefix/share/cvhost/web/"
 echo "installed cvhost, $(ls "$prefix/lib/cvhost/plugins" | wc -l) plugins and $(wc -w <<< "$runtime") Swift runtime libraries under $prefix" >&2

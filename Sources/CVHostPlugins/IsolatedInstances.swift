@@ -1,6 +1,7 @@
 import CVHostCore
 import CVHostOutput
 import CVHostPluginABI
+import Dispatch
 import Synchronization
 
 /// A plugin's instances in a worker process of their own (isolation=process): a crash, exit(),
@@ -53,15 +54,21 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         let program = perLane ? try PythonPlugin.workerProgram() : WorkerProgram.host()
         let hello = WorkerMessage.Hello(path: plugin.path, pluginIndex: index, instances: perLane ? 1 : count, label: label,
                                         options: configuration.pluginOptions)
-        var started: [WorkerSupervisor] = []
-        do {
-            for _ in 0..<(perLane ? count : 1) {
-                started.append(try WorkerSupervisor(program: program, hello: hello, lanes: hello.instances, pluginName: plugin.name,
-                                                    source: source, pluginIndex: index, limits: limits, report: report))
+        // Python's workers start side by side: each imports the plugin's modules (numpy, OpenCV: a
+        // quarter of a second or more), which would else add up.
+        let made = Locked([Result<WorkerSupervisor, Error>?](repeating: nil, count: perLane ? count : 1))
+        DispatchQueue.concurrentPerform(iterations: perLane ? count : 1) { i in
+            let r = Result {
+                try WorkerSupervisor(program: program, hello: hello, lanes: hello.instances, pluginName: plugin.name,
+                                     source: source, pluginIndex: index, limits: limits, report: report)
             }
-        } catch {
+            made.withLock { $0[i] = r }
+        }
+        let results = made.withLock { $0.compactMap { $0 } }
+        let started = results.compactMap { try? $0.get() }
+        if let failure = results.lazy.compactMap({ r -> Error? in if case .failure(let e) = r { e } else { nil } }).first {
             started.forEach { $0.shutdown() }
-            throw error
+            throw failure
         }
         supervisors = started
     }

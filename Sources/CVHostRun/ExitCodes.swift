@@ -52,8 +52,9 @@ public enum ExitCodes {
           10   plugin not found
           11   plugin file is not a shared object
           12   plugin has no entry symbol
-          13   plugin ABI version mismatch
-          14   plugin descriptor invalid (e.g. a required callback missing)
+          13   plugin ABI version mismatch (a Python plugin's: its api_version)
+          14   plugin descriptor invalid (e.g. a required callback missing), or
+               a Python plugin cannot be imported (file and line named)
           15   invalid plugin name
           16   plugin create() failed (its own message is shown)
           17   unknown plugin option

@@ -51,6 +51,7 @@ struct HTTPOptions: ParsableArguments {
         The same changes as JSON lines on stdin, answered by a command.result line:
           {"command":"set_control","name":"brightness","value":140}
           {"command":"set_plugin","plugin":"barcode","enabled":false}
+          {"command":"reload","plugin":"NAME"}   (a Python plugin's code, anew)
           {"command":"get_controls"}   {"command":"stop"}
         Every change is a control.changed line. --no-stdin-commands leaves stdin alone.
         """

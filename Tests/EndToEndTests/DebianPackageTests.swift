@@ -59,6 +59,16 @@ struct DebianPackageTests {
                     "\(face.output.suffix(2000))")
         }
 
+        // A Python plugin, from the package's example, with Debian's python3 and numpy (recommended, not required).
+        let python = try DebianPackageTests.inRoot(root, """
+            apt-get install -y -q --no-install-recommends python3 python3-numpy >/dev/null && cd /tmp && \
+            cvhost plugins /usr/share/doc/cvhost/examples/brightness.py && \
+            cvhost run --plugin /usr/share/doc/cvhost/examples/brightness.py:every=10 --input /tmp/codes.mp4 --max-frames 20 \
+              --metrics-interval 0 2>/tmp/stderr; echo "exit=$?"; cat /tmp/stderr >&2
+            """)
+        #expect(python.output.contains("brightness 1.0.0") && python.output.contains("(Python API 1.0)"), "\(python.output.suffix(2000))")
+        #expect(python.output.contains("exit=0") && python.output.contains("\"type\":\"brightness\""), "\(python.output.suffix(2000))")
+
         // What else the package holds: plugins found by name, the manual, completions, the page, the header, the schema.
         let plugins = try DebianPackageTests.inRoot(root, "cvhost plugins")
         for name in ["barcode", "face", "motion", "null"] { #expect(plugins.output.contains("\(name) "), "\(plugins.output)") }

@@ -10,7 +10,8 @@ import Foundation
 ///
 /// 1. Overhead per frame per plugin: the unpaced test pattern (I420, 640x480 and 1920x1080) runs
 ///    with no plugin (the baseline: making frames), then with 1 and with 8 null plugins in block
-///    mode, in cvhost's process and in worker processes (isolation=process); the extra CPU time
+///    mode, in cvhost's process and in worker processes (isolation=process), and the same in Python
+///    (benchmarks/python/null.py, a worker process each: python3 from $CVHOST_PYTHON or the PATH); the extra CPU time
 ///    per frame (cvhost's and its workers'), divided by the plugins, is the host's cost of
 ///    delivering a frame to a plugin (queue hand-off, C frame, metrics, thread switches; isolated:
 ///    the copy into shared memory and the socket round trip). Starting and stopping the plugins
@@ -57,16 +58,18 @@ struct HostBenchmark {
             base.append(try (0..<3).map { _ in try cpuPerFrame(plugins: 0, frames: n, width: w, height: h, isolation: .none, plugin: null, writer: writer) }.min()!)
         }
         print(String(format: "  none     -           %7.2f (making frames)    %7.2f (making frames)", base[0] * 1e6, base[1] * 1e6))
-        for isolation in PluginIsolation.allCases {
+        // The same null plugin in Python (benchmarks/python/null.py): always in worker processes.
+        let pythonNull = try loader.find(packageRoot + "/benchmarks/python/null.py", isPath: true)
+        for (label, isolation, plugin) in PluginIsolation.allCases.map({ ($0.rawValue, $0, null) }) + [("python", .process, pythonNull)] {
             for plugins in [1, 8] {
                 var cells: [String] = []
                 for (k, (w, h, n)) in sizes.enumerated() {
                     let best = try (0..<3).map { _ in
-                        try cpuPerFrame(plugins: plugins, frames: n, width: w, height: h, isolation: isolation, plugin: null, writer: writer)
+                        try cpuPerFrame(plugins: plugins, frames: n, width: w, height: h, isolation: isolation, plugin: plugin, writer: writer)
                     }.min()!
                     cells.append(String(format: "%7.2f", (best - base[k]) / Double(plugins) * 1e6))
                 }
-                print("  \(plugins)        \(isolation.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0))  \(cells[0])                  \(cells[1])")
+                print("  \(plugins)        \(label.padding(toLength: 10, withPad: " ", startingAt: 0))  \(cells[0])                  \(cells[1])")
             }
         }
 
@@ -75,6 +78,10 @@ struct HostBenchmark {
     }
 
     static func formatted(_ v: Double) -> String { String(format: "%g", v) }
+
+    /// The package's folder (this file is benchmarks/cvhost-bench/HostBenchmark.swift).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     /// CPU seconds (this process and its workers) per frame for a run with `plugins` null plugins,
     /// without what starting and stopping them costs.

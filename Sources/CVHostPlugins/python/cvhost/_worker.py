@@ -362,7 +362,7 @@ def worker(count, parent):
         return 0
     except Exception as e:
         text = f"plugin {cls.name} could not be created: {where(e, path)}: {type(e).__name__}: {e}"
-        sys.stderr.write("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        sys.stderr.write("".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next or e.__traceback__)))
         channels[0].send(bytes([FAILED]) + data(b"create_failed") + data(text.encode()))
         return 0
     channels[0].send(bytes([READY]))

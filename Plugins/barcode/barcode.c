@@ -282,7 +282,9 @@ static const cvhost_option_spec barcode_options[] = {
      "auto: zxing-cpp on every frame, zbar too where it found nothing; both: both on every frame; zbar; zxing", 0, 0,
      "auto|both|zbar|zxing"},
     {"symbologies", CVHOST_OPTION_STRING, "default",
-     "codes to look for, joined with '+' (e.g. qrcode+datamatrix); 'default' = all but those that misread noise, 'all' = every one",
+     "codes to look for, joined with '+' (e.g. qrcode+ean13): qrcode, microqr, datamatrix, aztec, pdf417, maxicode*, ean13, "
+     "ean8, upca, upce, isbn10*, isbn13*, ean2*, ean5*, code128, code39, code93, codabar, i25*, databar*, databar_exp*, "
+     "sqcode*; 'default' = all but those marked * (they misread noise or re-label others), 'all' = every one",
      0, 0, NULL},
     {"inverted", CVHOST_OPTION_BOOL, "true",
      "when a frame yields nothing, retry it inverted (light codes on dark, e.g. dark-mode screens)", 0, 0, NULL},

@@ -1,6 +1,7 @@
 // The `motion` plugin, in Swift: compares each frame's luma with the previous frame's and reports
-// the share of pixels that changed, and whether that makes motion. It keeps the previous frame, so
-// it is not stateless: one instance, frames in order (the host's default).
+// the share of pixels that changed, and whether that makes motion: by default a line when motion
+// starts and when it stops, once the new state has lasted `hold` seconds (report=every: a line per
+// frame). It keeps the previous frame, so it is not stateless: one instance, frames in order.
 //
 // A Swift plugin sees only the C header (module CVHostPluginABI), never the host's Swift modules:
 // two copies of a Swift module in one process would not share types or globals.
@@ -13,15 +14,25 @@ final class Motion {
     let threshold: Int
     let minFraction: Double
     let step: Int
+    /// Nanoseconds of media time a new state (motion or none) must last before it is reported:
+    /// a flicker of a frame or two does not start or stop motion.
+    let holdNs: Int64
+    /// Write a line for every frame (true), or only when motion starts or stops.
+    let everyFrame: Bool
     var previous: [UInt8] = []
     var previousSize = (0, 0)
+    /// The state as reported.
     var moving = false
+    /// Since when (media time) the frames have said the other state, if they do.
+    var otherSince: Int64?
 
-    init(host: UnsafePointer<cvhost_host>, threshold: Int, minFraction: Double, step: Int) {
+    init(host: UnsafePointer<cvhost_host>, threshold: Int, minFraction: Double, step: Int, holdNs: Int64, everyFrame: Bool) {
         self.host = host
         self.threshold = threshold
         self.minFraction = minFraction
         self.step = step
+        self.holdNs = holdNs
+        self.everyFrame = everyFrame
     }
 
     func process(_ frame: UnsafePointer<cvhost_frame>) -> Int32 {
@@ -46,9 +57,23 @@ final class Motion {
         previousSize = (w, h)
         guard comparable else { return 0 }  // the first frame (or a new picture): nothing to compare
         let fraction = Double(changed) / Double(max(1, sampled))
-        let now = fraction >= minFraction
-        let started = now && !moving, stopped = !now && moving
-        moving = now
+        let seen = fraction >= minFraction
+        // The reported state follows what the frames say once they have said it for `hold`.
+        var started = false, stopped = false
+        if seen == moving {
+            otherSince = nil
+        } else {
+            let since = otherSince ?? f.presentation_time_ns
+            otherSince = since
+            if f.presentation_time_ns - since >= holdNs {
+                moving = seen
+                started = seen
+                stopped = !seen
+                otherSince = nil
+            }
+        }
+        let now = moving
+        guard everyFrame || started || stopped else { return 0 }
         let json = "{\"changed_fraction\":\(Double(Int(fraction * 10000)) / 10000),\"motion\":\(now),"
             + "\"started\":\(started),\"stopped\":\(stopped)}"
         return json.withCString { text in host.pointee.emit(host.pointee.context, "motion", text) }
@@ -76,11 +101,13 @@ public func motionCreate(_ host: UnsafePointer<cvhost_host>?, _ options: UnsafeP
     guard let host, let out else { return -EINVAL }
     if host.pointee.instance_count > 1 {
         copy("motion compares each frame with the one before and needs instances=1", into: error, size: errorSize)
-        return -EINVAL
+        return CVHOST_ERROR_OPTION_VALUE  // a refused option value: exit 18
     }
     let motion = Motion(host: host, threshold: Int(option(options, count, "threshold")) ?? 25,
                         minFraction: Double(option(options, count, "min_fraction")) ?? 0.01,
-                        step: Int(option(options, count, "step")) ?? 2)
+                        step: Int(option(options, count, "step")) ?? 2,
+                        holdNs: Int64((Double(option(options, count, "hold")) ?? 0.3) * 1e9),
+                        everyFrame: option(options, count, "report") == "every")
     out.pointee = Unmanaged.passRetained(motion).toOpaque()
     return 0
 }

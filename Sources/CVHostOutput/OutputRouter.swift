@@ -8,6 +8,8 @@ import CVHostCore
 public final class OutputRouter: OutputSink {
     /// stdout, when it is an output.
     public let stdout: JSONLineWriter?
+    /// What of the lines stdout gets.
+    private let selection: StdoutSelection
     private let queued: [QueuedSink]
     /// Sinks that see every line but are not outputs (the live view's event stream): they are
     /// not counted in the metrics' output section and have no end to wait for.
@@ -25,10 +27,12 @@ public final class OutputRouter: OutputSink {
     ///   - onStdoutClosed: stdout's reader went away or a write failed (`JSONLineWriter`).
     ///   - connectTimeout: how long a `required=true` broker may take to accept the connection.
     ///   - taps: sinks that see every line too (their `write` must not wait).
+    ///   - stdoutSelection: what of the lines stdout gets (every other output gets every line).
     /// - Throws: `OpenError` naming the destination: a file that cannot be opened, a required
     ///   broker that cannot be reached.
     public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink] = [],
-                onStdoutClosed: @escaping @Sendable () -> Void) throws(OpenError) {
+                stdoutSelection: StdoutSelection = .everything, onStdoutClosed: @escaping @Sendable () -> Void) throws(OpenError) {
+        selection = stdoutSelection
         let relay = StatusRelay()
         self.relay = relay
         var stdout: JSONLineWriter?
@@ -73,7 +77,7 @@ public final class OutputRouter: OutputSink {
 
     /// Writes to every sink but the one named `except`.
     fileprivate func write(_ line: OutputLine, except name: String?) {
-        stdout?.write(line)
+        if let stdout, let selected = selection.select(line) { stdout.write(selected) }
         for sink in queued where sink.name != name { sink.write(line) }
         for tap in taps { tap.write(line) }
     }

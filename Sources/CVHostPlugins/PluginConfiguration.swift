@@ -62,8 +62,9 @@ public struct PluginConfiguration: Sendable {
         var given: [String: String] = [:]
         for (key, value) in options {
             guard plugin.options.contains(where: { $0.name == key }) || Self.hostOptions.contains(where: { $0.name == key }) else {
-                let known = (plugin.options + Self.hostOptions).map(\.name).joined(separator: ", ")
-                throw PluginLoadError(.unknownOption, "plugin \(plugin.name) has no option '\(key)': its options are \(known)")
+                let names = (plugin.options + Self.hostOptions).map(\.name)
+                let meant = Suggestion.closest(to: key, in: names).map { " (did you mean '\($0)'?)" } ?? ""
+                throw PluginLoadError(.unknownOption, "plugin \(plugin.name) has no option '\(key)'\(meant): its options are \(names.joined(separator: ", "))")
             }
             given[key] = value
         }

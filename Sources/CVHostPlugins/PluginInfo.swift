@@ -45,13 +45,15 @@ public struct PluginInfo: Sendable {
         let file = try PluginDescriptorFile(path: path)
         let d = file.descriptor
         let invalid = file.invalid
-        guard let name = try file.text(d.name, "name") else { throw invalid("it has no name") }
+        guard let name = try file.text(d.name, "name") else {
+            throw invalid("it has no name: set .name to a string constant (\(PluginDescriptorFile.readFromFile))")
+        }
         guard PluginInfo.isValidName(name) else {
             throw PluginLoadError(.invalidName, "plugin \(path) has the invalid name '\(name)': names are [a-z][a-z0-9_-], at most 32 characters")
         }
-        guard d.create != nil else { throw invalid("required callback create is missing") }
-        guard d.process != nil else { throw invalid("required callback process is missing") }
-        guard d.destroy != nil else { throw invalid("required callback destroy is missing") }
+        guard d.create != nil else { throw invalid("required callback create is missing: set .create") }
+        guard d.process != nil else { throw invalid("required callback process is missing: set .process") }
+        guard d.destroy != nil else { throw invalid("required callback destroy is missing: set .destroy (cvhost calls it for every instance create() made)") }
         let stage = [d.shared_create != nil, d.ordered != nil, d.shared_destroy != nil]
         guard stage.allSatisfy({ $0 }) || (stage.allSatisfy({ !$0 }) && d.shared_flush == nil) else {
             throw invalid("its ordered stage is incomplete: shared_create, ordered and shared_destroy go together")
@@ -123,11 +125,13 @@ public struct PluginInfo: Sendable {
     /// One entry of the option table, checked: its name, type, choices, and that its default is a valid value.
     private static func readOption(_ s: cvhost_option_spec, index: Int, file: PluginDescriptorFile) throws -> PluginOptionSpec {
         let text = file.text, invalid = file.invalid
-        guard let name = try text(s.name, "option \(index)'s name") else { throw invalid("option \(index) has no name") }
+        guard let name = try text(s.name, "option \(index)'s name") else {
+            throw invalid("option \(index) has no name (\(PluginDescriptorFile.countHint))")
+        }
         guard !name.isEmpty, name.utf8.allSatisfy({ c in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
                 || c == UInt8(ascii: "_")
-        }) else { throw invalid("option name '\(name)' is not [a-z0-9_]+") }
+        }) else { throw invalid("option \(index)'s name '\(name.prefix(40))' is not [a-z0-9_]+" + (index > 0 ? " (\(PluginDescriptorFile.countHint))" : "")) }
         let type: PluginOptionSpec.ValueType
         switch s.type {
         case CVHOST_OPTION_BOOL.rawValue: type = .bool
@@ -135,10 +139,10 @@ public struct PluginInfo: Sendable {
         case CVHOST_OPTION_DOUBLE.rawValue: type = .double
         case CVHOST_OPTION_STRING.rawValue: type = .string
         case CVHOST_OPTION_ENUM.rawValue: type = .enum
-        default: throw invalid("option \(name) has unknown type \(s.type)")
+        default: throw invalid("option \(name) has unknown type \(s.type): use a CVHOST_OPTION_* type")
         }
         let choices = try text(s.choices, "option \(name)'s choices")?.split(separator: "|").map(String.init) ?? []
-        if type == .enum && choices.isEmpty { throw invalid("enum option \(name) lists no choices") }
+        if type == .enum && choices.isEmpty { throw invalid("enum option \(name) lists no choices: set its choices, e.g. \"fast|slow\"") }
         let range: ClosedRange<Double>? = (s.min == 0 && s.max == 0) || s.min > s.max ? nil : s.min...s.max
         let spec = PluginOptionSpec(
             name: name, type: type, defaultValue: try text(s.default_value, "option \(name)'s default") ?? "",
@@ -146,7 +150,7 @@ public struct PluginInfo: Sendable {
         do {
             _ = try spec.normalize(spec.defaultValue, plugin: name)
         } catch {
-            throw invalid("the default of option \(name) is not valid (\(error))")
+            throw invalid("the default of option \(name) ('\(spec.defaultValue)') is not valid (\(error)): fix its default_value")
         }
         return spec
     }

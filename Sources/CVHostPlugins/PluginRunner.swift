@@ -120,6 +120,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             // Made, well or not; a crash is a failed frame (the instances told of the crash itself).
             metrics.record(sequence: sample.sequence, ok: outcome.succeeded, processingNs: end - start,
                            latencyNs: end &- sample.monotonicCaptureNs, results: lines.count, endNs: end)
+            if let image = stamp.imagePath {
+                lines.append(ImageScanReport.line(image: image, stamp: stamp, source: source, plugin: plugin.name, pluginIndex: index,
+                                                  results: lines.count, failed: !outcome.succeeded))
+            }
         }
         sequencer.submit(ticket: context.ticket, lines: lines)
     }

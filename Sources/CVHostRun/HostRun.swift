@@ -51,7 +51,7 @@ public struct HostRun {
         // stdout reader that went away ends the run quietly; lost lines end it with exit 4 (below).
         let liveView = s.liveView.map { RunLiveView(options: $0) }
         let output = try RunOutput.open(destinations, stdoutDescriptor: results, connectTimeout: s.openTimeout,
-                                        taps: liveView.map { [$0.events] } ?? [], onStdoutClosed: { stop.request(.outputClosed) })
+                                        taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection, onStdoutClosed: { stop.request(.outputClosed) })
         // Whatever ends the run, the outputs deliver what was written (at the normal end: RunOutput.finish).
         defer { _ = output.finish() }
         let lines = RunLines(output: output, sources: specs.count)
@@ -70,9 +70,12 @@ public struct HostRun {
         // Only while plugins are created: from then on, HungPluginStop names a hang.
         let creation = HungPluginStop.CreationWatch(stop: stop)
         defer { creation.finish() }
+        // The spec being read or created, for an error about it (and where a config file gives it).
+        var current = ""
         do {
             let loader = PluginLoader()
             let requests = try s.plugins.map { spec in
+                current = spec
                 let request = try PluginRequest(parsing: spec)
                 return (request, try loader.find(request.nameOrPath, isPath: request.isPath))
             }
@@ -80,6 +83,7 @@ public struct HostRun {
                 var forInput: [PluginRunner] = []
                 defer { runners.append(forInput) }
                 for (index, (request, plugin)) in requests.enumerated() {
+                    current = s.plugins[index]
                     creation.creating(plugin.name)
                     forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: specs.count > 1 ? id : nil, index: index,
                                                      options: request.options, queueDepth: s.queueDepth, backpressure: s.backpressure,
@@ -88,7 +92,7 @@ public struct HostRun {
                 }
             }
         } catch let error as PluginLoadError {
-            throw fail(error.message, code: error.kind.exitCode)
+            throw fail(s.pluginOrigins[current].map { "\($0): " } .map { $0 + error.message } ?? error.message, code: error.kind.exitCode)
         }
         creation.finish()
         // A Python plugin's file that changes is reloaded while the run goes on.

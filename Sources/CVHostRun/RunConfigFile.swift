@@ -1,3 +1,4 @@
+import CVHostCore
 import Foundation
 import Yams
 
@@ -11,6 +12,8 @@ public struct RunConfigFile {
         let key: String
         let line: Int
         let arguments: [String]
+        /// For a list, the line of each item (a value of `arguments`), where the file writes one a line.
+        var itemLines: [Int] = []
     }
 
     public enum Kind: Sendable { case list, string, number, integer, flag, invertedFlag }
@@ -19,11 +22,11 @@ public struct RunConfigFile {
     public static let keys: [String: Kind] = [
         "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
-        "isolation": .string, "http": .string, "http-token-file": .string,
+        "isolation": .string, "http": .string, "http-token-file": .string, "field": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
         "max-frames": .integer, "queue-depth": .integer, "preview-width": .integer,
-        "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag,
+        "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag,
         "stdin-commands": .invertedFlag,
     ]
     // Lines under 80 columns: ArgumentParser wraps longer ones badly.
@@ -32,7 +35,7 @@ public struct RunConfigFile {
         A YAML mapping whose keys are the long options above, without the dashes (the unit cvhost@NAME.service runs `cvhost run --config /etc/cvhost/NAME.yaml`):
           input: gate=rtsp://10.0.0.5/stream1    # or a list: [a.mp4, b.mp4]
           plugin:
-            - barcode:symbologies=qr             # as on the command line,
+            - barcode:symbologies=qrcode         # as on the command line,
             - name: face                         # or a mapping of options
               instances: 2
           control: {brightness: 140, focus_auto: on}
@@ -81,7 +84,9 @@ public struct RunConfigFile {
                 throw Failure(description: "\(path):\(line): unknown key '\(key)'" + (hint.map { " (did you mean '\($0)'?)" } ?? "")
                               + "; the keys are run's long options: cvhost run --help")
             }
-            settings.append(Setting(key: key, line: line, arguments: try Self.arguments(key, kind, value, fail: fail)))
+            var setting = Setting(key: key, line: line, arguments: try Self.arguments(key, kind, value, fail: fail))
+            if kind == .list { setting.itemLines = (value.sequence.map(Array.init) ?? [value]).map { $0.mark?.line ?? line } }
+            settings.append(setting)
         }
         self.settings = settings
     }
@@ -103,6 +108,15 @@ public struct RunConfigFile {
         // (--http-linger before --http: the longer name at the same place.)
         guard let setting = named.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0.key.count > $1.0.key.count) })?.0 else { return message }
         return "\(path):\(setting.line): \(setting.key): \(message)"
+    }
+
+    /// Where the file gives the plugin `spec` (`FILE:LINE: plugin`), when the run's plugins are
+    /// the file's (the command line gives no --plugin): an error about the plugin then names it.
+    public func origin(ofPlugin spec: String, commandLine: [String]) -> String? {
+        guard !Self.flagsGiven(commandLine).contains("plugin"), let setting = settings.first(where: { $0.key == "plugin" }) else { return nil }
+        let values = stride(from: 1, to: setting.arguments.count, by: 2).map { setting.arguments[$0] }
+        guard let i = values.firstIndex(of: spec) else { return nil }
+        return "\(path):\(i < setting.itemLines.count ? setting.itemLines[i] : setting.line): plugin"
     }
 
     /// FILE of `--config FILE` or `--config=FILE` in `run`'s arguments.
@@ -149,7 +163,7 @@ public struct RunConfigFile {
         guard let mapping = item.mapping else { throw fail("expected a string or a list of strings") }
         switch key {
         case "plugin":
-            // {name: barcode, symbologies: "qr,ean13"} -> barcode:symbologies=qr\,ean13
+            // {name: barcode, symbologies: "qrcode,ean13"} -> barcode:symbologies=qrcode\,ean13
             guard let name = mapping["name"]?.string ?? mapping["path"]?.string else {
                 throw fail("a plugin written as a mapping needs `name: NAME` (or `path: ./libfoo.so`)")
             }

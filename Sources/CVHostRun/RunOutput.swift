@@ -33,10 +33,10 @@ public enum RunOutput {
 
     /// Opens every output. - Throws: exit 5 naming the output that cannot be opened or reached.
     static func open(_ destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink],
-                     onStdoutClosed: @escaping @Sendable () -> Void) throws -> OutputRouter {
+                     stdoutSelection: StdoutSelection, onStdoutClosed: @escaping @Sendable () -> Void) throws -> OutputRouter {
         do {
             return try OutputRouter(destinations: destinations, stdoutDescriptor: stdoutDescriptor, connectTimeout: connectTimeout,
-                                    taps: taps, onStdoutClosed: onStdoutClosed)
+                                    taps: taps, stdoutSelection: stdoutSelection, onStdoutClosed: onStdoutClosed)
         } catch {
             throw fail(error.description, code: ExitCodes.outputUnavailable)
         }

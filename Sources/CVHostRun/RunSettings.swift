@@ -13,9 +13,13 @@ public struct RunSettings: Sendable {
 
     /// `--plugin` specs as written (NAME[:key=value,...]); parsed and found when the run starts.
     public var plugins: [String]
+    /// Where a config file gives a plugin spec ("FILE:LINE: plugin"), to put in front of an error about it.
+    public var pluginOrigins: [String: String] = [:]
     /// `--input` and `--device`, in order, or the first camera.
     public var inputs: [InputSpec]
     public var outputs: [OutputDestination]
+    /// What of the lines stdout gets (`--results-only`, `--field NAME`).
+    public var stdoutSelection: StdoutSelection
     // Cameras:
     public var format: String?
     public var pixelFormat: String?
@@ -41,6 +45,7 @@ public struct RunSettings: Sendable {
 
     /// - Throws: UsageError naming the option whose value cannot be run.
     public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],
+                resultsOnly: Bool = false, field: String? = nil,
                 format: String? = nil, pixelFormat: String? = nil, controls: [String] = [], reconnect: Bool = false,
                 rtspTransport: String? = nil, openTimeout: Double = 10,
                 queueDepth: Int = 2, backpressure: BackpressurePolicy? = nil, isolation: PluginIsolation = .none,
@@ -79,6 +84,13 @@ public struct RunSettings: Sendable {
         }
         if let maxFrames, maxFrames == 0 { throw UsageError("--max-frames must be at least 1") }
         self.outputs = try RunOutput.destinations(outputs, environment: environment)
+        if let field, field.isEmpty || field.contains(where: { $0.isWhitespace }) {
+            throw UsageError("--field '\(field)': give the name of a result's data field, e.g. --field text (barcode)")
+        }
+        stdoutSelection = field.map { .field($0) } ?? (resultsOnly ? .results : .everything)
+        if stdoutSelection != .everything && !self.outputs.contains(.stdout) {
+            throw UsageError("--results-only and --field choose what stdout gets: add --output - (files and brokers get every line)")
+        }
         self.plugins = plugins
         self.inputs = specs
         self.format = format

@@ -14,23 +14,30 @@ struct CVHost: ParsableCommand {
         // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
         // no file; PathText keeps its bytes as \xNN escapes.
         let arguments = (1..<max(1, Int(CommandLine.argc))).compactMap { i in CommandLine.unsafeArgv[i].map { PathText.text(cString: $0) } }
-        guard arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) else { main(arguments); return }
-        // `run --config FILE`: the file's settings, then the command line's (which override them).
-        let commandLine = Array(arguments.dropFirst())
-        let file: RunConfigFile
-        do { file = try RunConfigFile(path: config) } catch {
-            Log.error("\(error)")
-            Glibc.exit(ExitCodes.usage)
+        var parsed = arguments
+        var locate: (String) -> String = { $0 }
+        if arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) {
+            // `run --config FILE`: the file's settings, then the command line's (which override them).
+            let commandLine = Array(arguments.dropFirst())
+            let file: RunConfigFile
+            do { file = try RunConfigFile(path: config) } catch {
+                Log.error("\(error)")
+                Glibc.exit(ExitCodes.usage)
+            }
+            parsed = ["run"] + file.merged(with: commandLine)
+            // An error about a value from the file names the file, line and key.
+            locate = { file.locate($0, commandLine: commandLine) }
+            RunCommand.pluginOrigin = { file.origin(ofPlugin: $0, commandLine: commandLine) }
         }
         do {
-            var command = try parseAsRoot(["run"] + file.merged(with: commandLine))
+            var command = try parseAsRoot(parsed)
             try command.run()
         } catch {
-            // An error about a value from the file names the file, line and key.
-            if exitCode(for: error) == .validationFailure {
-                exit(withError: ValidationError(file.locate(message(for: error), commandLine: commandLine)))
-            }
-            exit(withError: error)
+            // Help, --version and exit codes as ArgumentParser ends them; a refusal of the command
+            // line in cvhost's one style (one line: `cvhost: error: ...`), as every other refusal.
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            Log.error(locate(message(for: error)))
+            Glibc.exit(ExitCodes.usage)
         }
     }
 
@@ -48,7 +55,7 @@ struct CVHost: ParsableCommand {
               cvhost run --plugin barcode --reconnect \\
                          --input gate=rtsp://user:pass@10.0.0.5/stream1 \\
                          --device desk=/dev/video0
-              cvhost run --plugin null:delay_ms=50 --plugin null \\
+              cvhost run --plugin null:delay_ms=50,results=1 --plugin null \\
                          --input testsrc:640x480@60 --duration 5
               cvhost devices
               cvhost plugins

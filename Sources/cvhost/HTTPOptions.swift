@@ -31,16 +31,18 @@ struct HTTPOptions: ParsableArguments {
 
     static let helpText = """
         LIVE VIEW AND CONTROL (--http [ADDR:]PORT)
-        An HTTP server (127.0.0.1 unless an address is given; any other address wants a token):
-          GET  /              the page: the picture with the plugins' results drawn over it
-          GET  /stream.mjpg   the picture as MJPEG, ?source=ID (encoded only while watched,
-                              at most --preview-fps, --preview-width wide)
+        An HTTP server (127.0.0.1 unless an address is given; any other wants a token):
+          GET  /              the page: the picture with the plugins' results on it
+          GET  /stream.mjpg   the picture as MJPEG, ?source=ID (encoded only while
+                              watched, at most --preview-fps, --preview-width wide)
           GET  /snapshot.jpg  the newest picture
           GET  /events        the JSON lines as Server-Sent Events
           GET  /metrics       Prometheus metrics
           GET  /controls      camera controls and plugins, with their values
           POST /controls      a change: {"name":"zoom_absolute","value":3} or
-                              {"plugin":"barcode","enabled":false} or {"plugin":"face","max_fps":2}
+                              {"plugin":"barcode","enabled":false} or
+                              {"plugin":"face","max_fps":2} or
+                              {"command":"reload","plugin":"NAME"}
           GET  /healthz       200 while frames flow, 503 otherwise (no token needed)
         With a token (--http-token-file or $CVHOST_HTTP_TOKEN), requests for data carry
         "Authorization: Bearer TOKEN" (a browser: ?token=TOKEN in the page's address).

@@ -30,10 +30,13 @@ struct RunCommand: ParsableCommand {
               testsrc[:WxH][@FPS]       a synthetic live camera (640x480@30)
               testsrc:...:unpaced       the same, as fast as plugins take frames
               rtsp://[user:pass@]host[:port]/path, rtsps://...
-                                        an IP camera (RTP over TCP; UDP when the server refuses TCP)
-              http(s)://...             an MJPEG stream, an HLS playlist (.m3u8), a progressive MP4
+                                        an IP camera (RTP over TCP; UDP when the
+                                        server refuses TCP)
+              http(s)://...             an MJPEG stream, an HLS playlist (.m3u8),
+                                        a progressive MP4
               rtmp://, srt://, udp://   other live streams
-              -                         a stream on standard input (e.g. from ffmpeg ... -f mpegts -)
+              -                         a stream on standard input (e.g. from
+                                        ffmpeg ... -f mpegts -)
               a named pipe              the same, from a FIFO
             Several --input and --device flags run several inputs at once, each with its own capture thread, plugin instances, queues and metrics. NAME= in front names an input (--input gate=rtsp://..., --device desk=/dev/video0): every line's "source" is that name, or else the input as written (a URL without its password) or the camera's path. Every input must open for the run to start (else exit 3, naming it); an input that fails later is reported (session.error with its source) and the others go on; the run's exit code is then 2. --max-frames counts per input; --format, --pixel-format and --control apply to every camera.
 
@@ -114,13 +117,21 @@ struct RunCommand: ParsableCommand {
                                valueName: "destination"))
     var outputs: [String] = []
 
+    @Flag(name: .customLong("results-only"),
+          help: "Write only result lines to stdout (no session, metrics or other events; files and brokers still get every line).")
+    var resultsOnly = false
+
+    @Option(help: ArgumentHelp("Write only this field of each result's data to stdout, as plain text, a line each (e.g. --field text: a barcode's decoded text, as zbarimg prints it raw); results without it are skipped.",
+                               valueName: "name"))
+    var field: String?
+
     @OptionGroup(title: "Live view and control")
     var http: HTTPOptions
 
     @Flag(help: "Stop at the first frame with a result: write that frame's results and the final lines (as zbarcam -1). Exit 22 when the input ends with none.")
     var oneshot = false
 
-    @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, get_controls, stop); off when an input is stdin.")
+    @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, reload, get_controls, stop); off when an input is stdin.")
     var stdinCommands = true
 
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
@@ -185,14 +196,19 @@ struct RunCommand: ParsableCommand {
         do { _ = try settings() } catch { throw ValidationError(error.description) }
     }
 
+    /// Where the config file gives a plugin spec (set by CVHost.main before parsing, once).
+    nonisolated(unsafe) static var pluginOrigin: (String) -> String? = { _ in nil }
+
     /// The options, checked as a whole (RunSettings): what HostRun runs.
     func settings() throws(UsageError) -> RunSettings {
-        try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs,
+        var settings = try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs, resultsOnly: resultsOnly, field: field,
                         format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
                         rtspTransport: rtspTransport, openTimeout: openTimeout,
                         queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration, metricsInterval: metricsInterval,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
+        for spec in plugins { settings.pluginOrigins[spec] = Self.pluginOrigin(spec) }
+        return settings
     }
 
     func run() throws {

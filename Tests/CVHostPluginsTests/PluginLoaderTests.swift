@@ -134,6 +134,23 @@ struct PluginLoaderTests {
         for option in PluginConfiguration.hostOptions { #expect(listed.contains(option.name), "\(option.name)") }
     }
 
+    @Test("each descriptor mistake is named with its field and the fix, not 'rebuild it'", arguments: [
+        ("BREAK_NO_HEADER", "does not begin with CVHOST_PLUGIN_DESCRIPTOR_HEADER"),
+        ("BREAK_NAME", "it has no name: set .name to a string constant (cvhost reads the descriptor from the file"),
+        ("BREAK_DESTROY", "required callback destroy is missing: set .destroy"),
+        ("BREAK_SPEC_SIZE", "option_spec_size is 0: set .option_spec_size = sizeof(cvhost_option_spec)"),
+        ("BREAK_DEFAULT", "the default of option level ('9') is not valid"),
+        ("BREAK_COUNT", "is .option_count larger than the options array? write .option_count = CVHOST_COUNT(options)"),
+    ])
+    func descriptorMistakes(define: String, message: String) throws {
+        let name = "mistake" + define.lowercased().replacingOccurrences(of: "_", with: "")
+        try PluginFixtures.build(name: name, defines: [define], in: folder)
+        let e = refusal { _ = try PluginLoader(searchPath: [folder]).find(folder + "/libcvhost-\(name).so", isPath: true) }
+        #expect(e?.kind == .invalidDescriptor && e?.kind.exitCode == 14, "\(String(describing: e))")
+        #expect(e?.message.contains(message) == true, "\(e?.message ?? "accepted")")
+        #expect(e?.message.contains("rebuild") == false, "\(e?.message ?? "")")
+    }
+
     @Test("required callback missing")
     func missingCallback() throws {
         try PluginFixtures.build(name: "noprocess", defines: ["BREAK_PROCESS"], in: folder)

@@ -9,8 +9,9 @@ import Testing
 @Suite("HostRun", .serialized)
 struct HostRunTests {
     /// Runs `settings` with stdout's lines to a file. - Returns: the lines and the exit code.
+    /// Plugins are found beside this test executable, where the build puts them (no environment is
+    /// changed: every process the suite starts later would inherit it).
     static func run(_ settings: RunSettings) throws -> (lines: [[String: Any]], exitCode: Int32) {
-        setenv("CVHOST_PLUGIN_PATH", PluginFixtures.packageRoot + "/.build/debug", 1)
         let path = TestFolders.make("host-run") + "/lines.jsonl"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         #expect(fd >= 0)

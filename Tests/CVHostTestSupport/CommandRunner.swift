@@ -35,21 +35,23 @@ public enum CVHostBinary {
 
     /// Runs cvhost with `arguments`, killing it after `timeout` seconds. `onStart` runs once the
     /// process is started (e.g. to send it a signal).
-    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:],
+    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:], inFolder: String? = nil,
                            onStart: ((Process) -> Void)? = nil) throws -> CommandResult {
-        try run(arguments, timeout: timeout, environment: environment, withStdin: false, onRunning: onStart.map { f in { f($0.process) } })
+        try run(arguments, timeout: timeout, environment: environment, inFolder: inFolder, withStdin: false,
+                onRunning: onStart.map { f in { f($0.process) } })
     }
 
     /// The same, with a look at the run while it goes on (its output so far, its stdin when
     /// `withStdin`; else stdin is /dev/null).
-    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:], withStdin: Bool,
-                           onRunning: ((RunningCVHost) -> Void)?) throws -> CommandResult {
+    public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:], inFolder: String? = nil,
+                           withStdin: Bool, onRunning: ((RunningCVHost) -> Void)?) throws -> CommandResult {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path + " (run swift build first)"])
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = arguments
+        if let inFolder { p.currentDirectoryURL = URL(fileURLWithPath: inFolder) }
         p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out

@@ -112,6 +112,17 @@ static int process(void *instance, const cvhost_frame *frame) {
 #ifdef ORDERED_STAGE
     usleep((useconds_t)((frame->sequence * 7919) % 5) * 1000); /* instances finish out of order */
 #endif
+#ifdef EMIT_ESCAPED
+    {
+        // Text a C plugin has (a decoded code), made a JSON string by the header's helper.
+        char escaped[256], json[300];
+        cvhost_json_escape(escaped, sizeof escaped, "a \"quoted\" back\\slash\nnew line\ttab \x01 caf\xc3\xa9");
+        snprintf(json, sizeof json, "{\"text\":\"%s\"}", escaped);
+        s->host->emit(s->host->context, "escaped", json);
+        char tiny[8];
+        if (cvhost_json_escape(tiny, sizeof tiny, "\n\n\n\n\n") != 10 || strlen(tiny) != 7) return -EINVAL;
+    }
+#endif
 #ifdef EMIT_GARBAGE
     // Everything a careless or hostile plugin might hand the host; only the last is valid.
     s->host->emit(s->host->context, "bad", "{\"a\":\"line\nbreak\"}");
@@ -188,7 +199,11 @@ static int flush(void *instance) {
 
 static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
 static const cvhost_option_spec options[] = {
+#ifdef BREAK_DEFAULT
+    {"level", CVHOST_OPTION_INT, "9", "a level whose default is out of its range", 1, 5, NULL},
+#else
     {"level", CVHOST_OPTION_INT, "3", "a level", 1, 5, NULL},
+#endif
 #ifdef HOST_OPTION_NAME
     {"mirror", CVHOST_OPTION_BOOL, "false", "an option named like the host's own", 0, 0, NULL},
 #else
@@ -206,12 +221,16 @@ static const cvhost_capture_hints hints = {.struct_size = sizeof(cvhost_capture_
 #define DESCRIPTOR cvhost_plugin
 #endif
 CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor DESCRIPTOR = {
-#ifdef BREAK_ABI
+#if defined(BREAK_ABI)
     .struct_size = sizeof(cvhost_plugin_descriptor), .abi_major = CVHOST_PLUGIN_ABI_MAJOR + 1,
-#else
+#elif !defined(BREAK_NO_HEADER)
     CVHOST_PLUGIN_DESCRIPTOR_HEADER,
 #endif
+#ifdef BREAK_NAME
+    .name = NULL, /* as a name made at run time (C++'s s.c_str()) reads from the file */
+#else
     .name = PLUGIN_NAME,
+#endif
     .version = "0.0.1",
     .description = "deliberately broken",
     .pixel_formats = formats,
@@ -223,15 +242,23 @@ CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor DESCRIPTOR = {
 #endif
     .hints = &hints,
     .options = options,
-    .option_count = 2,
+#ifdef BREAK_COUNT
+    .option_count = 6, /* more than the array holds */
+#else
+    .option_count = sizeof options / sizeof options[0], /* the frozen 2.0 header has no CVHOST_COUNT */
+#endif
+#ifndef BREAK_SPEC_SIZE
     .option_spec_size = sizeof(cvhost_option_spec),
+#endif
     .create = create,
 #ifdef BREAK_PROCESS
     .process = NULL,
 #else
     .process = process,
 #endif
+#ifndef BREAK_DESTROY
     .destroy = destroy,
+#endif
 #ifdef HANG_IN_FLUSH
     .flush = flush,
 #endif

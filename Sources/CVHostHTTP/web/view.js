@@ -191,6 +191,19 @@ function drawROI(svg, plugin) {
   svg.append(el('text', { x: x * frame.width + 4, y: y * frame.height + 18 }, `${plugin.plugin} roi`));
 }
 
+// Where a label goes: above its code, moved up (or below) until it crosses no label or code
+// already drawn in this picture, so that one code's text never runs across another's box.
+function placeLabel(svg, x, y, text) {
+  const size = Math.max(12, frame.height / 40);       // the overlay's font size, roughly (view.css)
+  const width = text.length * size * 0.6, height = size * 1.2;
+  const taken = [...svg.querySelectorAll('text, polygon')].map((e) => e.getBBox());
+  const free = (ty) => taken.every((b) => x + width < b.x || x > b.x + b.width || ty < b.y || ty - height > b.y + b.height);
+  for (let step = 0; step < 12; step++) {
+    for (const ty of [y - step * height, y + step * height]) if (ty >= height && ty <= frame.height && free(ty)) return [x, ty];
+  }
+  return [x, y];
+}
+
 function drawResult(svg, plugin, r) {
   const d = r.data || {};
   if ((r.type === 'barcode' || r.type === 'barcode.update') && Array.isArray(d.corners)) {
@@ -201,7 +214,9 @@ function drawResult(svg, plugin, r) {
     }));
     const top = points.reduce((a, b) => (b[1] < a[1] ? b : a));
     const label = `${d.symbology}: ${d.text === null ? '(binary)' : d.text}`;
-    svg.append(el('text', { x: top[0], y: Math.max(18, top[1] - 12) }, label.length > 48 ? label.slice(0, 47) + '…' : label));
+    const text = label.length > 48 ? label.slice(0, 47) + '…' : label;
+    const [x, y] = placeLabel(svg, top[0], Math.max(18, top[1] - 12), text);
+    svg.append(el('text', { x, y }, text));
   } else if (r.type === 'face' && d.bounds) {
     const b = d.bounds;
     const corners = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map((p) => toFrame(plugin, p));
@@ -261,9 +276,12 @@ function addResultLine(line) {
   if (line.source !== current) return;
   const d = line.data || {};
   const what = d.text !== undefined ? `${d.symbology}: ${d.text}` : d.face_id !== undefined ? `face ${d.face_id}` :
-    d.motion !== undefined ? `motion ${d.motion}` : JSON.stringify(d).slice(0, 60);
+    d.motion !== undefined ? (d.started ? 'motion started' : d.stopped ? 'motion stopped' : `motion ${d.motion}`) :
+    JSON.stringify(d).slice(0, 60);
+  // The plugin's name once; the result's type only where it says more than the name (barcode.lost).
+  const type = line.type === line.plugin || what.startsWith(line.type) ? '' : ` ${line.type}`;
   const li = document.createElement('li');
-  li.textContent = `#${line.seq} ${line.plugin} ${line.type} ${what}`;
+  li.textContent = `#${line.seq} ${line.plugin}${type}: ${what}`;
   const list = $('results');
   list.prepend(li);
   while (list.children.length > 30) list.lastChild.remove();
@@ -290,10 +308,13 @@ function drawPanel() {
   body.replaceChildren();
   for (const plugin of inp.started ? inp.started.plugins : []) {
     const m = inp.metrics.get(plugin.plugin_index);
+    // Counts and fps from /metrics (every 2 s, whatever --metrics-interval is); latency from the metrics lines.
+    const live = liveCounts.get(`${current}\u0000${plugin.plugin_index}`);
     const row = body.insertRow();
     row.dataset.plugin = plugin.plugin;
-    const cells = [plugin.plugin, fmt(m && m.fps), m ? m.frames.processed : '–', m ? m.frames.dropped_total : '–',
-      m ? `${fmt(m.latency_ms.p50)} / ${fmt(m.latency_ms.p99)} ms` : '–'];
+    const cells = [plugin.plugin, fmt(live ? live.fps : m && m.fps), live ? live.processed : m ? m.frames.processed : '–',
+      live ? live.dropped : m ? m.frames.dropped_total : '–',
+      m && m.latency_ms.p50 !== null ? `${fmt(m.latency_ms.p50)} / ${fmt(m.latency_ms.p99)} ms` : '–'];
     cells.forEach((text, i) => {
       const cell = row.insertCell();
       cell.textContent = text;
@@ -304,6 +325,38 @@ function drawPanel() {
     button.textContent = enabled ? 'pause' : 'resume';
     button.onclick = () => send({ plugin: plugin.plugin, plugin_index: plugin.plugin_index, source: current, enabled: !enabled });
     row.insertCell().append(button);
+  }
+}
+
+// ---- Live counts: /metrics' counters, read every 2 s ----
+
+const liveCounts = new Map();
+
+async function pollMetrics() {
+  try {
+    const response = await fetch(url('metrics'), { headers: authHeaders() });
+    if (!response.ok) return;
+    const text = await response.text();
+    const now = performance.now();
+    const seen = new Map();
+    // cvhost_plugin_frames_processed_total{source="cam",plugin="barcode",plugin_index="0"} 1234
+    for (const m of text.matchAll(/^cvhost_plugin_frames_(processed|dropped)_total\{([^}]*)\} (\S+)$/gm)) {
+      const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2].replace(/\\(.)/g, '$1')]));
+      const key = `${labels.source}\u0000${labels.plugin_index}`;
+      const entry = seen.get(key) || { processed: 0, dropped: 0 };
+      entry[m[1]] += Number(m[3]);
+      seen.set(key, entry);
+    }
+    for (const [key, entry] of seen) {
+      const before = liveCounts.get(key);
+      const seconds = before ? (now - before.at) / 1000 : 0;
+      entry.fps = before && seconds > 0 ? (entry.processed - before.processed) / seconds : null;
+      entry.at = now;
+      liveCounts.set(key, entry);
+    }
+    drawPanel();
+  } catch (err) {
+    console.warn('metrics', err);
   }
 }
 
@@ -359,3 +412,5 @@ $('metrics-link').href = url('metrics');
 $('picture').onerror = () => $('picture').removeAttribute('src');
 $('picture').src = url('snapshot.jpg');
 connectEvents();
+pollMetrics();
+setInterval(pollMetrics, 2000);

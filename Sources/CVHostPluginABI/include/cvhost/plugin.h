@@ -249,7 +249,8 @@ enum {
 typedef struct cvhost_plane {
     const uint8_t *data; /**< first byte of the first row */
     uint32_t stride;     /**< bytes from one row to the next (>= row bytes) */
-    uint32_t width;      /**< samples per row in this plane (e.g. width/2 for I420 chroma) */
+    uint32_t width;      /**< pixels per row the plane covers: the frame's width for GRAY8, RGB24, BGR24, YUYV and luma
+                              planes; width/2 (rounded up) for I420's U and V and NV12's interleaved UV (pairs) */
     uint32_t height;     /**< rows in this plane */
     int32_t fd;          /**< a file descriptor holding the plane, valid during process(); -1: none */
     uint64_t offset;     /**< where `data` is within `fd` (0 when fd is -1) */
@@ -447,6 +448,49 @@ static inline double cvhost_option_double(const cvhost_option_value *options, ui
                                           double fallback) {
     const char *v = cvhost_option(options, count, name);
     return v ? strtod(v, NULL) : fallback;
+}
+
+/** The number of entries of a constant array: `.option_count = CVHOST_COUNT(options)`. */
+#define CVHOST_COUNT(array) ((uint32_t)(sizeof(array) / sizeof((array)[0])))
+
+/**
+ * Writes `text` (UTF-8) into `out` as the inside of a JSON string: `"`, `\` and control characters
+ * escaped (\n, \t, \u00XX). Returns the length it needs (without the NUL), as snprintf does:
+ * the result is whole when that is less than `size`. Bytes that are not UTF-8 are the caller's to
+ * avoid: the host refuses a result holding them.
+ *
+ *     char escaped[512], json[600];
+ *     cvhost_json_escape(escaped, sizeof escaped, text);
+ *     snprintf(json, sizeof json, "{\"text\":\"%s\"}", escaped);
+ */
+static inline size_t cvhost_json_escape(char *out, size_t size, const char *text) {
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char buf[7];
+        size_t len = 0;
+        switch (*p) {
+        case '"': buf[0] = '\\'; buf[1] = '"'; len = 2; break;
+        case '\\': buf[0] = '\\'; buf[1] = '\\'; len = 2; break;
+        case '\n': buf[0] = '\\'; buf[1] = 'n'; len = 2; break;
+        case '\r': buf[0] = '\\'; buf[1] = 'r'; len = 2; break;
+        case '\t': buf[0] = '\\'; buf[1] = 't'; len = 2; break;
+        default:
+            if (*p < 0x20) {
+                memcpy(buf, "\\u00", 4);
+                buf[4] = hex[*p >> 4];
+                buf[5] = hex[*p & 15];
+                len = 6;
+            } else {
+                buf[0] = (char)*p;
+                len = 1;
+            }
+        }
+        for (size_t i = 0; i < len; i++, n++)
+            if (n + 1 < size) out[n] = buf[i];
+    }
+    if (size > 0) out[n < size ? n : size - 1] = '\0';
+    return n;
 }
 
 /** host->log with printf formatting; the message is cut at 1023 bytes. */

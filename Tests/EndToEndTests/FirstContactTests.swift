@@ -1,0 +1,188 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// What a new user meets first: the examples in `--help` and the README, one plugin's options,
+/// output for shell scripts, and what became of each image of a folder.
+@Suite("first contact")
+struct FirstContactTests {
+    static let folder = TestFolders.make("first-contact")
+    static let root = PluginFixtures.packageRoot
+
+    /// Every `--plugin SPEC` in a text (shell lines, `\` continuations, quotes stripped).
+    static func pluginSpecs(in text: String) -> [String] {
+        let words = text.replacingOccurrences(of: "\\\n", with: " ").split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        return zip(words, words.dropFirst()).compactMap { flag, value in
+            flag == "--plugin" ? value.trimmingCharacters(in: CharacterSet(charactersIn: "'\"")) : nil
+        }
+    }
+
+    @Test("every --plugin in cvhost --help, cvhost run --help and the README's command lines is accepted as written")
+    func examplePluginSpecs() throws {
+        // The help's command lines (its prose names options too: "--plugin runs in a worker...").
+        let helpText = try CVHostBinary.run(["--help"]).stdout + (try CVHostBinary.run(["run", "--help"]).stdout)
+        var help = "", continued = false
+        for line in helpText.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("cvhost run ") || continued { help += text + "\n" }
+            continued = (text.hasPrefix("cvhost run ") || continued) && text.hasSuffix("\\")
+        }
+        let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
+        // The README's shell blocks only (its prose quotes options, not command lines).
+        let blocks = readme.components(separatedBy: "```sh").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+        var specs = Set(Self.pluginSpecs(in: help) + blocks.flatMap { Self.pluginSpecs(in: $0) })
+        // Files the README makes in its own steps (a plugin built from an example) are not here.
+        specs = specs.filter { spec in
+            let head = String(spec.prefix { $0 != ":" })
+            return !head.contains("/") || FileManager.default.fileExists(atPath: Self.root + "/" + head)
+        }
+        #expect(specs.count >= 6, "\(specs.sorted())")
+        for spec in specs.sorted() {
+            let r = try CVHostBinary.run(["run", "--plugin", spec, "--input", "testsrc:160x120:unpaced", "--max-frames", "2", "--metrics-interval", "0", "-q"],
+                                         timeout: 60, environment: ["CVHOST_PYTHON": "/usr/bin/python3"], inFolder: Self.root)
+            #expect([0, 22].contains(r.exitCode), "--plugin \(spec): exit \(r.exitCode): \(r.stderr)")
+        }
+    }
+
+    @Test("the config file example of cvhost run --help runs (its plugins and keys as written; a test pattern for its inputs)")
+    func helpConfigExample() throws {
+        let help = try CVHostBinary.run(["run", "--help"]).stdout
+        let section = try #require(help.components(separatedBy: "CONFIG FILE (--config FILE)").dropFirst().first)
+        // The indented lines that follow the section's first sentence, up to the next paragraph.
+        let lines = section.split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.hasPrefix("  ") }.prefix { $0.hasPrefix("  ") }
+        var yaml = lines.map { String($0.dropFirst(2)).components(separatedBy: "   #").first! }.joined(separator: "\n")
+        #expect(yaml.contains("plugin:") && yaml.contains("barcode:symbologies="), "\(yaml)")
+        // The camera it names is not here: its controls and --reconnect do not apply to the test
+        // pattern that stands in for it (the command line's --input replaces the file's).
+        yaml = yaml.split(separator: "\n").filter { !$0.hasPrefix("control:") && !$0.hasPrefix("reconnect:") }.joined(separator: "\n")
+        let path = Self.folder + "/help-example.yaml"
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--config", path, "--input", "testsrc:160x120:unpaced", "--max-frames", "2", "--output", "-"],
+                                     timeout: 60)
+        #expect([0, 22].contains(r.exitCode), "\(yaml)\n\(r.stderr)")
+    }
+
+    @Test("cvhost plugins NAME shows one plugin, and the barcode plugin's symbologies option lists every name it accepts")
+    func onePlugin() throws {
+        let r = try CVHostBinary.run(["plugins", "barcode"])
+        #expect(r.exitCode == 0)
+        #expect(r.stdout.hasPrefix("barcode ") && !r.stdout.contains("\nface "))
+        let refusal = try CVHostBinary.run(["run", "--plugin", "barcode:symbologies=zzz", "--input", "testsrc", "--max-frames", "1"])
+        #expect(refusal.exitCode == 18)
+        // "... known: qrcode, microqr, ...": each of them is in the option's help.
+        let known = try #require(refusal.stderr.components(separatedBy: "known: ").dropFirst().first?.split(separator: "\n").first)
+        let names = known.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ")")) }
+            .filter { $0 != "default" && $0 != "all" }
+        #expect(names.count >= 20, "\(refusal.stderr)")
+        let help = try #require(r.stdout.split(separator: "\n").first { $0.contains("symbologies=") })
+        for name in names { #expect(help.contains(" \(name),") || help.contains(" \(name)*") || help.contains(" \(name);"), "\(name)") }
+        let missing = try CVHostBinary.run(["plugins", "nosuch"])
+        #expect(missing.exitCode == 10 && missing.stderr.contains("plugin 'nosuch' not found"))
+    }
+
+    @Test("--oneshot --field text prints the code alone; --results-only writes only result lines; files still get every line")
+    func resultsForScripts() throws {
+        let qr = Self.folder + "/qr.png"
+        try Tool.check("qrencode", ["-o", qr, "-s", "6", "hello, world\nline two"])
+        let text = try CVHostBinary.run(["run", "--plugin", "barcode", "--oneshot", "--field", "text", "--input", qr])
+        #expect(text.exitCode == 0, "\(text.stderr)")
+        #expect(text.stdout == "hello, world\\nline two\n")
+        let file = Self.folder + "/all.jsonl"
+        let only = try CVHostBinary.run(["run", "--plugin", "barcode", "--results-only", "--input", qr, "--output", "-", "--output", "file:\(file)"])
+        #expect(only.exitCode == 0)
+        #expect(only.lines.count == 1 && only.events("result").count == 1, "\(only.stdout)")
+        let all = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(all.contains("\"event\":\"session.started\"") && all.contains("\"event\":\"session.stopped\""))
+        // A value that is not a string is written as JSON; results without the field are skipped.
+        let numbers = try CVHostBinary.run(["run", "--plugin", "motion:report=every,hold=0", "--field", "changed_fraction",
+                                            "--input", try MediaFixtures.motionClip()])
+        #expect(numbers.lines.count == 59 && numbers.lines.allSatisfy { Double($0) != nil }, "\(numbers.stdout.prefix(200))")
+        // Nothing found: no line, exit 22.
+        let none = try CVHostBinary.run(["run", "--plugin", "barcode", "--field", "text", "--input", "testsrc:160x120", "--max-frames", "2"])
+        #expect(none.exitCode == 22 && none.stdout.isEmpty)
+        for (args, message) in [(["--field", ""], "--field ''"), (["--results-only", "--output", "file:\(Self.folder)/x.jsonl"], "add --output -")] {
+            let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", qr] + args)
+            #expect(r.exitCode == 64 && r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+    }
+
+    @Test("a folder of images: image.scanned names each image and what each plugin found in it, images with nothing too")
+    func perImage() throws {
+        let shots = Self.folder + "/shots"
+        try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
+        try Tool.check("qrencode", ["-o", shots + "/a-code.png", "-s", "6", "first"])
+        try Tool.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=gray:s=160x120", "-frames:v", "1", shots + "/b-empty.png"])
+        try Tool.check("qrencode", ["-o", shots + "/c-code.png", "-s", "6", "third"])
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", shots, "--metrics-interval", "0"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let scanned = r.events("image.scanned")
+        #expect(scanned.compactMap { ($0["image"] as? String).map { ($0 as NSString).lastPathComponent } } == ["a-code.png", "b-empty.png", "c-code.png"])
+        #expect(scanned.compactMap { $0["results"] as? Int } == [1, 0, 1])
+        #expect(scanned.allSatisfy { $0["failed"] as? Bool == false })
+        // After each image's results.
+        let order = r.events.compactMap { $0["event"] as? String }.filter { $0 == "result" || $0 == "image.scanned" }
+        #expect(order == ["result", "image.scanned", "image.scanned", "result", "image.scanned"])
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        // Results only: just the two codes.
+        let short = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", shots, "--field", "text"])
+        #expect(short.stdout == "first\nthird\n")
+    }
+}
+
+extension FirstContactTests {
+    @Test("a C plugin's text made a JSON string by plugin.h's cvhost_json_escape reaches the output as it was")
+    func jsonEscapeHelper() throws {
+        let folder = PluginFixtures.makeFolder()
+        try PluginFixtures.build(name: "escaped", defines: ["EMIT_ESCAPED"], in: folder)
+        let r = try CVHostBinary.run(["run", "--plugin", folder + "/libcvhost-escaped.so", "--input", "testsrc:160x120", "--max-frames", "1"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let data = try #require(r.events("result").first?["data"] as? [String: Any])
+        #expect(data["text"] as? String == "a \"quoted\" back\\slash\nnew line\ttab \u{01} café")
+    }
+}
+
+extension FirstContactTests {
+    @Test("a refused command line is one line in cvhost's style (cvhost: error: ...), as every other refusal, exit 64")
+    func oneErrorStyle() throws {
+        for args in [["run", "--plugin", "barcode", "--input", "testsrc", "--max-frame", "3"], ["run", "--input", "testsrc"],
+                     ["run", "--plugin", "null", "--queue-depth", "0"], ["devices", "--nope"]] {
+            let r = try CVHostBinary.run(args)
+            #expect(r.exitCode == 64, "\(args)")
+            #expect(r.stderr.hasPrefix("cvhost: error: ") && r.stderr.split(separator: "\n").count == 1, "\(args): \(r.stderr)")
+            #expect(!r.stderr.contains("Usage:") && !r.stderr.contains("Error: "), "\(args): \(r.stderr)")
+        }
+    }
+
+    @Test("a plugin option mistyped in a config file names the file, its line and the option meant (exit 17)")
+    func pluginOptionTypoInConfig() throws {
+        let path = Self.folder + "/typo.yaml"
+        try "input: testsrc\nplugin:\n  - null\n  - barcode:symbologie=qrcode\nmax-frames: 1\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--config", path])
+        #expect(r.exitCode == 17)
+        #expect(r.stderr.contains("\(path):4: plugin: plugin barcode has no option 'symbologie' (did you mean 'symbologies'?)"), "\(r.stderr)")
+        // Given on the command line, the same plugin is not the file's.
+        let cli = try CVHostBinary.run(["run", "--config", path, "--plugin", "barcode:symbologie=qrcode"])
+        #expect(cli.exitCode == 17 && !cli.stderr.contains("typo.yaml"), "\(cli.stderr)")
+    }
+
+    @Test("a text file named .png is said to be no image, not too large to decode")
+    func textNamedPNG() throws {
+        let path = Self.folder + "/notes.png"
+        try "these are notes, not a picture\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", path])
+        #expect(r.exitCode == 3)
+        #expect(r.stderr.contains("not an image: it does not begin like a PNG, JPEG"), "\(r.stderr)")
+        #expect(!r.stderr.contains("16000"))
+    }
+
+    @Test("cvhost run --help: the tables' rows that wrap go on indented, never at column 0")
+    func helpTables() throws {
+        let help = try CVHostBinary.run(["run", "--help"]).stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (header, end) in [("INPUTS (", "Several --input"), ("LIVE VIEW AND CONTROL (", "With a token")] {
+            let start = try #require(help.firstIndex { $0.hasPrefix(header) })
+            let rows = help[(start + 1)...].prefix { !$0.hasPrefix(end) }.filter { $0.hasPrefix("  ") || !$0.hasPrefix("An HTTP") }
+            for row in rows { #expect(row.hasPrefix("  "), "\(header): '\(row)'") }
+        }
+        #expect(help.allSatisfy { $0.count <= 80 })
+    }
+}

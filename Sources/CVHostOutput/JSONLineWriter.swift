@@ -9,6 +9,11 @@ import Glibc
 /// When a write fails, the writer turns quiet: later lines are discarded and `onClosed` runs
 /// once, so the run can end; `failure` tells why. EPIPE means the reader went away (a clean
 /// end); anything else (ENOSPC, EIO) means lines were lost. SIGPIPE must be ignored by the process.
+///
+/// A reader that stops reading holds the writes back (back-pressure: `cvhost run | consumer`
+/// relies on it) until the run is asked to stop: from then on (`giveUp(atNs:)`), a pipe that takes
+/// nothing more by that time ends the writes (`ETIMEDOUT`): the lines are counted as lost and the
+/// run can end (exit 4), whatever the reader does.
 public final class JSONLineWriter: OutputSink {
     private let fd: Int32
     /// Held across write(2), so that lines never interleave. Only writers wait on it.
@@ -24,12 +29,30 @@ public final class JSONLineWriter: OutputSink {
         var failure: Int32?
         var written: UInt64 = 0
         var discarded: UInt64 = 0
+        /// When a write still waiting for the reader gives up (monotonic ns); nil: it waits.
+        var giveUpAtNs: UInt64?
     }
+    /// The descriptor is a pipe or FIFO, written without blocking (so that a wait can end).
+    private let isPipe: Bool
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
         self.fd = fileDescriptor
         self.onClosed = onClosed
+        var st = stat()
+        isPipe = fstat(fileDescriptor, &st) == 0 && (st.st_mode & S_IFMT) == S_IFIFO
+        // Only a pipe's writing end: cvhost alone holds it (a terminal or a file is shared, and
+        // does not stall for ever).
+        if isPipe { _ = fcntl(fileDescriptor, F_SETFL, fcntl(fileDescriptor, F_GETFL) | O_NONBLOCK) }
     }
+
+    /// From `deadline` (monotonic ns) on, a write the reader does not take ends the writes:
+    /// call when the run is asked to stop. The earliest deadline given holds.
+    public func giveUp(atNs deadline: UInt64) {
+        state.withLock { s in s.giveUpAtNs = min(s.giveUpAtNs ?? .max, deadline) }
+    }
+
+    /// The reader stopped reading and the run was stopping: the lines from then on were dropped.
+    public var readerStalled: Bool { failure == ETIMEDOUT }
 
     /// The errno of the write that failed, or nil while every line was written.
     public var failure: Int32? { state.withLock { $0.failure } }
@@ -66,8 +89,13 @@ public final class JSONLineWriter: OutputSink {
                 while offset < raw.count {
                     let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
                     if n < 0 {
-                        if errno == EINTR || errno == EAGAIN { continue }
-                        return errno
+                        if errno == EINTR { continue }
+                        guard errno == EAGAIN else { return errno }
+                        // The pipe is full: wait for the reader, a tenth of a second at a time.
+                        if let at = state.withLock({ $0.giveUpAtNs }), HostClock.monotonicNs() >= at { return ETIMEDOUT }
+                        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&p, 1, 100)
+                        continue
                     }
                     offset += n
                 }

@@ -52,30 +52,36 @@ struct ELFImage {
         guard u16(16) == 3 else { throw Failure(description: "not a shared object (ELF type \(u16(16)))") }
         machine = u16(18)
 
+        // Every offset and size below is the file's word: arithmetic on them wraps instead of
+        // trapping, and a table is read only when it lies within the file (a file that claims a
+        // table of 2^60 entries would else have cvhost loop, or allocate, for ever).
+        let fileSize = UInt64(data.count)
         let phoff = u64(32), phentsize = UInt64(u16(54)), phnum = UInt64(u16(56))
         for i in 0..<phnum {
-            let p = phoff + i * phentsize
+            let p = phoff &+ i &* phentsize
             guard u32(p) == 1 else { continue }  // PT_LOAD
             segments.append((vaddr: u64(p + 16), offset: u64(p + 8), fileSize: u64(p + 32), memorySize: u64(p + 40)))
         }
 
         // Sections: the dynamic symbol table and the relocation tables, found by type.
         let shoff = u64(40), shentsize = UInt64(u16(58)), shnum = UInt64(u16(60))
-        guard shoff > 0, shnum > 0, shoff + shnum * shentsize <= UInt64(data.count) else {
+        guard shoff > 0, shnum > 0, shoff < fileSize, shnum * shentsize <= fileSize - shoff else {
             throw Failure(description: "it has no section headers")
         }
         struct Section { let type: UInt32, offset: UInt64, size: UInt64, link: UInt32, entsize: UInt64 }
         let sections = (0..<shnum).map { i -> Section in
-            let s = shoff + i * shentsize
+            let s = shoff &+ i &* shentsize
             return Section(type: u32(s + 4), offset: u64(s + 24), size: u64(s + 32), link: u32(s + 40), entsize: u64(s + 56))
         }
         var dynsym: [(name: String, value: UInt64, size: UInt64, defined: Bool)] = []
+        func withinFile(_ t: Section) -> Bool { t.offset <= fileSize && t.size <= fileSize - t.offset }
         if let table = sections.first(where: { $0.type == 11 }), Int(table.link) < sections.count {  // SHT_DYNSYM
             let names = sections[Int(table.link)]
+            guard withinFile(table), withinFile(names) else { throw Failure(description: "its symbol table lies outside the file") }
             let entsize = max(table.entsize, 24)
             for i in 0..<(table.size / entsize) {
                 let s = table.offset + i * entsize
-                let name = cString(fileOffset: names.offset + UInt64(u32(s)), limit: names.offset + names.size) ?? ""
+                let name = cString(fileOffset: names.offset &+ UInt64(u32(s)), limit: names.offset + names.size) ?? ""
                 dynsym.append((name: name, value: u64(s + 8), size: u64(s + 16), defined: u16(s + 6) != 0))
             }
         }
@@ -84,6 +90,7 @@ struct ELFImage {
         let (relative, absolute, globalData): (UInt32, UInt32, UInt32) =
             machine == ELFImage.machineAArch64 ? (1027, 257, 1025) : (8, 1, 6)
         for table in sections where table.type == 4 {  // SHT_RELA
+            guard withinFile(table) else { throw Failure(description: "its relocation table lies outside the file") }
             let entsize = max(table.entsize, 24)
             for i in 0..<(table.size / entsize) {
                 let r = table.offset + i * entsize
@@ -107,11 +114,12 @@ struct ELFImage {
 
     /// The bytes at a virtual address, as loaded (zeros past a segment's file part); nil outside the image.
     func bytes(at address: UInt64, count: Int) -> [UInt8]? {
-        guard let seg = segments.first(where: { address >= $0.vaddr && address &+ UInt64(count) <= $0.vaddr + $0.memorySize })
+        guard count >= 0,
+              let seg = segments.first(where: { address >= $0.vaddr && address - $0.vaddr <= $0.memorySize && UInt64(count) <= $0.memorySize - (address - $0.vaddr) })
         else { return nil }
         return (0..<UInt64(count)).map { i in
             let inSegment = address - seg.vaddr + i
-            return inSegment < seg.fileSize ? byte(seg.offset + inSegment) : 0
+            return inSegment < seg.fileSize ? byte(seg.offset &+ inSegment) : 0
         }
     }
 
@@ -123,7 +131,7 @@ struct ELFImage {
         let count = min(size, MemoryLayout<T>.size)
         guard var raw = bytes(at: address, count: count) else { return nil }
         for slot in stride(from: 0, through: count - 8, by: 8) {
-            guard let value = relocated[address + UInt64(slot)] else { continue }
+            guard let value = relocated[address &+ UInt64(slot)] else { continue }
             withUnsafeBytes(of: (value ?? 1).littleEndian) { raw.replaceSubrange(slot..<slot + 8, with: $0) }
         }
         raw += [UInt8](repeating: 0, count: MemoryLayout<T>.size - count)
@@ -133,9 +141,9 @@ struct ELFImage {
     /// The NUL-terminated string at a virtual address (at most `limit` bytes); nil outside the image,
     /// unterminated, or not UTF-8.
     func string(at address: UInt64, limit: Int = 4096) -> String? {
-        guard let seg = segments.first(where: { address >= $0.vaddr && address < $0.vaddr + $0.fileSize }) else { return nil }
-        let start = seg.offset + (address - seg.vaddr)
-        return cString(fileOffset: start, limit: min(seg.offset + seg.fileSize, start + UInt64(limit)))
+        guard let seg = segments.first(where: { address >= $0.vaddr && address - $0.vaddr < $0.fileSize }) else { return nil }
+        let start = seg.offset &+ (address - seg.vaddr)
+        return cString(fileOffset: start, limit: min(seg.offset &+ seg.fileSize, start &+ UInt64(limit)))
     }
 
     // MARK: - Reading the file
@@ -144,9 +152,9 @@ struct ELFImage {
         offset < UInt64(bytes.count) ? bytes[bytes.startIndex + Int(offset)] : 0
     }
 
-    private func u16(_ o: UInt64) -> UInt16 { UInt16(byte(o)) | UInt16(byte(o + 1)) << 8 }
-    private func u32(_ o: UInt64) -> UInt32 { UInt32(u16(o)) | UInt32(u16(o + 2)) << 16 }
-    private func u64(_ o: UInt64) -> UInt64 { UInt64(u32(o)) | UInt64(u32(o + 4)) << 32 }
+    private func u16(_ o: UInt64) -> UInt16 { UInt16(byte(o)) | UInt16(byte(o &+ 1)) << 8 }
+    private func u32(_ o: UInt64) -> UInt32 { UInt32(u16(o)) | UInt32(u16(o &+ 2)) << 16 }
+    private func u64(_ o: UInt64) -> UInt64 { UInt64(u32(o)) | UInt64(u32(o &+ 4)) << 32 }
 
     private func cString(fileOffset: UInt64, limit: UInt64) -> String? {
         let end = min(limit, UInt64(bytes.count))

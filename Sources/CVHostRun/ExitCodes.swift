@@ -44,8 +44,10 @@ public enum ExitCodes {
           3    an input or camera cannot be opened or set up as asked, or none of
                its frames could be decoded (every image of a folder refused)
           4    an output lost lines: stdout or a file could not be written (e.g.
-               disk full), a queue dropped lines, or lines were undelivered at
-               the end (named on stderr; counted in metrics' "output")
+               disk full), stdout's reader stopped reading while the run was
+               stopping (5 s more, then its lines are dropped), a queue dropped
+               lines, or lines were undelivered at the end (named on stderr;
+               counted in metrics' "output")
           5    an --output cannot be opened, or a required=true broker cannot
                be reached at start
           6    --http cannot listen on its address (in use, or not this machine's)
@@ -77,6 +79,11 @@ public enum ExitCodes {
 /// After JSON Lines were written: exit 4 if some were lost (a closed pipe is a clean end).
 public func checkOutput(_ writer: JSONLineWriter) throws(RunFailure) {
     guard writer.lostLines, let error = writer.failure else { return }
+    if writer.readerStalled {
+        let lost = writer.statistics(name: "stdout").totalDropped
+        throw fail("stdout's reader stopped reading: the run was stopped and \(lost) lines were not written (after 5 s without a read)",
+                   code: ExitCodes.outputFailed)
+    }
     throw fail("cannot write to stdout: \(String(cString: strerror(error))); the lines from then on are lost", code: ExitCodes.outputFailed)
 }
 

@@ -47,6 +47,20 @@ public struct HostRun {
         let ids = specs.map { $0.sourceID(cameraPath: firstCamera?.path) }
         let sessions = specs.map { _ in CaptureSession() }
         let stop = RunStop(sessions: sessions)
+        // Signals from here on. While the outputs open (a required broker awaited) and while the
+        // inputs open (a FIFO with no writer, a server that does not answer), nothing has run yet:
+        // a stop then ends cvhost at once (exit 0). While plugins are created, a stop reaches the
+        // inputs as they start (RunStop), and a create() that holds it is named (CreationWatch).
+        let phase = Locked(StartupPhase.outputs)
+        let signals = SignalHandler {
+            stop.request(.signal)
+            if let waiting = phase.withLock({ $0.stoppableAtOnce }) {
+                Log.info("stopped while \(waiting): nothing had run yet")
+                cvhost_guard_host_exiting()
+                exit(ExitCodes.success)
+            }
+        }
+        defer { signals.cancel() }
         // Outputs first (a file that cannot be opened ends the run before anything starts). A
         // stdout reader that went away ends the run quietly; lost lines end it with exit 4 (below).
         let liveView = s.liveView.map { RunLiveView(options: $0) }
@@ -55,11 +69,11 @@ public struct HostRun {
         // Whatever ends the run, the outputs deliver what was written (at the normal end: RunOutput.finish).
         defer { _ = output.finish() }
         let lines = RunLines(output: output, sources: specs.count)
+        // Stopping, a reader of stdout that has stopped reading has 5 s more; then its lines are
+        // dropped (counted; exit 4) and the run ends.
+        stop.whenRequested { [stdout = output.stdout] in stdout?.giveUp(atNs: HostClock.monotonicNs() + Self.stalledReaderGraceNs) }
 
-        // Signals from here on: a stop asked for while plugins are created reaches the inputs
-        // as they start (RunStop), and a create() that holds it is named (CreationWatch).
-        let signals = SignalHandler { stop.request(.signal) }
-        defer { signals.cancel() }
+        phase.withLock { $0 = .plugins }
 
         // Plugins first: a bad --plugin is reported before any input is opened. Each input gets
         // its own runner of every plugin (own instances, queues and metrics). With --oneshot their
@@ -100,6 +114,7 @@ public struct HostRun {
         defer { watch?.cancel() }
 
         // Then every input: one that cannot be opened ends the run before any starts (exit 3).
+        phase.withLock { $0 = .inputs }
         var sources: [SourceRun] = []
         for (i, spec) in specs.enumerated() {
             let id = ids[i]
@@ -117,6 +132,7 @@ public struct HostRun {
             }
         }
 
+        phase.withLock { $0 = .running }
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
         let commands = LiveCommands(sources: sources, lines: lines, stop: stop)
         try liveView?.start(sources: sources, output: output, commands: commands)
@@ -172,11 +188,23 @@ public struct HostRun {
         throw RunFailure(code)
     }
 
+    /// How long a stopping run waits for a stdout reader that has stopped reading.
+    static let stalledReaderGraceNs: UInt64 = 5_000_000_000
+
     /// On the main thread, until every input has stopped: periodic metrics, progress (one input
-    /// with a known length) and the --duration limit.
+    /// with a known length) and the --duration limit (also on a timer of its own: the main
+    /// thread may be held by a write to a stdout nobody reads).
     private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop, jsonDescriptor: Int32?) {
         let startNs = HostClock.monotonicNs()
         let deadline = settings.duration.map { startNs + UInt64($0 * 1e9) }
+        let durationTimer = settings.duration.map { seconds in
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + seconds)
+            timer.setEventHandler { stop.request(.duration) }
+            timer.resume()
+            return timer
+        }
+        defer { durationTimer?.cancel() }
         let interval = settings.metricsInterval > 0 ? UInt64(settings.metricsInterval * 1e9) : nil
         var nextMetrics = interval.map { startNs + $0 }
         let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !settings.quiet, jsonDescriptor: jsonDescriptor) : nil
@@ -205,5 +233,19 @@ public struct HostRun {
             }
         }
         progress?.finish(frames: sources[0].session.capturedFrameCount)
+    }
+}
+
+/// Where a run is in its start, for what a signal does then.
+enum StartupPhase {
+    case outputs, plugins, inputs, running
+
+    /// What the run waits for when a stop may end it at once (nothing has run yet); nil otherwise.
+    var stoppableAtOnce: String? {
+        switch self {
+        case .outputs: "opening the outputs"
+        case .inputs: "opening the inputs"
+        case .plugins, .running: nil
+        }
     }
 }

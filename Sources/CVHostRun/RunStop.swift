@@ -5,12 +5,28 @@ import CVHostCore
 final class RunStop: Sendable {
     private let sessions: [CaptureSession]
     private let reason = Locked<(why: StopReason, atNs: UInt64)?>(nil)
+    /// Told once, at the first request (or at once, if it came before).
+    private let listeners = Locked<[@Sendable () -> Void]>([])
 
     init(sessions: [CaptureSession]) { self.sessions = sessions }
 
     func request(_ why: StopReason) {
-        reason.withLock { if $0 == nil { $0 = (why, HostClock.monotonicNs()) } }
+        let first = reason.withLock { r -> Bool in
+            guard r == nil else { return false }
+            r = (why, HostClock.monotonicNs())
+            return true
+        }
         sessions.forEach { $0.requestStop(reason: why) }
+        if first { listeners.withLock { $0 }.forEach { $0() } }
+    }
+
+    /// Runs `body` when a stop is first asked for (at once when it already was).
+    func whenRequested(_ body: @escaping @Sendable () -> Void) {
+        let already = listeners.withLock { l -> Bool in
+            l.append(body)
+            return requested != nil
+        }
+        if already { body() }
     }
 
     /// Call when `session` runs: passes on a stop asked for before.

@@ -9,7 +9,7 @@ import Synchronization
 /// exits at once with 130. SIGHUP stays ignored when cvhost was started ignoring it: that is what
 /// `nohup cvhost …` asks (a closed terminal must not stop it). SIGINT and SIGTERM are always
 /// handled (a shell script's background job starts with SIGINT ignored, yet is stopped by it).
-final class SignalHandler: @unchecked Sendable {
+public final class SignalHandler: @unchecked Sendable {
     // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
     private let sources: [DispatchSourceSignal]
     private let count = Atomic(0)
@@ -60,7 +60,7 @@ final class SignalHandler: @unchecked Sendable {
     }
 
     /// Whether the signal's disposition is SIG_IGN (function pointers are compared as addresses).
-    static func isIgnored(_ sig: Int32) -> Bool {
+    public static func isIgnored(_ sig: Int32) -> Bool {
         var current = sigaction()
         guard sigaction(sig, nil, &current) == 0 else { return false }
         return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)

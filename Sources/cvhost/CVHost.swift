@@ -14,6 +14,14 @@ struct CVHost: ParsableCommand {
         // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
         // no file; PathText keeps its bytes as \xNN escapes.
         let arguments = (1..<max(1, Int(CommandLine.argc))).compactMap { i in CommandLine.unsafeArgv[i].map { PathText.text(cString: $0) } }
+        if arguments.first == "run" {
+            // From the first instant a run is asked to stop, it stops cleanly (exit 0), also before
+            // its own handler is in place (HostRun's SignalHandler replaces this one). SIGHUP
+            // that cvhost was started ignoring (nohup) stays ignored.
+            for sig in [SIGINT, SIGTERM, SIGHUP] where !(sig == SIGHUP && SignalHandler.isIgnored(sig)) {
+                signal(sig) { _ in _exit(0) }
+            }
+        }
         var parsed = arguments
         var locate: (String) -> String = { $0 }
         if arguments.first == "run", let config = RunConfigFile.configPath(in: arguments) {

@@ -186,3 +186,28 @@ extension FirstContactTests {
         #expect(help.allSatisfy { $0.count <= 80 })
     }
 }
+
+extension FirstContactTests {
+    @Test("the live view's table has counts from the start, also with --metrics-interval 0, and 'Latest results' names the plugin once")
+    func liveViewTable() throws {
+        let port = freeLoopbackPort()
+        var dom = ""
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:160x120@10", "--http", "127.0.0.1:\(port)",
+                                      "--metrics-interval", "0"], timeout: 90, withStdin: false) { run in
+            guard run.waitForStderr("live view at"), run.wait(until: { $0.contains("\"event\":\"result\"") }) else { return }
+            // The page's script runs for 5 s of the browser's time: its first reads of /metrics are in.
+            dom = (try? Tool.run("chromium", ["--headless", "--no-sandbox", "--disable-gpu", "--timeout=20000", "--virtual-time-budget=5000",
+                                              "--dump-dom", "http://127.0.0.1:\(port)/"]).output) ?? ""
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        // The plugin's row: name, fps, processed, dropped, latency (no metrics line yet: its dash), button.
+        let row = try #require(dom.components(separatedBy: "<tr data-plugin=\"null\">").dropFirst().first?.components(separatedBy: "</tr>").first,
+                               "\(dom.suffix(3000))")
+        let cells = row.components(separatedBy: "<td").dropFirst().map { $0.drop { $0 != ">" }.dropFirst().prefix { $0 != "<" } }
+        #expect(cells.count >= 4 && Int(cells[2]) != nil && Int(cells[3]) != nil, "\(row)")
+        #expect((Int(cells[2]) ?? 0) > 0, "frames processed: \(row)")
+        let items = dom.components(separatedBy: "<li>").dropFirst().map { $0.prefix { $0 != "<" } }
+        #expect(!items.isEmpty && items.allSatisfy { $0.hasPrefix("#") && $0.contains(" null: ") && !$0.contains("null null") }, "\(items.prefix(3))")
+    }
+}

@@ -99,7 +99,7 @@ static int barcode_create(const cvhost_host *host, const cvhost_option_value *op
         snprintf(error, error_size, "report=%s follows codes from frame to frame and needs instances=1 (got %u)", report,
                  host->instance_count);
         free(self);
-        return -EINVAL;
+        return CVHOST_ERROR_OPTION_VALUE; /* options that do not go together: exit 18 */
     }
     const char *roi = cvhost_option(options, count, "roi");
     if (!parse_roi(roi, self->roi)) {

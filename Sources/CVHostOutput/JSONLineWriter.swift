@@ -38,10 +38,13 @@ public final class JSONLineWriter: OutputSink {
     public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
         self.fd = fileDescriptor
         self.onClosed = onClosed
-        var st = stat()
+        var st = stat(), err = stat()
+        // Only a pipe's writing end that cvhost alone holds (a terminal or a file does not stall
+        // for ever). Not one that stderr shares (`2>&1 | reader`): stderr is also the stdout of
+        // plugins and their workers, whose writes must keep blocking as they always did.
+        let sharedWithStderr = fstat(STDERR_FILENO, &err) == 0
         isPipe = fstat(fileDescriptor, &st) == 0 && (st.st_mode & S_IFMT) == S_IFIFO
-        // Only a pipe's writing end: cvhost alone holds it (a terminal or a file is shared, and
-        // does not stall for ever).
+            && !(sharedWithStderr && err.st_dev == st.st_dev && err.st_ino == st.st_ino)
         if isPipe { _ = fcntl(fileDescriptor, F_SETFL, fcntl(fileDescriptor, F_GETFL) | O_NONBLOCK) }
     }
 

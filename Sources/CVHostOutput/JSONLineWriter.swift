@@ -32,8 +32,6 @@ public final class JSONLineWriter: OutputSink {
         /// When a write still waiting for the reader gives up (monotonic ns); nil: it waits.
         var giveUpAtNs: UInt64?
     }
-    /// The descriptor is a pipe or FIFO, written without blocking (so that a wait can end).
-    private let isPipe: Bool
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void = {}) {
         self.fd = fileDescriptor
@@ -43,7 +41,7 @@ public final class JSONLineWriter: OutputSink {
         // for ever). Not one that stderr shares (`2>&1 | reader`): stderr is also the stdout of
         // plugins and their workers, whose writes must keep blocking as they always did.
         let sharedWithStderr = fstat(STDERR_FILENO, &err) == 0
-        isPipe = fstat(fileDescriptor, &st) == 0 && (st.st_mode & S_IFMT) == S_IFIFO
+        let isPipe = fstat(fileDescriptor, &st) == 0 && (st.st_mode & S_IFMT) == S_IFIFO
             && !(sharedWithStderr && err.st_dev == st.st_dev && err.st_ino == st.st_ino)
         if isPipe { _ = fcntl(fileDescriptor, F_SETFL, fcntl(fileDescriptor, F_GETFL) | O_NONBLOCK) }
     }

@@ -106,7 +106,7 @@ public struct HostRun {
                 }
             }
         } catch let error as PluginLoadError {
-            throw fail(s.pluginOrigins[current].map { "\($0): " } .map { $0 + error.message } ?? error.message, code: error.kind.exitCode)
+            throw fail((s.pluginOrigins[current].map { "\($0): " } ?? "") + error.message, code: error.kind.exitCode)
         }
         creation.finish()
         // A Python plugin's file that changes is reloaded while the run goes on.
@@ -192,11 +192,10 @@ public struct HostRun {
     static let stalledReaderGraceNs: UInt64 = 5_000_000_000
 
     /// On the main thread, until every input has stopped: periodic metrics, progress (one input
-    /// with a known length) and the --duration limit (also on a timer of its own: the main
-    /// thread may be held by a write to a stdout nobody reads).
+    /// with a known length), and the --duration limit on a timer of its own (not this thread: it
+    /// may be held by a write to a stdout nobody reads).
     private func paceUntilStopped(_ sources: [SourceRun], stop: RunStop, jsonDescriptor: Int32?) {
         let startNs = HostClock.monotonicNs()
-        let deadline = settings.duration.map { startNs + UInt64($0 * 1e9) }
         let durationTimer = settings.duration.map { seconds in
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(deadline: .now() + seconds)
@@ -214,7 +213,7 @@ public struct HostRun {
             // A look every half second at least: a stop under way may be held up by a plugin that hangs.
             let stopping = HungPluginStop.stoppingSince(sources, stop: stop)
             let hangCheck = HostClock.monotonicNs() + 500_000_000
-            let wakeAt = [deadline, nextMetrics, nextProgress, hangCheck].compactMap { $0 }.min()!
+            let wakeAt = [nextMetrics, nextProgress, hangCheck].compactMap { $0 }.min()!
             let waitSeconds = Double(wakeAt > HostClock.monotonicNs() ? wakeAt - HostClock.monotonicNs() : 0) / 1e9
             if running.session.waitUntilStopped(timeout: waitSeconds) { continue }
             let now = HostClock.monotonicNs()
@@ -222,7 +221,6 @@ public struct HostRun {
                 let hung = HungPluginStop.hung(sources, stoppingSince: stopping, now: now)
                 if !hung.isEmpty { HungPluginStop.abandon(sources, stop: stop, hung: hung, now: now) }
             }
-            if let d = deadline, now >= d { stop.request(.duration) }
             if let n = nextMetrics, now >= n {
                 sources.forEach { $0.report.writePeriodicMetrics() }
                 nextMetrics = n + interval!

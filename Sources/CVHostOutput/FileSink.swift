@@ -6,7 +6,8 @@ import Glibc
 /// the rotated files, PATH.keep the oldest; older ones are removed), like a log that logrotate
 /// would keep. The file is opened at start (a path that cannot be opened ends the run before it
 /// starts); a failed write (a full disk) drops those lines, counted as `write_failed`, and the
-/// next lines are tried again.
+/// next lines are tried again. The file only ever holds whole lines: a line cut short by a full
+/// disk is removed again, so lines written after space is freed start on a line of their own.
 final class FileSink: LineQueueBacked, @unchecked Sendable {
     // @unchecked Sendable: `fd` and `size` belong to the sink's thread; the rest is immutable or locked.
     let name: String
@@ -86,46 +87,76 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
 
     /// Writes lines, rotating the file before a line that would take it past max_mb.
     private func append(_ lines: [OutputLine]) {
-        var batch: [UInt8] = []
-        var batchLines = 0
+        var batch = Batch()
         for line in lines {
-            if settings.maxBytes > 0, size > 0, size + UInt64(batch.count + line.bytes.count) > settings.maxBytes {
-                flush(&batch, lines: &batchLines)
+            if settings.maxBytes > 0, size > 0, size + UInt64(batch.bytes.count + line.bytes.count) > settings.maxBytes {
+                flush(&batch)
                 rotate()
             }
-            batch.append(contentsOf: line.bytes)
-            batchLines += 1
+            batch.append(line)
         }
-        flush(&batch, lines: &batchLines)
+        flush(&batch)
     }
 
-    private func flush(_ batch: inout [UInt8], lines: inout Int) {
-        guard !batch.isEmpty else { return }
-        let error: Int32? = batch.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+    /// Lines to write at once, with where each ends: a write that stops part-way (a full disk)
+    /// is counted by the lines it wrote whole.
+    private struct Batch {
+        var bytes: [UInt8] = []
+        var lineEnds: [Int] = []
+
+        mutating func append(_ line: OutputLine) {
+            bytes.append(contentsOf: line.bytes)
+            lineEnds.append(bytes.count)
+        }
+
+        /// How many lines the first `written` bytes hold whole, and the bytes they take.
+        func whole(within written: Int) -> (lines: Int, bytes: Int) {
+            let lines = lineEnds.prefix { $0 <= written }.count
+            return (lines, lines == 0 ? 0 : lineEnds[lines - 1])
+        }
+    }
+
+    private func flush(_ batch: inout Batch) {
+        guard !batch.bytes.isEmpty else { return }
+        var written = 0
+        let error: Int32? = batch.bytes.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
                 if n < 0 {
                     if errno == EINTR { continue }
                     return errno
                 }
-                offset += n
+                written += n
             }
             return nil
         }
+        let whole = batch.whole(within: written)
         if let error {
+            // A line cut short would have the next line that fits glued to it: the file goes
+            // back to the end of its last whole line.
+            if written > whole.bytes { cutPartialLine(bytes: written - whole.bytes) }
             // One message per kind of failure, and one when writes work again.
             if error != lastError { Log.error("cannot write to \(settings.path): \(String(cString: strerror(error))); lines are dropped until it works again", source: name) }
             lastError = error
-            counts.withLock { $0.writeFailed += UInt64(lines) }
-        } else {
-            if lastError != 0 { Log.info("writing to \(settings.path) again", source: name) }
+        } else if lastError != 0 {
+            Log.info("writing to \(settings.path) again", source: name)
             lastError = 0
-            size += UInt64(batch.count)
-            counts.withLock { $0.delivered += UInt64(lines) }
         }
-        batch.removeAll(keepingCapacity: true)
-        lines = 0
+        size += UInt64(whole.bytes)
+        let failed = batch.lineEnds.count - whole.lines
+        counts.withLock {
+            $0.delivered += UInt64(whole.lines)
+            $0.writeFailed += UInt64(failed)
+        }
+        batch = Batch()
+    }
+
+    /// Removes the last `bytes` bytes of the file: the start of a line whose write failed.
+    private func cutPartialLine(bytes: Int) {
+        var st = stat()
+        if fstat(fd, &st) != 0 || ftruncate(fd, st.st_size - off_t(bytes)) != 0 {
+            Log.error("cannot remove a partly written line from \(settings.path): \(String(cString: strerror(errno)))", source: name)
+        }
     }
 
     /// PATH.(keep-1) -> PATH.keep, ..., PATH -> PATH.1, and a new PATH.

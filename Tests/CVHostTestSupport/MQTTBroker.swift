@@ -54,7 +54,7 @@ public final class MQTTBroker: @unchecked Sendable {
 
     /// Starts the broker (again, on the same port) and waits until it accepts connections.
     public func start() throws {
-        let p = withSignalsUnblocked("/usr/sbin/mosquitto", ["-c", folder + "/mosquitto.conf"])
+        let p = Tool.withSignalsUnblocked("/usr/sbin/mosquitto", ["-c", folder + "/mosquitto.conf"])
         p.standardOutput = FileHandle.standardError
         p.standardError = FileHandle.standardError
         p.standardInput = FileHandle.nullDevice
@@ -92,7 +92,7 @@ public final class MQTTSubscriber: @unchecked Sendable {
     public init(port: Int, topic: String = "#", arguments: [String] = []) throws {
         file = NSTemporaryDirectory() + "cvhost-mqtt-sub-\(UUID().uuidString).txt"
         FileManager.default.createFile(atPath: file, contents: nil)
-        let p = withSignalsUnblocked("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-q", "1", "-c",
+        let p = Tool.withSignalsUnblocked("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-q", "1", "-c",
                                                                   "-i", "sub-\(UUID().uuidString.prefix(8))", "-v"] + arguments)
         p.standardOutput = FileHandle(forWritingAtPath: file)
         p.standardError = FileHandle.standardError
@@ -134,17 +134,6 @@ public final class MQTTSubscriber: @unchecked Sendable {
         stop()
         try? FileManager.default.removeItem(atPath: file)
     }
-}
-
-/// A process for `executable`, started with no signal blocked: a child inherits the mask of the
-/// thread that starts it, and the test runner's threads block SIGTERM (a broker told to stop
-/// gracefully would not hear it). Python's os.execv puts the mask right, then becomes the tool.
-func withSignalsUnblocked(_ executable: String, _ arguments: [String]) -> Process {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    p.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-                   executable] + arguments
-    return p
 }
 
 /// Whether something listens on a loopback TCP port.

@@ -32,12 +32,22 @@ public enum Tool {
         return Outcome(status: p.terminationStatus, output: output)
     }
 
+    /// A process for `executable` (a path, or a name looked up on PATH), started with no signal
+    /// blocked: a child inherits the mask of the thread that starts it, and the test runner's
+    /// threads block SIGTERM (a server told to stop gracefully would not hear it). Python's
+    /// os.execvp puts the mask right, then becomes the tool.
+    public static func withSignalsUnblocked(_ executable: String, _ arguments: [String]) -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])",
+                       executable] + arguments
+        return p
+    }
+
     /// Starts a tool in the background (a server, a sender); its output goes to the test's stderr.
     /// Stop it with terminate() and waitUntilExit().
     public static func start(_ executable: String, _ arguments: [String]) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = [executable] + arguments
+        let p = withSignalsUnblocked(executable, arguments)
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = FileHandle.standardError
         p.standardError = FileHandle.standardError

@@ -13,18 +13,18 @@ struct ReliabilityTests {
         let fifo = Self.folder + "/out-\(stop.hasPrefix("--") ? "duration" : "signal").fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         // A reader that opens the FIFO and never reads from it.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = ["-c", "import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\ntime.sleep(300)", fifo]
-        try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit() }
+        let holder = try LoneProcess("python3", ["-c", "import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\ntime.sleep(300)", fifo])
+        defer { holder.stop() }
         // At 640x480@30 with 5 results a frame, the pipe (64 KiB) is full within two seconds.
         let run = "\"$0\" run --plugin null:results=5 --input testsrc:640x480@30 --metrics-interval 1 -q"
         let command = stop.hasPrefix("--")
             ? "exec timeout -s KILL 60 \(run) \(stop) > \(fifo)"
-            : "\(run) > \(fifo) & pid=$!; sleep 4; kill -TERM $pid; (sleep 50; kill -KILL $pid) & guard=$!; wait $pid; rc=$?; kill $guard; exit $rc"
+            // The watch for a frozen run is a loop in this shell, not a sleeper in the background:
+            // a sleeper would hold this shell's descriptors, and Tool.run would wait for it.
+            : "\(run) > \(fifo) & pid=$!; sleep 4; kill -TERM $pid; "
+                + "for i in $(seq 500); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; kill -KILL $pid 2>/dev/null; wait $pid"
         let r = try Tool.run("bash", ["-c", command, CVHostBinary.path])
-        // 137 would be the guard's SIGKILL (timeout's, or the watchdog's): the run froze.
+        // 137 would be the watch's SIGKILL (timeout's, or the loop's after 50 s): the run froze.
         #expect(r.status == 4, "exit \(r.status): \(r.output)")
         #expect(r.output.contains("stdout's reader stopped reading: the run was stopped and"), "\(r.output)")
     }
@@ -35,7 +35,7 @@ extension ReliabilityTests {
           arguments: ["fifo", "broker"])
     func stopWhileStarting(waitingFor: String) throws {
         var arguments = ["run", "--plugin", "null", "--open-timeout", "60"]
-        var listener: Process?
+        var listener: LoneProcess?
         if waitingFor == "fifo" {
             let fifo = Self.folder + "/in-\(UUID().uuidString.prefix(6)).fifo"
             #expect(mkfifo(fifo, 0o600) == 0)
@@ -43,16 +43,13 @@ extension ReliabilityTests {
         } else {
             // A server that takes the connection and never answers MQTT's CONNECT.
             let port = freeLoopbackPort()
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            p.arguments = ["-c", "import socket, sys, time\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-                           + "s.bind(('127.0.0.1', int(sys.argv[1])))\ns.listen()\nc = s.accept()\ntime.sleep(300)", String(port)]
-            try p.run()
-            listener = p
+            listener = try LoneProcess("python3", ["-c", "import socket, sys, time\ns = socket.socket()\n"
+                + "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', int(sys.argv[1])))\ns.listen()\n"
+                + "c = s.accept()\ntime.sleep(300)", String(port)])
             usleep(300_000)
             arguments += ["--input", "testsrc", "--output", "mqtt://127.0.0.1:\(port)/t?required=true"]
         }
-        defer { listener?.terminate(); listener?.waitUntilExit() }
+        defer { listener?.stop() }
         var stopped = false
         let r = try CVHostBinary.run(arguments, timeout: 50) { process in
             Thread.sleep(forTimeInterval: 2)
@@ -62,5 +59,51 @@ extension ReliabilityTests {
         #expect(stopped, "it was still waiting when stopped: \(r.stderr)")
         #expect(!r.timedOut && r.exitCode == 0, "exit \(r.exitCode): \(r.stderr)")
         #expect(r.stderr.contains(waitingFor == "fifo" ? "stopped while opening the inputs" : "stopped while opening the outputs"), "\(r.stderr)")
+    }
+}
+
+extension ReliabilityTests {
+    @Test("a full disk under --output file: the file keeps whole lines only, lost lines are counted by what was written, and lines after space is freed start lines of their own",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func fullDisk() throws {
+        let disk = Self.folder + "/disk-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        try Tool.check("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", disk])
+        defer { _ = try? Tool.run("umount", ["-l", disk]) }
+        // All of the disk but 16 KiB, taken by a file that is removed while the run goes on.
+        let filler = disk + "/filler"
+        try Tool.check("dd", ["if=/dev/zero", "of=" + filler, "bs=4096", "count=60", "status=none"])
+        let path = disk + "/results.jsonl"
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=4", "--input", "testsrc:64x48@100", "--metrics-interval", "0",
+                                      "--output", "file:" + path, "--output", "-"], timeout: 90, withStdin: false) { run in
+            if run.waitForStderr("cannot write to \(path): No space left on device") {
+                unlink(filler)
+                if run.waitForStderr("writing to \(path) again") {
+                    let written = run.stdout.utf8.count
+                    run.wait { $0.utf8.count > written + 20_000 }
+                }
+            }
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.stderr.contains("writing to \(path) again"), "\(r.stderr)")
+        #expect(r.exitCode == 4, "lines were lost: \(r.stderr)")
+        // Every line of the file is a whole line of stdout's, in stdout's order: none cut short,
+        // none glued to the start of another.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.hasSuffix("\n"))
+        let fileLines = text.split(separator: "\n").map(String.init)
+        var rest = r.lines[...]
+        for line in fileLines {
+            guard let at = rest.firstIndex(of: line) else {
+                Issue.record("a line of the file is not one of stdout's: \(line.prefix(300))")
+                break
+            }
+            rest = rest[(at + 1)...]
+        }
+        // The loss said on stderr is counted by what reached the file.
+        let said = try #require(r.stderr.firstMatch(of: #/(\d+) lines did not reach file:[^ ]+ \(write_failed \d+\); (\d+) did/#),
+                                "\(r.stderr)")
+        #expect(Int(said.output.2) == fileLines.count, "\(said.output.0) with \(fileLines.count) lines in the file")
+        #expect(Int(said.output.1)! + Int(said.output.2)! == r.lines.count)
     }
 }

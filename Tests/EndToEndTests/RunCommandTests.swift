@@ -19,28 +19,32 @@ struct RunCommandTests {
 
     @Test("a slow plugin drops late frames and does not slow a fast one beside it")
     func slowAndFast() throws {
-        // Other suites (OpenCV, the emulated VM) may load both cores meanwhile: 8 waiting frames
-        // (133 ms) keep a scheduling hiccup from costing the fast plugin a frame. The slow one
-        // still falls behind by far more than that.
-        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=50", "--plugin", "null:results=1", "--queue-depth", "8",
-                                      "--input", "testsrc:640x480@60", "--duration", "3", "--metrics-interval", "1"])
+        // No figure here depends on how fast this machine is at the moment (the suite runs beside
+        // OpenCV, an emulated VM, and in CI beside stress-ng): each bound is one that only a defect
+        // crosses. The slow plugin takes 200 ms a frame, so in 3 s it can finish at most 15 frames,
+        // plus the 2 still queued at the stop (processed, not lost), plus the one in its hands.
+        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=200", "--plugin", "null:results=1",
+                                      "--input", "testsrc:160x120@60", "--duration", "3", "--metrics-interval", "1"])
         #expect(r.exitCode == 0, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
         let slow = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 0))
         let fast = RunCommandTests.frames(RunCommandTests.metrics(r, plugin: 1))
-        let offered = try #require(fast["offered"] as? Int)
-        #expect(offered > 100)
-        // The fast plugin keeps up with the source.
-        #expect(Double(fast["processed"] as? Int ?? 0) >= 0.99 * Double(offered))
-        // The slow one can do at most 20 a second (plus the 8 still queued at the stop, which are
-        // processed, not lost), and every frame it missed is a counted drop.
+        let slowBound = 3 * 5 + 2 + 1
         let slowProcessed = try #require(slow["processed"] as? Int)
-        #expect(slowProcessed <= 3 * 20 + 8 + 2 && slowProcessed >= 20)
-        let dropped = slow["dropped"] as? [String: Int] ?? [:]
-        #expect((dropped["late"] ?? 0) > 0)
-        #expect(slowProcessed + (slow["dropped_total"] as? Int ?? -1) == slow["offered"] as? Int)
+        #expect(slowProcessed > 0 && slowProcessed <= slowBound, "\(slow)")
+        // Every frame either plugin missed is a counted drop, and the slow one did miss frames: a
+        // source held back to its pace would have offered no more than it could take.
+        for counts in [slow, fast] {
+            #expect((counts["processed"] as? Int ?? -1) + (counts["dropped_total"] as? Int ?? -1) == counts["offered"] as? Int, "\(counts)")
+        }
+        #expect(((slow["dropped"] as? [String: Int])?["late"] ?? 0) > 0, "\(slow)")
+        // The fast plugin was not held to the slow one's pace: it finished more frames than the
+        // slow one could have, and its results are one per frame it processed.
+        let fastProcessed = try #require(fast["processed"] as? Int)
+        #expect(fastProcessed > slowBound, "\(fast)")
+        #expect(r.events("result", plugin: 1).count == fastProcessed)
         // Periodic metrics came before the final ones, and session.stopped is the last line.
-        #expect(r.events("metrics", plugin: 0).count >= 3)
+        #expect(r.events("metrics", plugin: 0).count >= 2)
         #expect(r.events.last?["event"] as? String == "session.stopped")
         #expect(r.events.last?["reason"] as? String == "duration")
     }

@@ -125,6 +125,12 @@ let package = Package(
         .executableTarget(
             name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
 
+        // Every parser of bytes someone else wrote, as a function of those bytes (fuzz/targets), and
+        // libFuzzer's entry to them (scripts/fuzz.sh builds it with -sanitize=fuzzer; a plain build
+        // replays files: `cvhost-fuzz TARGET FILE...`).
+        .target(name: "CVHostFuzzTargets", dependencies: ["CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostV4L2"], path: "fuzz/targets"),
+        .executableTarget(name: "cvhost-fuzz", dependencies: ["CVHostFuzzTargets"], path: "fuzz/cvhost-fuzz"),
+
         // Plugins: one folder each, named as users load them.
         // (publicHeadersPath "." : a plugin exports no headers, but SwiftPM wants a header folder for C.)
         .target(name: "NullPlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/null", publicHeadersPath: "."),
@@ -170,6 +176,8 @@ let package = Package(
             ]),
         // The run's settings, config file, exit codes and stops, as a library (no binary run).
         .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
+        // Every fuzz seed and finding (fuzz/corpus, fuzz/findings) through its target: what a fuzz run found stays fixed.
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["CVHostFuzzTargets", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.
         .testTarget(name: "EndToEndTests", dependencies: ["CVHostTestSupport"]),
     ],

@@ -151,9 +151,7 @@ public final class CaptureSession: @unchecked Sendable {
             state = .running
         }
         eventHandler?(.started(device: DeviceSummary(device), format: device.activeFormat, settings: settings))
-        let thread = Thread { [self] in captureLoop(stream: opened, outputs: config.outputs) }
-        thread.name = "cvhost.capture"
-        thread.start()
+        SystemThread.start("cvhost.capture") { [self] in captureLoop(stream: opened, outputs: config.outputs) }
     }
 
     /// Asks the session to stop and returns at once; `waitUntilStopped()` waits for it.

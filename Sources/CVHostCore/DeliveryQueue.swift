@@ -46,9 +46,7 @@ final class DeliveryQueue: @unchecked Sendable {
     func start() {
         cond.withLock { workersRunning = workerCount }
         for worker in 0..<workerCount {
-            let thread = Thread { [self] in run(worker: worker) }
-            thread.name = workerCount == 1 ? label : "\(label)#\(worker)"
-            thread.start()
+            SystemThread.start(workerCount == 1 ? label : "\(label)#\(worker)") { [self] in run(worker: worker) }
         }
     }
 

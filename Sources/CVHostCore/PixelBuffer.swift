@@ -1,3 +1,5 @@
+import Glibc
+
 /// Reference-counted image memory: every consumer that takes the same pixel format reads the
 /// same bytes, never a per-consumer copy (the role of CVPixelBuffer).
 ///
@@ -127,13 +129,18 @@ public final class PixelBuffer: @unchecked Sendable {
     public var cachedConversionCount: Int { conversions.withLock { $0.count } }
 }
 
-/// Heap memory released when the last buffer using it goes away.
+/// Heap memory released when the last buffer using it goes away. Memory the system refuses ends
+/// the run with a message (ResourceExhaustion) rather than Swift's trap.
 final class Allocation {
     let pointer: UnsafeMutableRawPointer
 
     init(byteCount: Int) {
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(byteCount, 1), alignment: 64)
+        let size = (max(byteCount, 1) + 63) & ~63
+        guard let p = aligned_alloc(64, size) else {
+            ResourceExhaustion.exit("memory for a frame (\(byteCount) bytes)", error: ENOMEM)
+        }
+        pointer = p
     }
 
-    deinit { pointer.deallocate() }
+    deinit { free(pointer) }
 }

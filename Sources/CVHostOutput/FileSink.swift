@@ -33,9 +33,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
         }
         var st = stat()
         size = fstat(fd, &st) == 0 ? UInt64(st.st_size) : 0
-        let t = Thread { [self] in run() }
-        t.name = "cvhost-output-file"
-        t.start()
+        SystemThread.start("cvhost-output-file") { [self] in run() }
     }
 
     private static func open(_ path: String) -> Int32 {

@@ -57,9 +57,7 @@ final class MQTTSink: LineQueueBacked, @unchecked Sendable {
         topics = MQTTTopics(prefix: settings.prefix, host: Producer.host)
         // Unique per run: two cvhost processes never take over each other's connection.
         clientID = "cvhost-\(Producer.host.prefix(40))-\(Producer.session.prefix(8))"
-        let t = Thread { [self] in run() }
-        t.name = "cvhost-output-mqtt"
-        t.start()
+        SystemThread.start("cvhost-output-mqtt") { [self] in run() }
     }
 
     var queueSettings: OutputDestination.QueueSettings { settings.queue }

@@ -1,3 +1,4 @@
+import CVHostCore
 import Foundation
 import Glibc
 
@@ -34,15 +35,23 @@ struct ELFImage {
     }
 
     init(path: String) throws {
-        // Opened here first for the reason a read fails (permission, a folder), which Data does not keep.
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // The path is PathText (a name that is not UTF-8 as \xNN); the file is mapped, not read.
+        let fd = PathText.openForReading(path)
         guard fd >= 0 else { throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
         var st = stat()
-        let isFile = fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
-        close(fd)
-        guard isFile else { throw Failure(description: "cannot read the file: it is not a regular file") }
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
-            throw Failure(description: "cannot read the file")
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(description: "cannot read the file: it is not a regular file")
+        }
+        let data: Data
+        if st.st_size == 0 {
+            data = Data()
+        } else {
+            guard let mapped = mmap(nil, Int(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
+                throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))")
+            }
+            let size = Int(st.st_size)
+            data = Data(bytesNoCopy: mapped, count: size, deallocator: .custom { pointer, _ in munmap(pointer, size) })
         }
         bytes = data
         guard data.count >= 64, data.prefix(4) == Data([0x7F, 0x45, 0x4C, 0x46]) else {

@@ -4,19 +4,19 @@ import CVHostOutput
 /// One result a plugin emitted (host->emit), checked: a type name `[a-z0-9_.]{1,64}` and one JSON
 /// object, minified. Made into a `result` line by `line(...)`. Results that come from a worker
 /// process are checked again on this side: the worker is the plugin's, not to be trusted.
-struct EmittedResult: Sendable {
+package struct EmittedResult: Sendable {
     let type: String
     /// One valid JSON object, minified.
     let json: [UInt8]
     /// The frame it belongs to (nil: none was processed yet).
     let frame: HostServices.FrameStamp?
 
-    struct Refusal: Error, CustomStringConvertible {
-        let description: String
+    package struct Refusal: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Checks a result as a plugin handed it over. - Returns: the type and the minified object.
-    static func check(type: UnsafeBufferPointer<UInt8>, json: UnsafeBufferPointer<UInt8>) throws(Refusal) -> (type: String, json: [UInt8]) {
+    package static func check(type: UnsafeBufferPointer<UInt8>, json: UnsafeBufferPointer<UInt8>) throws(Refusal) -> (type: String, json: [UInt8]) {
         let typeName = String(decoding: type, as: UTF8.self)
         guard isValidType(type) else {
             throw Refusal(description: "result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")

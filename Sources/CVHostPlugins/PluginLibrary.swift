@@ -1,4 +1,5 @@
 import CPluginGuard
+import CVHostCore
 import CVHostPluginABI
 import Foundation
 
@@ -23,7 +24,7 @@ struct PluginLibrary: @unchecked Sendable {
         // RTLD_LOCAL: two plugins may define the same symbols without seeing each other's. Loading
         // runs the plugin's constructors: a crash in them is the plugin's, and named as such.
         let loaded = PluginCallGuard(plugin: info.name, index: pluginIndex).run(CVHOST_GUARD_CREATE, "load") {
-            dlopen(info.path, RTLD_NOW | RTLD_LOCAL)
+            PathText.withFileSystemPath(info.path) { dlopen($0, RTLD_NOW | RTLD_LOCAL) }
         }
         guard let handle = loaded else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"

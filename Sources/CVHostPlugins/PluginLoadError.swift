@@ -12,6 +12,7 @@ public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
         case createFailed = "create_failed"
         case unknownOption = "unknown_option"
         case badOptionValue = "bad_option_value"
+        case unsafeFile = "unsafe_plugin_file"
 
         /// The process exit code for this refusal.
         public var exitCode: Int32 {
@@ -25,6 +26,7 @@ public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
             case .createFailed: 16
             case .unknownOption: 17
             case .badOptionValue: 18
+            case .unsafeFile: 24
             }
         }
     }

@@ -1,3 +1,4 @@
+import CVHostCore
 import Foundation
 import Glibc
 
@@ -47,12 +48,13 @@ public final class PluginLoader: Sendable {
                                       + (name.map { " (or --plugin \($0) to look it up by name)" } ?? ""))
             }
             var st = stat()
-            guard stat(nameOrPath, &st) == 0 else {
+            guard PathText.withFileSystemPath(nameOrPath, { stat($0, &st) }) == 0 else {
                 // Not only "does not exist": a symbolic link loop, a folder that may not be searched.
                 let e = errno
                 throw PluginLoadError(.notFound, e == ENOENT ? "plugin file \(nameOrPath) does not exist"
                                                              : "plugin file \(nameOrPath) cannot be reached: \(String(cString: strerror(e)))")
             }
+            try PluginFileTrust.check(nameOrPath)
             if PythonPlugin.isPythonFile(nameOrPath) { return try PythonPlugin.describe(path: nameOrPath) }
             return try open(path: nameOrPath, expectedName: nil)
         }
@@ -96,6 +98,7 @@ public final class PluginLoader: Sendable {
     }
 
     private func open(path: String, expectedName: String?) throws -> PluginInfo {
+        try PluginFileTrust.check(path)
         let plugin = try PluginInfo(path: path)
         if let expectedName, plugin.name != expectedName {
             throw PluginLoadError(.invalidName,

@@ -45,9 +45,7 @@ public enum PluginWorker {
         }
         channels[0].send(.ready)
         for i in 1..<count {
-            let thread = Thread { serve(channels[i], instances[i], shared: shared) }
-            thread.name = "\(hello.label) instance \(i)"
-            thread.start()
+            SystemThread.start("\(hello.label) instance \(i)") { serve(channels[i], instances[i], shared: shared) }
         }
         serve(channels[0], instances[0], shared: shared, onDestroy: {
             instances.forEach { $0.destroy() }

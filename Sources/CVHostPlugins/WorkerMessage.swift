@@ -3,7 +3,7 @@ import CVHostPluginABI
 /// The messages between cvhost and a plugin's worker process, one per SOCK_SEQPACKET packet
 /// (WorkerChannel splits long ones). Binary, little-endian, both ends built from this file: the
 /// worker is always the same cvhost executable re-run, so the format needs no versioning.
-enum WorkerMessage {
+package enum WorkerMessage {
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
     case hello(Hello)
@@ -28,7 +28,7 @@ enum WorkerMessage {
     /// The call returned this status; its results came before.
     case done(status: Int32)
 
-    struct Hello {
+    package struct Hello {
         var path: String
         var pluginIndex: Int
         var instances: Int
@@ -38,7 +38,7 @@ enum WorkerMessage {
 
     /// A frame in shared memory: the C frame's fields, each plane's `offset` into the memory
     /// `memory[plane]` in place of its pointer.
-    struct FrameMessage {
+    package struct FrameMessage {
         var memory: [UInt64]
         var frame: cvhost_frame
     }
@@ -48,7 +48,7 @@ enum WorkerMessage {
         case ready = 64, failed, result, done
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = ByteWriter()
         switch self {
         case .hello(let h):
@@ -97,19 +97,21 @@ enum WorkerMessage {
     }
 
     /// - Returns: nil for a message that is not one of these (a worker that is not ours, or broken).
-    init?(decoding bytes: [UInt8]) {
+    package init?(decoding bytes: [UInt8]) {
         var r = ByteReader(bytes)
         guard let raw = r.u8(), let kind = Kind(rawValue: raw) else { return nil }
         switch kind {
         case .hello:
-            guard let path = r.string(), let index = r.u64(), let instances = r.u64(), let label = r.string(), let n = r.u64(), n < 1024
+            // Counts are the sender's word: one past Int's range is not a message (it would trap).
+            guard let path = r.string(), let index = r.u64().flatMap({ Int(exactly: $0) }), let instances = r.u64().flatMap({ Int(exactly: $0) }),
+                  let label = r.string(), let n = r.u64(), n < 1024
             else { return nil }
             var options: [(String, String)] = []
             for _ in 0..<n {
                 guard let k = r.string(), let v = r.string() else { return nil }
                 options.append((k, v))
             }
-            self = .hello(Hello(path: path, pluginIndex: Int(index), instances: Int(instances), label: label, options: options))
+            self = .hello(Hello(path: path, pluginIndex: index, instances: instances, label: label, options: options))
         case .memory:
             guard let id = r.u64(), let size = r.u64() else { return nil }
             self = .memory(id: id, size: size)

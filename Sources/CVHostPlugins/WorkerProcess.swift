@@ -113,7 +113,7 @@ private final class SpawnThread: @unchecked Sendable {
     private var work: [() -> Void] = []
 
     init() {
-        let thread = Thread { [self] in
+        SystemThread.start("cvhost.worker-spawner") { [self] in
             while true {
                 lock.lock()
                 while work.isEmpty { lock.wait() }
@@ -122,8 +122,6 @@ private final class SpawnThread: @unchecked Sendable {
                 next()
             }
         }
-        thread.name = "cvhost.worker-spawner"
-        thread.start()
     }
 
     /// Runs `body` on the thread and waits for its result.

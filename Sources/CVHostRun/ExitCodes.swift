@@ -17,6 +17,8 @@ public enum ExitCodes {
     public static let outputUnavailable: Int32 = 5
     /// --http cannot listen on its address (in use, not an address of this machine).
     public static let httpUnavailable: Int32 = 6
+    /// The system refused memory for a frame, or a thread, that the run needs (ResourceExhaustion).
+    public static let outOfResources: Int32 = ResourceExhaustion.exitCode
     /// A plugin's code crashed the process (a bad memory access, abort()...); CPluginGuard names it.
     public static let pluginCrashed: Int32 = 19
     /// A call into a plugin kept a stop waiting too long: the run ended without it (HungPluginStop).
@@ -51,6 +53,8 @@ public enum ExitCodes {
           5    an --output cannot be opened, or a required=true broker cannot
                be reached at start
           6    --http cannot listen on its address (in use, or not this machine's)
+          7    out of resources: memory for a frame, or a thread, could not be had
+               (ulimit -v, ulimit -u, a full machine): named on stderr
           10   plugin not found
           11   plugin file is not a shared object
           12   plugin has no entry symbol
@@ -71,6 +75,8 @@ public enum ExitCodes {
           22   nothing found: the run ended by itself (end of input,
                --max-frames, --duration) and no plugin wrote a result
           23   a plugin failed on every frame it was given (process() errors)
+          24   a plugin file (or a folder above it) can be changed by another
+               user: fix it (chmod go-w, chown), or CVHOST_UNSAFE_PLUGIN_FILES=1
           64   bad command line
           130  a second SIGINT/SIGTERM/SIGHUP forced an immediate exit
         """

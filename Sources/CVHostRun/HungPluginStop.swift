@@ -85,7 +85,7 @@ enum HungPluginStop {
         private let finished = Atomic(false)
 
         init(stop: RunStop) {
-            let thread = Thread { [self] in
+            SystemThread.start("cvhost.creation-watch") { [self] in
                 while !finished.load(ordering: .relaxed) {
                     usleep(100_000)
                     guard let asked = stop.requested, !finished.load(ordering: .relaxed),
@@ -97,8 +97,6 @@ enum HungPluginStop {
                     _exit(ExitCodes.pluginHung)
                 }
             }
-            thread.name = "cvhost.creation-watch"
-            thread.start()
         }
 
         /// The plugin whose instances are being created now.

@@ -18,8 +18,8 @@ import Foundation
 ///     {"command":"stop"}
 ///
 /// An `"id"` (a string or a number) is echoed in the answer.
-final class LiveCommands: Sendable {
-    enum Origin: String {
+package final class LiveCommands: Sendable {
+    package enum Origin: String, Sendable {
         case stdin, http
     }
 
@@ -37,6 +37,12 @@ final class LiveCommands: Sendable {
         self.stop = stop
     }
 
+    /// Commands of a run that has no inputs, their lines to `output`: how a command's bytes are
+    /// read and refused, away from a run (the fuzz targets, fuzz/targets).
+    package convenience init(output: OutputRouter) {
+        self.init(sources: [], lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
+    }
+
     func inputsEnded() { ended.withLock { $0 = true } }
 
     /// A refusal of a command, with the HTTP status that says why.
@@ -51,7 +57,7 @@ final class LiveCommands: Sendable {
 
     /// Carries out one command. - Returns: the HTTP status and the `command.result` line.
     /// `command` is implied for HTTP: set_control with `name`, set_plugin with `plugin`.
-    func handle(_ bytes: [UInt8], from origin: Origin) -> (status: Int, line: JSONObject) {
+    package func handle(_ bytes: [UInt8], from origin: Origin) -> (status: Int, line: JSONObject) {
         var id: CommandValue?
         var name = "?"
         do {

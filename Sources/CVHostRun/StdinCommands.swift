@@ -7,38 +7,58 @@ import Glibc
 /// itself or with --no-stdin-commands. A cvhost in the background of a shell reads nothing:
 /// SIGTTIN is ignored, so reading the terminal fails instead of stopping the process.
 enum StdinCommands {
-    /// A line longer than this is refused as a whole (a command is a few dozen bytes).
-    static let maxLine = 64 * 1024
-
     static func start(_ commands: LiveCommands, lines: RunLines) {
         signal(SIGTTIN, SIG_IGN)
-        let t = Thread {
-            var pending: [UInt8] = []
-            var skipping = false
+        SystemThread.start("cvhost-stdin-commands") {
+            var splitter = CommandLines()
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { return }  // end of stdin, or not readable: no more commands
-                for byte in buffer[..<n] {
-                    if byte != UInt8(ascii: "\n") {
-                        if pending.count < maxLine { pending.append(byte) } else { skipping = true }
-                        continue
+                splitter.feed(buffer[..<n]) { line in
+                    switch line {
+                    case .command(let bytes): lines.writeWhileRunning(commands.handle(bytes, from: .stdin).line)
+                    case .tooLong: Log.warning("a command on stdin longer than \(CommandLines.maxLine) bytes was ignored")
                     }
-                    defer {
-                        pending.removeAll(keepingCapacity: true)
-                        skipping = false
-                    }
-                    if skipping {
-                        Log.warning("a command on stdin longer than \(maxLine) bytes was ignored")
-                        continue
-                    }
-                    if pending.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) { continue }
-                    lines.writeWhileRunning(commands.handle(pending, from: .stdin).line)
                 }
             }
         }
-        t.name = "cvhost-stdin-commands"
-        t.start()
+    }
+}
+
+/// Commands as lines of bytes: each line that is not blank is a command; a line longer than
+/// `maxLine` is refused as a whole (a command is a few dozen bytes), so that no stream of bytes
+/// without a newline can grow cvhost's memory.
+package struct CommandLines {
+    package static let maxLine = 64 * 1024
+
+    package enum Line {
+        case command([UInt8])
+        case tooLong
+    }
+
+    private var pending: [UInt8] = []
+    private var skipping = false
+
+    package init() {}
+
+    /// Takes the next bytes read; `each` is told of every line they end.
+    package mutating func feed(_ bytes: some Sequence<UInt8>, _ each: (Line) -> Void) {
+        for byte in bytes {
+            if byte != UInt8(ascii: "\n") {
+                if pending.count < Self.maxLine { pending.append(byte) } else { skipping = true }
+                continue
+            }
+            defer {
+                pending.removeAll(keepingCapacity: true)
+                skipping = false
+            }
+            if skipping {
+                each(.tooLong)
+            } else if !pending.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
+                each(.command(pending))
+            }
+        }
     }
 }

@@ -54,9 +54,7 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         // Taken before the thread starts, so a camera plugged in from now on is a change.
         known = V4L2Discovery.captureNodes()
-        let thread = Thread { [self] in run() }
-        thread.name = "cvhost.device-monitor"
-        thread.start()
+        SystemThread.start("cvhost.device-monitor") { [self] in run() }
     }
 
     /// Stops watching and returns once the monitor thread has ended: no change is reported after.

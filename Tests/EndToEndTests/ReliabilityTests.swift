@@ -107,3 +107,71 @@ extension ReliabilityTests {
         #expect(Int(said.output.1)! + Int(said.output.2)! == r.lines.count)
     }
 }
+
+extension ReliabilityTests {
+    @Test("short of memory or threads: exit 7 and one line naming what could not be had; no trap, no hang, no partial line",
+          arguments: ["memory", "thread"])
+    func outOfResources(what: String) throws {
+        // Memory: a 300 MB address space holds cvhost but not its 8K frames (50 MB each). A thread:
+        // with 1 GB of stack reserved for each new thread, a 3 GB space holds only the first ones.
+        let limits = what == "memory" ? "ulimit -v 300000" : "ulimit -v 3000000; ulimit -s 1000000"
+        let size = what == "memory" ? "7680x4320" : "640x480"
+        let r = try Tool.run("bash", ["-c", "\(limits); exec \"$0\" run --plugin null --plugin null:isolation=process "
+                                            + "--input testsrc:\(size)@30 --max-frames 10 --metrics-interval 0 2>&1", CVHostBinary.path])
+        #expect(r.status == 7, "exit \(r.status): \(r.output.suffix(800))")
+        #expect(r.output.contains("cvhost: error: out of resources: "), "\(r.output.suffix(800))")
+        if what == "thread" { #expect(r.output.contains("a thread (")) }
+        #expect(!r.output.contains("Fatal error") && !r.output.contains("Backtrac"))
+        // Every line is whole: a JSON line, or one of cvhost's messages.
+        for line in r.output.split(separator: "\n") {
+            #expect(line.hasPrefix("{\"event\":") && line.hasSuffix("}") || line.hasPrefix("cvhost: "), "\(line.prefix(200))")
+        }
+    }
+}
+
+extension ReliabilityTests {
+    /// A copy of the null plugin at `name` (bytes, as bash's printf makes them) in a new folder.
+    static func nullPluginCopy(named name: String, folderMode: mode_t = 0o755) throws -> (folder: String, shell: String) {
+        let folder = Self.folder + "/plugins-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        chmod(folder, folderMode)
+        let null = PluginFixtures.packageRoot + "/.build/debug/libcvhost-null.so"
+        try Tool.check("bash", ["-c", "install -m 755 \"$0\" \"$1/\"$(printf '\(name)')", null, folder])
+        return (folder, "\"\(folder)/\"$(printf '\(name)')")
+    }
+
+    @Test("a plugin file whose name is not UTF-8 loads, in cvhost's process and in a worker; output names it with \\x escapes")
+    func nonUTF8PluginPath() throws {
+        let (_, path) = try Self.nullPluginCopy(named: "caf\\xe9.so")
+        for isolation in ["none", "process"] {
+            let r = try Tool.run("bash", ["-c", "exec \"$0\" run --plugin \(path)\":results=1,isolation=\(isolation)\" "
+                                                 + "--input testsrc:unpaced --max-frames 2 --metrics-interval 0 2>&1", CVHostBinary.path])
+            #expect(r.status == 0, "\(isolation): \(r.output.suffix(600))")
+            #expect(r.output.components(separatedBy: "\"event\":\"result\"").count == 3, "\(isolation)")
+            #expect(r.output.contains(#"caf\\xe9.so"#), "the path as text: \(r.output.prefix(1500))")
+        }
+    }
+
+    @Test("a plugin file that another user could change is refused (exit 24), as ssh refuses such keys; CVHOST_UNSAFE_PLUGIN_FILES=1 loads it",
+          arguments: ["file", "folder", "owner"])
+    func pluginOthersCanChange(what: String) throws {
+        let (folder, path) = try Self.nullPluginCopy(named: "libcvhost-null.so", folderMode: what == "folder" ? 0o777 : 0o755)
+        let file = folder + "/libcvhost-null.so"
+        if what == "file" { chmod(file, 0o757) }
+        if what == "owner" { chown(file, 65534, 65534) }  // nobody
+        let run = "\"$0\" run --plugin \(path):results=1 --input testsrc:unpaced --max-frames 1 --metrics-interval 0"
+        let refused = try Tool.run("bash", ["-c", "exec \(run) 2>&1", CVHostBinary.path])
+        let said = ["file": "the file can be written by every user", "folder": "its folder \(folder) can be written by every user",
+                    "owner": "the file belongs to another user (uid 65534)"][what]!
+        #expect(refused.status == 24, "\(what): \(refused.output)")
+        #expect(refused.output.contains("plugin file \(file) is not loaded: \(said)") && refused.output.contains("CVHOST_UNSAFE_PLUGIN_FILES=1"),
+                "\(refused.output)")
+        #expect(!refused.output.contains("\"event\""), "nothing ran")
+        // By name, from CVHOST_PLUGIN_PATH, the same.
+        let byName = try Tool.run("bash", ["-c", "CVHOST_PLUGIN_PATH=\"$1\" exec \"$0\" run --plugin null --input testsrc --max-frames 1 2>&1",
+                                           CVHostBinary.path, folder])
+        #expect(byName.status == 24, "\(what) by name: \(byName.output)")
+        let allowed = try Tool.run("bash", ["-c", "CVHOST_UNSAFE_PLUGIN_FILES=1 exec \(run) 2>&1", CVHostBinary.path])
+        #expect(allowed.status == 0 && allowed.output.contains("warning: loading \(file) although \(said)"), "\(allowed.output)")
+    }
+}

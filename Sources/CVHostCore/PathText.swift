@@ -66,6 +66,11 @@ public enum PathText {
         return paths
     }
 
+    /// Calls `body` with the C path of the file `text` names (for stat, open, dlopen...).
+    public static func withFileSystemPath<R>(_ text: String, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        withCString(fileSystemBytes(text), body)
+    }
+
     /// Opens the file `text` names for reading (close-on-exec), or returns -1 with errno set.
     public static func openForReading(_ text: String) -> Int32 {
         withCString(fileSystemBytes(text)) { open($0, O_RDONLY | O_CLOEXEC) }

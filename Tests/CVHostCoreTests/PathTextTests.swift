@@ -1,5 +1,5 @@
 import Testing
-@testable import CVHostSources
+@testable import CVHostCore
 
 @Suite("PathText: file names that are not UTF-8")
 struct PathTextTests {

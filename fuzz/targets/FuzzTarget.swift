@@ -1,0 +1,178 @@
+import CVHostOutput
+import CVHostPlugins
+import CVHostRun
+import CVHostV4L2
+import Foundation
+import Glibc
+
+/// The places where cvhost reads bytes that someone else wrote, each as a function of those
+/// bytes: what libFuzzer calls (fuzz/cvhost-fuzz) and what FuzzRegressionTests replay (every
+/// seed of fuzz/corpus and every finding of fuzz/findings). A target returns normally for any
+/// input; a crash, a trap (an overflow, an index out of range), a hang or a broken promise
+/// (`check`) is a finding.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// A file given as a plugin (`--plugin ./x.so`, or found by name): its ELF headers, tables
+    /// and descriptor read without loading it (PluginInfo, ELFImage).
+    case pluginFile = "plugin-file"
+    /// A result a plugin emits, before it goes to stdout (JSONValidator).
+    case jsonResult = "json-result"
+    /// `--config FILE` (RunConfigFile, YAML through Yams).
+    case configFile = "config-file"
+    /// `--plugin barcode:key=value,...`, split and checked against the barcode plugin's options.
+    case pluginOptions = "plugin-options"
+    /// Commands on stdin: split into lines, each handled (CommandLines, LiveCommands).
+    case stdinCommands = "stdin-commands"
+    /// The body of `POST /controls` (LiveCommands, as HTTP's).
+    case controlsBody = "controls-body"
+    /// A message from a plugin's worker process, which runs the plugin's code (WorkerMessage,
+    /// and a result in it checked as the host checks it).
+    case workerMessage = "worker-message"
+    /// A frame from an MJPEG camera (MJPEGDecoder: markers, then FFmpeg's decoder).
+    case mjpegFrame = "mjpeg-frame"
+
+    /// Runs the target on one input.
+    public func run(_ bytes: UnsafeBufferPointer<UInt8>) {
+        switch self {
+        case .pluginFile: Self.pluginFile(bytes)
+        case .jsonResult: Self.jsonResult(bytes)
+        case .configFile: Self.configFile(bytes)
+        case .pluginOptions: Self.pluginOptions(bytes)
+        case .stdinCommands: Self.stdinCommands(bytes)
+        case .controlsBody: Self.controlsBody(bytes)
+        case .workerMessage: Self.workerMessage(bytes)
+        case .mjpegFrame: Self.mjpegFrame(bytes)
+        }
+    }
+
+    public func run(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { run($0) }
+    }
+
+    /// A promise of the code under test that does not hold: stops the run like a crash, so
+    /// that libFuzzer keeps the input.
+    static func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+        if !condition { fatalError("fuzz check failed: \(message())") }
+    }
+
+    // MARK: - The targets
+
+    static func pluginFile(_ bytes: UnsafeBufferPointer<UInt8>) {
+        _ = try? PluginInfo(path: InputFile.shared.holding(bytes))
+    }
+
+    static func jsonResult(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let minified = try? JSONValidator.minifiedObject(bytes) else { return }
+        // What it lets through is one JSON object a reader can parse, minified for good.
+        let again = minified.withUnsafeBufferPointer { try? JSONValidator.minifiedObject($0) }
+        check(again == minified, "minifying twice changed \(String(decoding: minified.prefix(200), as: UTF8.self))")
+        check(String(validating: minified, as: UTF8.self) != nil, "the minified object is not UTF-8")
+        check(!minified.contains(UInt8(ascii: "\n")), "a newline inside a JSON line")
+        let parsed = try? JSONSerialization.jsonObject(with: Data(minified), options: [.fragmentsAllowed])
+        check(parsed is [String: Any], "Foundation cannot read the object: \(String(decoding: minified.prefix(200), as: UTF8.self))")
+    }
+
+    static func configFile(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let config = try? RunConfigFile(path: InputFile.shared.holding(bytes)) else { return }
+        let merged = config.merged(with: ["run", "--plugin", "null"])
+        _ = config.locate("--plugin: x", commandLine: merged)
+    }
+
+    static func pluginOptions(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let request = try? PluginRequest(parsing: "barcode:" + text) else { return }
+        _ = try? PluginConfiguration(plugin: BarcodePluginInfo.shared, options: request.options, warn: { _ in })
+    }
+
+    static func stdinCommands(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var lines = CommandLines()
+        lines.feed(bytes) { line in
+            if case .command(let command) = line {
+                checkAnswer(Commands.shared.handle(command, from: .stdin))
+            }
+        }
+    }
+
+    static func controlsBody(_ bytes: UnsafeBufferPointer<UInt8>) {
+        checkAnswer(Commands.shared.handle(Array(bytes), from: .http))
+    }
+
+    /// Every command is answered by one `command.result` line, which is valid JSON.
+    private static func checkAnswer(_ answer: (status: Int, line: JSONObject)) {
+        let line = answer.line.finished()
+        check(answer.status == 200 || (400..<600).contains(answer.status), "status \(answer.status)")
+        let valid = line.withUnsafeBufferPointer { try? JSONValidator.minifiedObject($0) }
+        check(valid != nil, "the answer is not one JSON object: \(String(decoding: line.prefix(300), as: UTF8.self))")
+    }
+
+    static func workerMessage(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let message = WorkerMessage(decoding: Array(bytes)) else { return }
+        // What was read is written back the same way, and read again the same.
+        let encoded = message.encoded()
+        let again = WorkerMessage(decoding: encoded)
+        check(again?.encoded() == encoded, "a message does not survive encoding")
+        if case .result(let type, let json) = message {
+            let checked = type.withUnsafeBufferPointer { t in json.withUnsafeBufferPointer { try? EmittedResult.check(type: t, json: $0) } }
+            if let checked { check(String(validating: checked.json, as: UTF8.self) != nil, "a result let through is not UTF-8") }
+        }
+    }
+
+    static func mjpegFrame(_ bytes: UnsafeBufferPointer<UInt8>) {
+        // The seeds are 64x48 frames: a frame of another size must be refused, not misread.
+        guard case .frame(let buffer) = MJPEGFrames.decoder.decode(UnsafeRawBufferPointer(bytes)) else { return }
+        check(buffer.width == 64 && buffer.height == 48, "a \(buffer.width)x\(buffer.height) frame from a 64x48 camera")
+    }
+}
+
+/// One decoder for every input, as a camera has one for all its frames.
+private enum MJPEGFrames {
+    nonisolated(unsafe) static let decoder = try! MJPEGDecoder(width: 64, height: 48, device: "fuzz")
+}
+
+/// Commands of a run without inputs, their answers written to /dev/null.
+private enum Commands {
+    static let shared: LiveCommands = {
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let router = try! OutputRouter(destinations: [.stdout], stdoutDescriptor: null, connectTimeout: 1, onStdoutClosed: {})
+        return LiveCommands(output: router)
+    }()
+}
+
+/// The barcode plugin's info: the plugin with the most kinds of option (numbers with ranges,
+/// choices, lists). Looked up as cvhost looks it up, and beside the package's debug build.
+private enum BarcodePluginInfo {
+    static let shared: PluginInfo = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let loader = PluginLoader(searchPath: PluginLoader.defaultSearchPath() + [root + "/.build/debug"])
+        do {
+            return try loader.find("barcode", isPath: false)
+        } catch {
+            fatalError("the plugin-options target needs the barcode plugin: run swift build first (\(error))")
+        }
+    }()
+}
+
+/// A file whose content is the input, for the readers that take a path: one file in memory
+/// (/dev/shm), rewritten for each input.
+final class InputFile: @unchecked Sendable {
+    // @unchecked Sendable: libFuzzer calls a target on one thread.
+    static let shared = InputFile()
+    private let path = "/dev/shm/cvhost-fuzz-input-\(getpid())"
+    private let fd: Int32
+
+    private init() {
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        precondition(fd >= 0, "cannot make \(path): \(String(cString: strerror(errno)))")
+        atexit { unlink("/dev/shm/cvhost-fuzz-input-\(getpid())") }
+    }
+
+    func holding(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        _ = ftruncate(fd, 0)
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(written))
+            if n <= 0 { break }
+            written += n
+        }
+        return path
+    }
+}

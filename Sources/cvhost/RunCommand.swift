@@ -47,7 +47,7 @@ struct RunCommand: ParsableCommand {
               face      faces with OpenCV: an id across frames, bounds, angles
               motion    share of pixels that changed, motion start and stop
               null      does nothing, at a chosen cost (tests, benchmarks)
-            NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file; a Python file (./brightness.py) is a Python plugin, run by $CVHOST_PYTHON, $VIRTUAL_ENV's or the PATH's python3 in worker processes, and reloaded when the file changes. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
+            NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file; a Python file (./brightness.py) is a Python plugin, run by $CVHOST_PYTHON, $VIRTUAL_ENV's or the PATH's python3 in worker processes, and reloaded when the file changes. A plugin file that another user could change (it, or a folder above it, belongs to another user or is writable by others) is refused (exit 24) unless CVHOST_UNSAFE_PLUGIN_FILES=1. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:
               instances=N|auto  N instances on N threads (auto: one per core)
               queue_depth=N     frames that may wait (default --queue-depth)
               backpressure=P    drop-late or block (default --backpressure)

@@ -136,7 +136,8 @@ struct CameraTests {
         #expect((s.events[down]["reason"] as? String)?.contains("waiting for it to come back") == true)
         #expect(names[back...].contains("result"), "frames flow again after the camera is back")
         #expect(!names.contains("session.error"))
-        #expect(s.events.last?["reason"] as? String == "duration")
+        // Stopped by SIGINT once frames flowed again (the script waits for that, not for a time).
+        #expect(s.events.last?["reason"] as? String == "signal")
         // The hot-plug monitor saw the node go and come back, as the same camera.
         let camera = (s.events("session.started").first?["device"] as? [String: Any])?["unique_id"] as? String
         let gone = try #require(names.firstIndex(of: "device.disconnected"), "no device.disconnected: \(names.suffix(8))")

@@ -73,11 +73,17 @@ struct IsolationTests {
     @Test("a plugin that crashes on every frame is quarantined after 5 crashes: the run goes on without it, exit 21")
     func quarantine() throws {
         let always = try PluginFixtures.build(name: "always", defines: ["CRASH_ON_FRAME=frame->sequence"], in: Self.folder)
-        // Block back-pressure: each frame waits for the restarted worker, so the five crashes come
-        // within the 60 frames however slowly workers start on a loaded machine.
+        // Frames that come while a worker restarts are dropped (counted), so how many frames five
+        // crashes take is the machine's pace: the run goes on until the quarantine, then stops.
         let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--plugin", always + ":isolation=process",
-                                      "--input", "testsrc:160x120@30", "--backpressure", "block", "--max-frames", "60",
-                                      "--metrics-interval", "0"], timeout: 90)
+                                      "--input", "testsrc:160x120@30", "--metrics-interval", "0"], timeout: 120,
+                                     withStdin: false) { run in
+            if run.wait(timeout: 100, until: { $0.contains("\"event\":\"plugin.quarantined\"") }) {
+                let count = run.stdout.utf8.count
+                run.wait { $0.utf8.count > count + 2000 }  // the other plugin's results go on
+            }
+            kill(run.pid, SIGTERM)
+        }
         #expect(r.exitCode == 21, "exit \(r.exitCode), stderr: \(r.stderr)")
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
         #expect(r.events("plugin.crashed").count == 5 && r.events("plugin.restarted").count == 4)
@@ -85,7 +91,7 @@ struct IsolationTests {
         #expect(q["crashes"] as? Int == 5 && q["window_s"] as? Int == 60)
         // The other plugin saw every frame of the run.
         let null = r.events("result", plugin: 0).compactMap { $0["seq"] as? Int }
-        #expect(null == Array(0..<60))
+        #expect(null.count > 0 && null == Array(0..<null.count))
         let m = try #require(r.events("metrics", plugin: 1).last)
         #expect(((m["frames"] as? [String: Any])?["dropped"] as? [String: Any])?["quarantined"] as? Int ?? 0 > 0, "\(m)")
         #expect((m["worker"] as? [String: Any])?["state"] as? String == "quarantined")

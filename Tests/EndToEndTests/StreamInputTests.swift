@@ -178,18 +178,21 @@ struct StreamInputTests {
     func pipePause() throws {
         let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])
         let half = (try FileManager.default.attributesOfItem(atPath: ts)[.size] as? Int ?? 0) / 188 / 2 * 188
-        // Half the stream, 3 s of silence (the stall time is 2 s), the rest, 3 s more, then the end.
-        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--metrics-interval", "0", "--input", "-", "-q"], timeout: 40,
+        // Half the stream, 5 s of silence (the stall time is 2 s), the rest, 5 s more, then the end.
+        // (Silence as cvhost sees it starts when it has read what the pipe held: on a loaded
+        // machine, a second or two later than the sender's. A loaded machine may also stall the
+        // sender past 2 s elsewhere: more interruptions than the two pauses are real ones.)
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--metrics-interval", "0", "--input", "-", "-q"], timeout: 60,
                                      withStdin: true) { running in
             let data = FileManager.default.contents(atPath: ts) ?? Data()
             running.send(bytes: data.prefix(half))
-            sleep(3)
+            sleep(5)
             running.send(bytes: data.dropFirst(half))
-            sleep(3)
+            sleep(5)
             running.closeStdin()
         }
         #expect(!r.timedOut && r.exitCode == 0, "\(r.stderr)")
-        #expect(r.events("session.interrupted").count == 2 && r.events("session.interruption_ended").count >= 1)
+        #expect(r.events("session.interrupted").count >= 2 && r.events("session.interruption_ended").count >= 1)
         let stopped = r.events("session.stopped").first
         #expect(stopped?["reason"] as? String == "end_of_input" && stopped?["frames"] as? Int == 90, "\(stopped ?? [:])")
     }

@@ -13,6 +13,18 @@ step() { # step NAME TIMEOUT COMMAND...: run, keep stdout/stderr/exit code
   timeout -k 5 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
   echo $? > "$out/$name.rc"
 }
+wait_for() { # wait_for FILE TEXT [SECONDS]: until a line of FILE contains TEXT (at most SECONDS, 60). The VM is
+  # emulated, and slower still on a loaded machine: what acts on a running cvhost waits for it to run, never a fixed time.
+  for _ in $(seq $(( ${3:-60} * 5 ))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
+  return 1
+}
+wait_for_after() { # wait_for_after FILE TEXT AFTER [SECONDS]: until a line containing TEXT follows one containing AFTER
+  for _ in $(seq $(( ${4:-60} * 5 ))); do
+    sed -n "/$3/,\$p" "$1" 2>/dev/null | grep -q -- "$2" && return 0
+    sleep 0.2
+  done
+  return 1
+}
 loop_qr() { # loop_qr NAME FFMPEG_PIXFMT FOURCC [PLUGIN]: show the camera the QR code through vivid's loop, read it with barcode
   # (FFMPEG_PIXFMT bayer_bggr8: FFmpeg cannot write Bayer, so its RGB is sampled in the BGGR pattern here.)
   local fmt=$2
@@ -44,7 +56,7 @@ live_controls() { # brightness changed while running, by a command on stdin and 
   exec 7> /tmp/cvhost-commands  # stdin stays open until the stop command
   for _ in $(seq 60); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz)" = 200 ] && break; sleep 0.5; done
   echo '{"command":"set_control","name":"brightness","value":150,"id":"from-stdin"}' >&7
-  sleep 1
+  wait_for "$o.out" '"id":"from-stdin"'
   v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.stdin-readback" 2>&1
   curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' -d '{"name":"brightness","value":170}' http://127.0.0.1:$port/controls > "$o.http" 2>&1
   v4l2-ctl -d /dev/video0 --get-ctrl brightness > "$o.http-readback" 2>&1
@@ -70,26 +82,29 @@ if [ "$mode" = webcam ]; then
   # vivid's output node stands for the metadata nodes UVC cameras add (/dev/video1 and so on).
   step not-capture 60 "$cvhost" run --device /dev/video1 --plugin null --max-frames 1
   # Busy: a second reader of a streaming camera.
-  timeout 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --duration 20 > /dev/null 2>&1 &
+  timeout 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 > /tmp/first.out 2>&1 &
   first=$!
-  sleep 4
+  wait_for /tmp/first.out '"event":"result"'
   step busy 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --max-frames 1
   kill -INT $first; wait $first
   vivid_reload
   live_controls
   # The camera disappears mid-run: vivid's "disconnect" control acts like an unplugged USB camera.
-  (sleep 4; v4l2-ctl -d /dev/video0 -c disconnect=1) &
-  step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --metrics-interval 0
+  (wait_for "$out/disconnect.out" '"event":"result"'; v4l2-ctl -d /dev/video0 -c disconnect=1) &
+  step disconnect 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --metrics-interval 0
   wait
   # --reconnect: unplugged, then back. Unbinding the driver from its device removes the nodes
   # while cvhost has one open, as unplugging a USB camera does; binding it again re-creates
   # them, as the camera re-enumerating. (vivid's disconnect control only fails the open file:
   # a new open works at once, so nothing would be unplugged.)
   vivid_reload
-  (sleep 4; echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
-   sleep 2; echo vivid.0 > /sys/bus/platform/drivers/vivid/bind) &
-  step reconnect 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --duration 14 \
-    --metrics-interval 0
+  # Stopped as a user would, once frames flow again after the camera came back.
+  (wait_for "$out/reconnect.out" '"event":"result"'
+   echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
+   sleep 2; echo vivid.0 > /sys/bus/platform/drivers/vivid/bind
+   wait_for_after "$out/reconnect.out" '"event":"result"' '"event":"session.interruption_ended"' 90
+   pkill -INT -x cvhost) &
+  step reconnect 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --metrics-interval 0
   wait
 elif [ "$mode" = loop ]; then
   # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
@@ -112,8 +127,10 @@ elif [ "$mode" = multiplanar ]; then
     --metrics-interval 0
   vivid_reload
   # Frames the driver flags with V4L2_BUF_FLAG_ERROR are dropped and counted as corrupt.
-  (sleep 3; for i in 1 2 3; do v4l2-ctl -d /dev/video0 -c inject_v4l2_buf_flag_error=1; sleep 0.5; done) &
-  step mp-corrupt 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin null:results=1 --duration 7 \
+  (wait_for "$out/mp-corrupt.out" '"event":"result"'
+   for i in 1 2 3; do v4l2-ctl -d /dev/video0 -c inject_v4l2_buf_flag_error=1; sleep 0.5; done
+   sleep 1; pkill -INT -x cvhost) &
+  step mp-corrupt 90 "$cvhost" run --device /dev/video0 --format 640x480 --pixel-format YUYV --plugin null:results=1 \
     --metrics-interval 0
   wait
 fi

@@ -9,7 +9,8 @@ import Glibc
 public enum ResourceExhaustion {
     public static let exitCode: Int32 = 7
 
-    /// - Parameters: what: what could not be had ("memory for a 3840x2160 frame"); error: errno.
+    /// Says what could not be had (`what`: "memory for a frame (12441600 bytes)", "a thread
+    /// (cvhost.capture)") and why (`error`, an errno value), and ends the process.
     public static func exit(_ what: String, error: Int32) -> Never {
         Log.error("out of resources: \(what) could not be had (\(String(cString: strerror(error)))): "
                   + "give cvhost more memory or processes (ulimit -v, ulimit -u, the service's limits), or ask for less "

@@ -34,8 +34,12 @@ struct ELFImage {
         #endif
     }
 
+    /// Larger files are refused before they are read.
+    static let maxFileSize: off_t = 1 << 30
+
     init(path: String) throws {
-        // The path is PathText (a name that is not UTF-8 as \xNN); the file is mapped, not read.
+        // The path is PathText (a name that is not UTF-8 as \xNN). The file is read, not mapped:
+        // a mapped file that shrinks while it is read (a plugin rebuilt meanwhile) is a SIGBUS.
         let fd = PathText.openForReading(path)
         guard fd >= 0 else { throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -43,16 +47,21 @@ struct ELFImage {
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             throw Failure(description: "cannot read the file: it is not a regular file")
         }
-        let data: Data
-        if st.st_size == 0 {
-            data = Data()
-        } else {
-            guard let mapped = mmap(nil, Int(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
-                throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))")
-            }
-            let size = Int(st.st_size)
-            data = Data(bytesNoCopy: mapped, count: size, deallocator: .custom { pointer, _ in munmap(pointer, size) })
+        guard st.st_size <= ELFImage.maxFileSize else {
+            throw Failure(description: "not a plugin: \(st.st_size >> 20) MiB, larger than any shared object cvhost reads (1 GiB)")
         }
+        var data = Data(count: Int(st.st_size))
+        let read = data.withUnsafeMutableBytes { raw -> Int in
+            var done = 0
+            while done < raw.count {
+                let n = pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                done += n
+            }
+            return done
+        }
+        data.count = read  // a file that shrank meanwhile: what was there
         bytes = data
         guard data.count >= 64, data.prefix(4) == Data([0x7F, 0x45, 0x4C, 0x46]) else {
             throw Failure(description: "not an ELF file")

@@ -54,8 +54,10 @@ public final class PluginLoader: Sendable {
                 throw PluginLoadError(.notFound, e == ENOENT ? "plugin file \(nameOrPath) does not exist"
                                                              : "plugin file \(nameOrPath) cannot be reached: \(String(cString: strerror(e)))")
             }
-            try PluginFileTrust.check(nameOrPath)
-            if PythonPlugin.isPythonFile(nameOrPath) { return try PythonPlugin.describe(path: nameOrPath) }
+            if PythonPlugin.isPythonFile(nameOrPath) {
+                try PluginFileTrust.check(nameOrPath)
+                return try PythonPlugin.describe(path: nameOrPath)
+            }
             return try open(path: nameOrPath, expectedName: nil)
         }
         guard PluginInfo.isValidName(nameOrPath) else {
@@ -97,6 +99,7 @@ public final class PluginLoader: Sendable {
         return found
     }
 
+    /// Reads a shared object's info, once it is known that no other user can change the file.
     private func open(path: String, expectedName: String?) throws -> PluginInfo {
         try PluginFileTrust.check(path)
         let plugin = try PluginInfo(path: path)

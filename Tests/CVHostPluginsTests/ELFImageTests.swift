@@ -18,6 +18,21 @@ struct ELFImageTests {
     static func u16(_ d: Data, _ at: Int) -> Int { Int(d[at]) | Int(d[at + 1]) << 8 }
     static func put(_ d: inout Data, _ at: Int, _ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { d.replaceSubrange(at..<at + 8, with: $0) } }
 
+    @Test("a file of more than 1 GiB is refused before it is read")
+    func hugeFile() throws {
+        let path = Self.folder + "/libcvhost-vast.so"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        #expect(fd >= 0 && ftruncate(fd, (1 << 30) + 1) == 0)  // sparse: no disk taken
+        close(fd)
+        defer { unlink(path) }
+        do {
+            _ = try ELFImage(path: path)
+            Issue.record("a file of more than 1 GiB was read")
+        } catch {
+            #expect("\(error)".contains("larger than any shared object cvhost reads"), "\(error)")
+        }
+    }
+
     @Test("a symbol or relocation table that claims more than the file holds is refused at once (exit 11)")
     func hugeTables() throws {
         let good = try Self.plugin()

@@ -57,7 +57,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // MARK: - The targets
 
     static func pluginFile(_ bytes: UnsafeBufferPointer<UInt8>) {
-        _ = try? PluginInfo(path: InputFile.shared.holding(bytes))
+        _ = try? PluginInfo(path: InputFile.pluginFile.holding(bytes))
     }
 
     static func jsonResult(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -72,7 +72,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static func configFile(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let config = try? RunConfigFile(path: InputFile.shared.holding(bytes)) else { return }
+        guard let config = try? RunConfigFile(path: InputFile.configFile.holding(bytes)) else { return }
         let merged = config.merged(with: ["run", "--plugin", "null"])
         _ = config.locate("--plugin: x", commandLine: merged)
     }
@@ -152,17 +152,19 @@ private enum BarcodePluginInfo {
 }
 
 /// A file whose content is the input, for the readers that take a path: one file in memory
-/// (/dev/shm), rewritten for each input.
+/// (/dev/shm) per target, rewritten for each input (the regression tests run targets side by side).
 final class InputFile: @unchecked Sendable {
-    // @unchecked Sendable: libFuzzer calls a target on one thread.
-    static let shared = InputFile()
-    private let path = "/dev/shm/cvhost-fuzz-input-\(getpid())"
+    // @unchecked Sendable: a target is called on one thread at a time.
+    static let pluginFile = InputFile("plugin-file")
+    static let configFile = InputFile("config-file")
+    private let path: String
     private let fd: Int32
 
-    private init() {
+    private init(_ target: String) {
+        path = "/dev/shm/cvhost-fuzz-\(target)-\(getpid())"
         fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         precondition(fd >= 0, "cannot make \(path): \(String(cString: strerror(errno)))")
-        atexit { unlink("/dev/shm/cvhost-fuzz-input-\(getpid())") }
+        unlink(path)  // the name goes; /proc/self/fd/N names the file while it is open
     }
 
     func holding(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
@@ -173,6 +175,6 @@ final class InputFile: @unchecked Sendable {
             if n <= 0 { break }
             written += n
         }
-        return path
+        return "/proc/self/fd/\(fd)"
     }
 }

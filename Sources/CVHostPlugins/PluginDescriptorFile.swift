@@ -60,7 +60,8 @@ struct PluginDescriptorFile {
             throw Self.invalid(path, "its descriptor is \(declaredSize) bytes, smaller than ABI 2.0's \(Self.descriptorSize20): "
                                + "rebuild it against cvhost/plugin.h, with CVHOST_PLUGIN_DESCRIPTOR_HEADER first in the initializer")
         }
-        guard symbol.size == 0 || Int(symbol.size) >= declaredSize,
+        // The symbol's size is the file's word: compared as it is (as an Int it could trap).
+        guard symbol.size == 0 || symbol.size >= UInt64(declaredSize),
               let d = image.structure(cvhost_plugin_descriptor.self, at: symbol.address, size: declaredSize)
         else { throw Self.invalid(path, "its descriptor is not \(declaredSize) bytes of the file's data") }
         descriptor = d

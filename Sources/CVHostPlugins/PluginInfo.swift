@@ -143,6 +143,8 @@ public struct PluginInfo: Sendable {
         }
         let choices = try text(s.choices, "option \(name)'s choices")?.split(separator: "|").map(String.init) ?? []
         if type == .enum && choices.isEmpty { throw invalid("enum option \(name) lists no choices: set its choices, e.g. \"fast|slow\"") }
+        // The bounds are the file's word: NaN is no bound (and a range of it would trap).
+        if s.min.isNaN || s.max.isNaN { throw invalid("option \(name)'s min or max is not a number: give numbers, or 0 and 0 for no range") }
         let range: ClosedRange<Double>? = (s.min == 0 && s.max == 0) || s.min > s.max ? nil : s.min...s.max
         let spec = PluginOptionSpec(
             name: name, type: type, defaultValue: try text(s.default_value, "option \(name)'s default") ?? "",

@@ -1,4 +1,5 @@
 import CVHostCore
+import Foundation
 import Glibc
 
 /// A plugin is code that runs as the user who runs cvhost (root, for a service): a plugin file
@@ -33,7 +34,7 @@ enum PluginFileTrust {
         defer { free(real) }
         var folder = PathText.text(cString: real)
         while folder != "/" {
-            folder = parent(of: folder)
+            folder = (folder as NSString).deletingLastPathComponent
             guard PathText.withFileSystemPath(folder, { stat($0, &info) }) == 0 else { return nil }
             if let who = changer(info, me: me, allowSticky: true) { return "its folder \(folder) \(who)" }
         }
@@ -49,10 +50,5 @@ enum PluginFileTrust {
         if info.st_mode & S_IWOTH != 0 && !sticky { return "can be written by every user" }
         if info.st_mode & S_IWGRP != 0 && !sticky && info.st_gid != 0 { return "can be written by its group (gid \(info.st_gid))" }
         return nil
-    }
-
-    private static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
-        return String(path[..<slash])
     }
 }

@@ -93,7 +93,7 @@ public final class MQTTSubscriber: @unchecked Sendable {
         file = NSTemporaryDirectory() + "cvhost-mqtt-sub-\(UUID().uuidString).txt"
         FileManager.default.createFile(atPath: file, contents: nil)
         let p = Tool.withSignalsUnblocked("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-q", "1", "-c",
-                                                                  "-i", "sub-\(UUID().uuidString.prefix(8))", "-v"] + arguments)
+                                                                       "-i", "sub-\(UUID().uuidString.prefix(8))", "-v"] + arguments)
         p.standardOutput = FileHandle(forWritingAtPath: file)
         p.standardError = FileHandle.standardError
         p.standardInput = FileHandle.nullDevice

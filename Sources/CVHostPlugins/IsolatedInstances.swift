@@ -51,8 +51,9 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         // Frames made from now on are made where the worker can map them.
         SharedMemoryPool.shared.enable()
         let perLane = plugin.runtime == .python
-        let program = perLane ? try PythonPlugin.workerProgram() : WorkerProgram.host()
-        let hello = WorkerMessage.Hello(path: plugin.path, pluginIndex: index, instances: perLane ? 1 : count, label: label,
+        let program = perLane ? try PythonPlugin.workerProgram(path: plugin.path) : WorkerProgram.host()
+        // A Python worker runs in its plugin's folder: it is given the plugin's absolute path.
+        let hello = WorkerMessage.Hello(path: perLane ? PythonPlugin.placed(plugin.path).path : plugin.path, pluginIndex: index, instances: perLane ? 1 : count, label: label,
                                         options: configuration.pluginOptions)
         // Python's workers start side by side: each imports the plugin's modules (numpy, OpenCV: a
         // quarter of a second or more), which would else add up.

@@ -10,12 +10,14 @@ import Glibc
 /// `CVHOST_UNSAFE_PLUGIN_FILES=1` lets such a file load anyway (said once on stderr).
 enum PluginFileTrust {
     static let override = "CVHOST_UNSAFE_PLUGIN_FILES"
+    /// The paths loaded under the override: its warning is said once for each.
+    private static let warned = Locked(Set<String>())
 
     /// - Throws: `.unsafeFile` naming the file or folder, who can change it, and the fix.
     static func check(_ path: String) throws(PluginLoadError) {
         guard let problem = problem(path) else { return }
         if getenv(override).map({ String(cString: $0) }) == "1" {
-            Log.warning("loading \(path) although \(problem) (\(override)=1)")
+            if warned.withLock({ $0.insert(path).inserted }) { Log.warning("loading \(path) although \(problem) (\(override)=1)") }
             return
         }
         throw PluginLoadError(.unsafeFile, "plugin file \(path) is not loaded: \(problem), so another user could change the code "

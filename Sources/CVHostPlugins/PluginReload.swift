@@ -15,14 +15,24 @@ extension PluginRunner {
     /// Starts the plugin's code as it is now in its file in new workers, which take over at each
     /// instance's next frame; writes `plugin.reloaded`.
     /// - Throws: `PluginLoadError`: the plugin is not a Python plugin, or its new code did not
-    ///   start (its message: the file and line of a syntax error, create()'s exception); the old
-    ///   code then goes on.
+    ///   start (its message: the file and line of a syntax error, create()'s exception, a file
+    ///   another user can now change); the old code then goes on, and `plugin.reload_failed` says so.
     public func reload() throws(PluginLoadError) {
         guard canReload, let isolated = instances as? IsolatedInstances else {
             throw PluginLoadError(.createFailed, "plugin \(plugin.name) is not a Python plugin: only those are reloaded")
         }
         let started = HostClock.monotonicNs()
-        try isolated.reload()
+        do {
+            try isolated.reload()
+        } catch {
+            // Consumers learn that the code running is still the old one, not only stderr's reader.
+            var e = JSONObject.envelope(event: "plugin.reload_failed", source: source, plugin: plugin.name, pluginIndex: index, seq: nil,
+                                        tsNs: HostClock.wallNs())
+            e.set("path", plugin.path)
+            e.set("reason", error.message)
+            sink.write(e)
+            throw error
+        }
         var e = JSONObject.envelope(event: "plugin.reloaded", source: source, plugin: plugin.name, pluginIndex: index, seq: nil,
                                     tsNs: HostClock.wallNs())
         e.set("path", plugin.path)

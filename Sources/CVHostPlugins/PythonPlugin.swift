@@ -8,7 +8,7 @@ import Glibc
 /// module that cvhost ships (`python/cvhost/`: the API, and the worker that speaks cvhost's worker
 /// protocol and maps frames with mmap). Nothing is compiled against Python, so any Python 3 and
 /// any virtual environment work. Its info (name, options, pixel formats) is what the module
-/// says when the runtime imports it (`python3 -m cvhost describe FILE`): cvhost checks option
+/// says when the runtime imports it (`python3 RUNTIME/cvhost/__main__.py describe FILE`): cvhost checks option
 /// values against it before the plugin runs, as it does a C plugin's descriptor.
 public enum PythonPlugin {
     /// A file cvhost runs as a Python plugin.
@@ -59,14 +59,32 @@ public enum PythonPlugin {
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         // Tracebacks and print() reach cvhost's stderr as they happen.
         environment["PYTHONUNBUFFERED"] = "1"
+        // Nothing from the folder the interpreter was started in is imported (Python 3.11+; older
+        // ones put the script's own folder, the runtime's, first: also safe).
+        environment["PYTHONSAFEPATH"] = "1"
         return environment
     }
 
-    /// The worker that runs the plugin's instances: `python3 -m cvhost worker CHANNELS PARENT_PID`.
-    static func workerProgram() throws(PluginLoadError) -> WorkerProgram {
+    /// The interpreter's arguments that run the runtime with `command`: the runtime's entry by its
+    /// path, not `-m cvhost`, which would put the current folder first on sys.path, where a
+    /// `cv2.py`, `numpy.py` or `cvhost/` that another user left would be imported instead.
+    static func runtimeArguments(runtime: String, _ command: [String]) -> [String] {
+        [runtime + "/cvhost/__main__.py"] + command
+    }
+
+    /// `path` as an absolute path, and its folder: the worker's working folder, since it runs in
+    /// the plugin's folder, never in the caller's (whoever can write there does not choose what
+    /// it reads); the runtime adds that folder to sys.path when only its owner can change it.
+    static func placed(_ path: String) -> (path: String, folder: String) {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return (absolute, (absolute as NSString).deletingLastPathComponent)
+    }
+
+    /// The worker that runs the plugin at `path`: `python3 RUNTIME/cvhost/__main__.py worker CHANNELS PARENT_PID`.
+    static func workerProgram(path: String) throws(PluginLoadError) -> WorkerProgram {
         let runtime = try runtimeFolder()
-        return WorkerProgram(executable: try interpreter(), arguments: ["-m", "cvhost", "worker"],
-                             environment: environment(runtime: runtime))
+        return WorkerProgram(executable: try interpreter(), arguments: runtimeArguments(runtime: runtime, ["worker"]),
+                             environment: environment(runtime: runtime), workingFolder: placed(path).folder)
     }
 
     /// How long importing a plugin may take to describe it (a model library's import can be slow).
@@ -79,9 +97,11 @@ public enum PythonPlugin {
         let runtime = try runtimeFolder()
         let python = try interpreter()
         let process = Process()
+        let (absolute, folder) = placed(path)
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-m", "cvhost", "describe", path]
+        process.arguments = runtimeArguments(runtime: runtime, ["describe", absolute])
         process.environment = environment(runtime: runtime)
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -126,6 +146,8 @@ struct WorkerProgram: Sendable {
     let executable: String
     let arguments: [String]
     let environment: [String: String]
+    /// The worker's working folder; nil: cvhost's.
+    var workingFolder: String? = nil
 
     /// This executable in worker mode (PluginWorker).
     static func host() -> WorkerProgram {

@@ -32,13 +32,18 @@ final class WorkerProcess: @unchecked Sendable {
         let exe = program.executable
         let args = [exe] + program.arguments + [String(instances), String(getpid())]
         let environment = program.environment
+        let folder = program.workingFolder
         let fds = theirs.map(\.fd)
         let (rc, child) = WorkerProcess.spawner.run {
             var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
             var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
             defer { (argv + envp).forEach { free($0) } }
             var child: pid_t = 0
-            let rc = fds.withUnsafeBufferPointer { cvhost_spawn_worker(exe, &argv, &envp, $0.baseAddress, Int32(fds.count), &child) }
+            let rc = fds.withUnsafeBufferPointer { fdList in
+                PathText.withFileSystemPath(folder ?? "") { cwd in
+                    cvhost_spawn_worker(exe, &argv, &envp, fdList.baseAddress, Int32(fds.count), folder == nil ? nil : cwd, &child)
+                }
+            }
             return (rc, child)
         }
         guard rc == 0 else {

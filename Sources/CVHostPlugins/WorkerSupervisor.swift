@@ -172,8 +172,10 @@ final class WorkerSupervisor: Sendable {
         }
     }
 
-    /// Starts a worker and creates the plugin in it.
+    /// Starts a worker and creates the plugin in it: on the file as it is now, so its trust is
+    /// checked again (a reload or restart must not run code another user could change since).
     private func start(generation: UInt64) throws -> WorkerProcess {
+        try PluginFileTrust.check(hello.path)
         let worker = try WorkerProcess(program: program, instances: lanes, generation: generation)
         let failure: String
         if worker.channels[0].send(.hello(hello)) {

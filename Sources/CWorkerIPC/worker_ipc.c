@@ -11,7 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, pid_t *pid) {
+int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
+                        pid_t *pid) {
     if (nfds < 0 || nfds > 64) return EINVAL;
     // Copies of the sockets above 3 + nfds (close-on-exec, closed again below), so that placing
     // them at 3.. in the worker cannot overwrite one another. The lowest free numbers, not fixed
@@ -37,6 +38,7 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
     if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, 2, 1);
     if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
+    if (!rc && cwd) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
     sigset_t all, none;
     sigfillset(&all);
     sigemptyset(&none);

@@ -13,8 +13,11 @@
  * above 2 is closed, stdin is /dev/null, stdout is this process's stderr (a plugin's printf can
  * never reach the JSON lines), all signals have their default action and none is blocked, and the
  * worker is in a process group of its own (a Ctrl-C on the terminal is cvhost's to handle, not the
- * worker's). Returns 0 and the pid, or an errno value. */
-int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, pid_t *pid);
+ * worker's; and its group is what cvhost kills when the worker ends, so that what the plugin started
+ * ends with it). `cwd`, when not NULL, is the worker's working folder. Returns 0 and the pid, or an
+ * errno value. */
+int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
+                        pid_t *pid);
 
 /* Sends one message with `nfds` descriptors attached (0..4). Returns bytes sent or -errno. */
 ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds);

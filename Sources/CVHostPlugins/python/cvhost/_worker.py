@@ -1,7 +1,11 @@
 """The worker process of a Python plugin, and the description of one (`cvhost plugins ./x.py`).
 
-    python3 -m cvhost describe FILE            the plugin's info as one JSON object on stdout
-    python3 -m cvhost worker CHANNELS PARENT   serve cvhost on descriptors 3.. (cvhost starts it)
+    python3 RUNTIME/cvhost/__main__.py describe FILE            the plugin's info as one JSON object
+    python3 RUNTIME/cvhost/__main__.py worker CHANNELS PARENT   serve cvhost on descriptors 3..
+
+cvhost runs these by path (never `-m cvhost`, which puts the current folder first on sys.path), with
+PYTHONSAFEPATH=1, in the plugin's folder: what is imported is the runtime, the plugin's own folder
+when only its owner can change it, and the environment's packages.
 
 The worker speaks cvhost's worker protocol (Sources/CVHostPlugins/WorkerMessage.swift: one
 message per SOCK_SEQPACKET packet, long ones split, each packet led by a byte that says whether
@@ -54,8 +58,22 @@ class LoadError(Exception):
 # MARK: - Loading
 
 
+def private(folder):
+    """Whether only root or this user can change what is in `folder` (not a sticky /tmp)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    others = st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != 0)
+    return st.st_uid in (0, os.geteuid()) and not others
+
+
 def load(path):
     """Imports the plugin file and returns its cvhost.Plugin subclass, checked."""
+    # The plugin's own modules beside it, when nobody else can put one there.
+    folder = os.path.dirname(os.path.abspath(path))
+    if private(folder) and folder not in sys.path:
+        sys.path.insert(0, folder)
     name = "cvhost_plugin_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None:
@@ -391,5 +409,5 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[0] == "worker":
         return worker(int(argv[1]), int(argv[2]))
-    sys.stderr.write("usage: python3 -m cvhost describe FILE | worker CHANNELS PARENT_PID (cvhost runs these)\n")
+    sys.stderr.write("usage: cvhost/__main__.py describe FILE | worker CHANNELS PARENT_PID (cvhost runs these)\n")
     return 2

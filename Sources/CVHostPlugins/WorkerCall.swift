@@ -21,16 +21,30 @@ enum WorkerCall {
         let invalid: RepeatedWarning
     }
 
+    /// What one call may emit, at most: a call's results are held until it is done (they are
+    /// written together, in frame order), so a worker must not make cvhost hold more. Past either,
+    /// the call is a protocol error: the worker is killed and restarted, the frame failed.
+    static let maxResultsPerCall = 10_000
+    static let maxResultBytesPerCall = 16 << 20
+
     static func make(_ message: WorkerMessage, on channel: WorkerChannel, timeoutMs: Int, startedNs: UInt64,
                      stamp: HostServices.FrameStamp?, results: Results) -> Outcome {
         guard channel.send(message) else { return .failed(.closed) }
         let deadline = startedNs + UInt64(timeoutMs) * 1_000_000
         var lines: [OutputLine] = []
+        var received = 0, receivedBytes = 0
         while true {
             let now = HostClock.monotonicNs()
             let left = now >= deadline ? 0 : Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))
             switch channel.receive(timeoutMs: left) {
             case .message(.result(let type, let json), _):
+                received += 1
+                receivedBytes += type.count + json.count
+                guard received <= maxResultsPerCall, receivedBytes <= maxResultBytesPerCall else {
+                    Log.error("plugin \(results.plugin) emitted more than \(maxResultsPerCall) results or \(maxResultBytesPerCall >> 20) MiB "
+                              + "in one call: a worker may not (its results of that call are dropped)", source: results.source)
+                    return .failed(.protocolError)
+                }
                 do {
                     let checked = try type.withUnsafeBufferPointer { t in
                         try json.withUnsafeBufferPointer { try EmittedResult.check(type: t, json: $0) }

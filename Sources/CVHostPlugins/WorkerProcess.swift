@@ -12,6 +12,8 @@ final class WorkerProcess: @unchecked Sendable {
     let channels: [WorkerChannel]
     /// Counts the workers a runner started: tells a restarted worker from the one before.
     let generation: UInt64
+    /// What the worker's descendants carry in their environment (WorkerDescendants).
+    private let mark: String
     private var ended: Termination?
 
     /// How a worker ended.
@@ -31,7 +33,8 @@ final class WorkerProcess: @unchecked Sendable {
         defer { theirs.forEach { $0.close() } }
         let exe = program.executable
         let args = [exe] + program.arguments + [String(instances), String(getpid())]
-        let environment = program.environment
+        let mark = WorkerDescendants.newMark()
+        let environment = program.environment.merging([WorkerDescendants.markVariable: mark]) { _, new in new }
         let folder = program.workingFolder
         let fds = theirs.map(\.fd)
         let (rc, child) = WorkerProcess.spawner.run {
@@ -51,6 +54,7 @@ final class WorkerProcess: @unchecked Sendable {
             throw PluginLoadError(.createFailed, "cannot start a plugin worker (\(exe)): \(String(cString: strerror(rc)))", errno: rc)
         }
         pid = child
+        self.mark = mark
         channels = mine
         self.generation = generation
     }
@@ -71,13 +75,15 @@ final class WorkerProcess: @unchecked Sendable {
         if ended == nil { _ = Glibc.kill(pid, SIGKILL) }
     }
 
-    /// Waits for the worker to end (call after it closed its sockets or was killed).
+    /// Waits for the worker to end (call after it closed its sockets or was killed), and ends
+    /// every process it left behind.
     /// - Returns: how it ended.
     @discardableResult
     func reap() -> Termination {
         if let ended { return ended }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        WorkerDescendants.end(group: pid, mark: mark)
         // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (macros).
         let signal = status & 0x7F
         let result: Termination = signal != 0 && signal != 0x7F ? .signaled(signal) : .exited((status >> 8) & 0xFF)

@@ -123,3 +123,7 @@ int cvhost_worker_restrict(pid_t parent) {
     if (getppid() != parent) return ESRCH;
     return 0;
 }
+
+int cvhost_become_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : errno;
+}

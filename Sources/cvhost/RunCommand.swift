@@ -212,6 +212,9 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        // What a plugin's worker started and left behind is reparented to cvhost, which ends it
+        // with the worker, instead of to init, where it would outlive the run.
+        WorkerDescendants.adoptOrphans()
         try asCommandErrors { try HostRun(try settings()).run() }
     }
 }

@@ -113,4 +113,157 @@ struct PythonWorkerBoundsTests {
         #expect(answer["ok"] as? Bool == false && (answer["error"] as? String)?.contains("CVHOST_UNSAFE_PLUGIN_FILES") == true, "\(answer)")
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }
+
+    /// Whether `pid` is a living process (not a zombie).
+    static func alive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    static func pids(in file: String) -> [Int32] {
+        ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
+    }
+
+    @Test("what a Python plugin's worker starts ends with it: a child, one in a session of its own, a double fork, a fork of the worker")
+    func pythonChildren() throws {
+        let folder = TestFolders.make("children")
+        let pidsFile = folder + "/pids"
+        let path = try Self.plugin(folder, "spawns", """
+            import os, subprocess, time, cvhost
+
+            class Spawns(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "spawns"
+
+                def __init__(self, options):
+                    pids = [subprocess.Popen(["sleep", "3001"]).pid,
+                            subprocess.Popen(["sleep", "3002"], start_new_session=True).pid]
+                    r, w = os.pipe()
+                    middle = os.fork()
+                    if middle == 0:
+                        os.setsid()
+                        grandchild = subprocess.Popen(["sleep", "3003"]).pid
+                        os.write(w, str(grandchild).encode())
+                        os._exit(0)
+                    os.waitpid(middle, 0)
+                    pids.append(int(os.read(r, 32)))
+                    forked = os.fork()
+                    if forked == 0:
+                        time.sleep(3004)  # a copy of the worker, holding its sockets
+                        os._exit(0)
+                    pids.append(forked)
+                    with open(\(pidsFile.debugDescription), "a") as f:
+                        f.write("".join("%d\\n" % p for p in pids))
+
+                def process(self, frame):
+                    self.emit("ok", {})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--max-frames", "3"],
+                                     timeout: 60, environment: Self.python)
+        #expect(!r.timedOut, "the run waited for what its plugin left running")
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let pids = Self.pids(in: pidsFile)
+        #expect(pids.count == 4, "\(r.stderr)")
+        let left = pids.filter(Self.alive)
+        left.forEach { kill($0, SIGKILL) }
+        #expect(left.isEmpty, "still running after the run: \(left)")
+    }
+
+    @Test("what a C plugin's worker starts ends with it too: a child in its group and a grandchild in a session of its own")
+    func cChildren() throws {
+        let folder = PluginFixtures.makeFolder()
+        let pidsFile = folder + "/pids"
+        try PluginFixtures.build(name: "spawner", defines: ["SPAWN_CHILDREN=\"\(pidsFile)\""], in: folder)
+        let r = try CVHostBinary.run(["run", "--plugin", "spawner:isolation=process", "--input", "testsrc:160x120@30", "--max-frames", "3"],
+                                     timeout: 60, environment: ["CVHOST_PLUGIN_PATH": folder])
+        #expect(!r.timedOut, "the run waited for what its plugin left running")
+        #expect(r.exitCode == 22, "\(r.stderr)")  // the plugin finds nothing
+        let pids = Self.pids(in: pidsFile)
+        #expect(pids.count == 2, "\(r.stderr)")
+        let left = pids.filter(Self.alive)
+        left.forEach { kill($0, SIGKILL) }
+        #expect(left.isEmpty, "still running after the run: \(left)")
+    }
+
+    @Test("one call may not make cvhost hold unbounded results: past 10,000 results or 16 MiB the worker is ended (reason protocol) and the run goes on")
+    func resultFlood() throws {
+        let folder = TestFolders.make("flood")
+        let path = try Self.plugin(folder, "flood", """
+            import cvhost
+
+            class Flood(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "flood"
+                options = (cvhost.Option("mode", str, "count", "what to flood with", choices=("count", "bytes")),)
+
+                def __init__(self, options):
+                    self.mode = options["mode"]
+
+                def process(self, frame):
+                    if frame.sequence == 1:
+                        if self.mode == "count":
+                            for i in range(20000):
+                                self.emit("many", {"i": i})
+                        else:
+                            for i in range(40):
+                                self.emit("big", {"text": "x" * 900000})
+                    self.emit("ok", {"seq": frame.sequence})
+            """)
+        for mode in ["count", "bytes"] {
+            // Live: frames go on while the worker restarts; stopped once the new one has written a result.
+            let r = try CVHostBinary.run(["run", "--plugin", "\(path):mode=\(mode)", "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
+                                         timeout: 90, environment: Self.python, withStdin: true) { running in
+                #expect(running.wait { $0.contains("plugin.restarted") })
+                let before = running.stdout.components(separatedBy: "\"ok\"").count
+                #expect(running.wait { $0.components(separatedBy: "\"ok\"").count > before })
+                running.send(#"{"command":"stop"}"#)
+            }
+            #expect(r.exitCode == 0, "\(mode): \(r.stderr)")
+            let crashed = try #require(r.events("plugin.crashed").first, "\(mode): \(r.stderr)")
+            #expect(crashed["reason"] as? String == "protocol" && crashed["seq"] as? Int == 1, "\(crashed)")
+            #expect(r.stderr.contains("more than 10000 results or 16 MiB in one call"), "\(r.stderr)")
+            #expect(r.events("result").filter { $0["type"] as? String != "ok" }.isEmpty, "\(mode): none of that call's results is written")
+            let seqs = r.events("result").compactMap { ($0["data"] as? [String: Any])?["seq"] as? Int }
+            #expect(seqs.contains { $0 > 1 }, "the run went on: \(seqs)")
+        }
+    }
+
+    @Test("emit() from a thread of the plugin's own is refused, said (as the C ABI's -EPERM); numpy numbers and arrays are accepted as JSON values")
+    func emitRules() throws {
+        let folder = TestFolders.make("emit")
+        let path = try Self.plugin(folder, "emits", """
+            import threading, time
+            import numpy as np
+            import cvhost
+
+            class Emits(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "emits"
+
+                def __init__(self, options):
+                    self.refused = []
+
+                def process(self, frame):
+                    def other():
+                        try:
+                            self.emit("async", {"from": "thread"})
+                        except RuntimeError as e:
+                            self.refused.append(str(e))
+                    t = threading.Thread(target=other)
+                    t.start()
+                    t.join()
+                    arr = np.arange(4, dtype=np.int64)
+                    self.emit("n", {"sum": arr.sum(), "mean": np.float32(1.5), "flag": np.bool_(True), "arr": arr,
+                                    "refused": self.refused[-1] if self.refused else None})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120:unpaced", "--max-frames", "3", "--backpressure", "block"],
+                                     environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.events("result").filter { $0["type"] as? String == "async" }.isEmpty)
+        let data = try #require(r.events("result").last?["data"] as? [String: Any], "\(r.stderr)")
+        #expect(data["sum"] as? Int == 6 && data["mean"] as? Double == 1.5 && data["flag"] as? Bool == true && data["arr"] as? [Int] == [0, 1, 2, 3],
+                "\(data)")
+        #expect((data["refused"] as? String)?.contains("emit() was called from a thread of the plugin's own") == true, "\(data)")
+    }
 }

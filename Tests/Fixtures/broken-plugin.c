@@ -9,6 +9,8 @@
 // -DEMIT_FROM_THREAD one that emits from a thread of its own (and in create) as well as in process();
 // -DHANG_IN_CREATE one whose create() never returns; -DLEAK_MB=N one that leaks N MiB a frame;
 // -DCRASH_ON_LOAD one whose constructor crashes (listing plugins must not run it);
+// -DSPAWN_CHILDREN=\"FILE\" one whose create() starts a child in its group and a grandchild in a
+// session of its own (a double fork with setsid), and writes their pids to FILE, one a line;
 // -DBREAK_ABI1 one that exports its descriptor as ABI 1 did, through an entry function;
 // -DORDERED_STAGE one with an ordered stage that reports, for each frame, whether it came in order
 // (-DBREAK_ORDERED_STAGE: without shared_destroy, which the loader refuses).
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef PLUGIN_NAME
@@ -42,6 +45,38 @@ static void *emitter(void *arg) {
     for (;;)
         if (host->emit(host->context, "async", "{\"from\":\"thread\"}") == 0) accepted_from_thread++;
     return NULL;
+}
+#endif
+
+#ifdef SPAWN_CHILDREN
+#include <signal.h>
+// Children a worker leaves behind: each sleeps for 50 minutes unless it is ended.
+static void spawn_children(void) {
+    FILE *f = fopen(SPAWN_CHILDREN, "a");
+    if (!f) return;
+    pid_t child = fork();
+    if (child == 0) {
+        execl("/bin/sleep", "sleep", "3001", (char *)NULL);
+        _exit(1);
+    }
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return;
+    pid_t middle = fork();
+    if (middle == 0) {
+        setsid();
+        pid_t grandchild = fork();
+        if (grandchild == 0) {
+            execl("/bin/sleep", "sleep", "3002", (char *)NULL);
+            _exit(1);
+        }
+        write(pipefd[1], &grandchild, sizeof grandchild);
+        _exit(0);
+    }
+    pid_t grandchild = 0;
+    read(pipefd[0], &grandchild, sizeof grandchild);
+    waitpid(middle, NULL, 0);
+    fprintf(f, "%d\n%d\n", (int)child, (int)grandchild);
+    fclose(f);
 }
 #endif
 
@@ -98,6 +133,9 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
     state *s = calloc(1, sizeof *s);
     s->host = host;
     *out = s;
+#ifdef SPAWN_CHILDREN
+    spawn_children();
+#endif
 #ifdef EMIT_FROM_THREAD
     if (host->emit(host->context, "early", "{}") != -EPERM) return -EINVAL;  // create() may not emit
     pthread_t t;

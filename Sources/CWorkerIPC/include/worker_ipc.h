@@ -30,4 +30,9 @@ ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int ma
  * what it runs, and SIGKILL when cvhost (`parent`) dies. Returns 0 or an errno value. */
 int cvhost_worker_restrict(pid_t parent);
 
+/* Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER): a process that a worker started and
+ * that left the worker's process group (setsid, a double fork) is reparented to cvhost when its
+ * parent ends, not to init, so cvhost can still find and end it. Returns 0 or an errno value. */
+int cvhost_become_subreaper(void);
+
 #endif

@@ -319,7 +319,9 @@ typedef struct cvhost_host {
      * last frame processed; in ordered(): that call's frame; in shared_flush: the last frame
      * through the ordered stage).
      * The object may be at most 1 MiB and nest at most 64 levels deep; strings must be valid UTF-8
-     * with control characters escaped.
+     * with control characters escaped. In a worker process (isolation=process, and every Python
+     * plugin) one call may emit at most 10,000 results and 16 MiB: past that the call breaks the
+     * worker protocol (the worker is restarted, plugin.crashed with reason "protocol").
      * Returns 0, or -EINVAL when `type` or `json_object` is not valid (the result is then not
      * written; the error is counted and logged).
      * Accepted only within these calls, on the thread the host called them on: process() and

@@ -22,6 +22,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import traceback
 
 import cvhost
@@ -200,6 +201,18 @@ class Reader:
         return self.bytes().decode("utf-8", "replace")
 
 
+def json_value(value):
+    """What json does not know but a plugin naturally emits: numpy's scalars (numpy.int64 from
+    arr.sum(), numpy.bool_) as the Python number or bool they hold, numpy arrays and other
+    sequences (a tuple, a set is not one) as lists."""
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"a result's values are dicts, lists, str, int, float, bool, None and numpy numbers or arrays, "
+                    f"not {type(value).__name__} ({value!r:.60})")
+
+
 def data(b):
     return struct.pack("<Q", len(b)) + b
 
@@ -219,16 +232,24 @@ class Instance:
         self.maps = {}  # memory id -> (mmap, memoryview)
         self.results = []
         self.errors = set()  # (type, file, line) of exceptions already printed
+        self.thread = None  # the thread of the call in progress: the only one whose emit() counts
 
     def emit(self, type, result):
+        # As the C ABI's emit says -EPERM: a result belongs to the call of its frame, so one from
+        # a thread of the plugin's own (which would be stamped with whatever frame is in process()) is refused.
+        if threading.get_ident() != self.thread:
+            raise RuntimeError("emit() was called from a thread of the plugin's own: emit a frame's results "
+                               "from process() or flush(), on the thread cvhost calls them on")
         if not isinstance(type, str):
             raise TypeError("emit(type, result): type is a str such as \"barcode\"")
         self.results.append((type.encode("utf-8", "replace"),
-                             json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")))
+                             json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                                        default=json_value).encode("utf-8")))
 
     def call(self, function, *args):
         """Runs one call of the plugin; its results, then `done` with 0 or -EIO for an exception."""
         self.results = []
+        self.thread = threading.get_ident()
         self.plugin._cvhost_call = self.emit
         try:
             function(*args)
@@ -367,14 +388,13 @@ def worker(count, parent):
         return NO_HELLO
     path, _, instances, label = r.string(), r.u64(), r.u64(), r.string()
     given = dict((r.string(), r.string()) for _ in range(r.u64()))
-    if instances != count:
+    # One instance per process: cvhost starts a worker for each (no GIL between them).
+    if count != 1 or instances != 1:
         return NO_HELLO
     try:
         cls = load(path)
         options = {o.name: o.parse(given.get(o.name, o.describe()["default"])) for o in cls.options}
-        plugins = []
-        for _ in range(count):
-            plugins.append(cls(options))
+        plugin = cls(options)
     except LoadError as e:
         channels[0].send(bytes([FAILED]) + data(e.kind.encode()) + data(str(e).encode()))
         return 0
@@ -384,17 +404,13 @@ def worker(count, parent):
         channels[0].send(bytes([FAILED]) + data(b"create_failed") + data(text.encode()))
         return 0
     channels[0].send(bytes([READY]))
-    import threading
-    for i in range(1, count):
-        threading.Thread(target=Instance(channels[i], plugins[i], label).serve, daemon=True).start()
 
     def destroy():
-        for p in plugins:
-            try:
-                p.close()
-            except Exception as e:
-                sys.stderr.write(f"cvhost: [{label}] close() raised {type(e).__name__}: {e}\n")
-    Instance(channels[0], plugins[0], label).serve(on_destroy=destroy)
+        try:
+            plugin.close()
+        except Exception as e:
+            sys.stderr.write(f"cvhost: [{label}] close() raised {type(e).__name__}: {e}\n")
+    Instance(channels[0], plugin, label).serve(on_destroy=destroy)
     return 0
 
 

@@ -146,8 +146,10 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         let since = HostClock.monotonicNs()
         calls.withLock { $0[i] = PluginCall(callback: callback, sequence: sequence, sinceNs: since) }
         defer { calls.withLock { $0[i] = nil } }
+        let maxRSS = supervisor.limits.maxRSSBytes
+        let overLimit: (() -> UInt64?)? = maxRSS == 0 ? nil : { w.residentBytes.flatMap { $0 > maxRSS ? $0 : nil } }
         switch WorkerCall.make(message, on: w.channels[c], timeoutMs: supervisor.limits.callTimeoutMs, startedNs: since, stamp: stamp,
-                               results: results) {
+                               results: results, memoryOverLimit: overLimit) {
         case .done(let status, let lines):
             supervisor.checkMemory(w, sequence)
             return .returned(status: status, lines: lines)

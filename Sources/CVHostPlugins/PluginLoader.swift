@@ -13,9 +13,13 @@ import Glibc
 /// `.py` file is a Python plugin (PythonPlugin).
 public final class PluginLoader: Sendable {
     public let searchPath: [String]
+    /// Whether the run was asked to stop: a Python plugin whose import is under way is then ended
+    /// at once (an import may take a minute, or never end).
+    let stopRequested: @Sendable () -> Bool
 
-    public init(searchPath: [String]? = nil) {
+    public init(searchPath: [String]? = nil, stopRequested: @escaping @Sendable () -> Bool = { false }) {
         self.searchPath = searchPath ?? PluginLoader.defaultSearchPath()
+        self.stopRequested = stopRequested
     }
 
     public static func defaultSearchPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
@@ -56,7 +60,7 @@ public final class PluginLoader: Sendable {
             }
             if PythonPlugin.isPythonFile(nameOrPath) {
                 try PluginFileTrust.check(nameOrPath)
-                return try PythonPlugin.describe(path: nameOrPath)
+                return try PythonPlugin.describe(path: nameOrPath, stopRequested: stopRequested)
             }
             return try open(path: nameOrPath, expectedName: nil)
         }

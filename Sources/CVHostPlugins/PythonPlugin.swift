@@ -93,7 +93,8 @@ public enum PythonPlugin {
     /// Imports the plugin in the runtime (in a process of its own) and reads what it declares.
     /// - Throws: `PluginLoadError`: a syntax error or failed import names the file and line
     ///   (.invalidDescriptor, exit 14); an API version this runtime does not have (.abiMismatch, 13).
-    static func describe(path: String) throws(PluginLoadError) -> PluginInfo {
+    ///   A stop asked for meanwhile (`stopRequested`) ends the import at once (.createFailed).
+    static func describe(path: String, stopRequested: () -> Bool = { false }) throws(PluginLoadError) -> PluginInfo {
         let runtime = try runtimeFolder()
         let python = try interpreter()
         let process = Process()
@@ -115,12 +116,15 @@ public enum PythonPlugin {
         for (pipe, sink) in [(out, stdoutData), (err, stderrData)] {
             DispatchQueue.global().async(group: readers) { sink.withLock { $0 = pipe.fileHandleForReading.readDataToEndOfFile() } }
         }
-        if readers.wait(timeout: .now() + describeTimeoutSeconds) == .timedOut {
-            process.terminate()
+        let deadline = DispatchTime.now() + describeTimeoutSeconds
+        while readers.wait(timeout: .now() + 0.1) == .timedOut {
+            let stopped = stopRequested()
+            guard stopped || DispatchTime.now() >= deadline else { continue }
             kill(process.processIdentifier, SIGKILL)
             readers.wait()
             process.waitUntilExit()
-            throw PluginLoadError(.createFailed, "plugin \(path) took more than \(Int(describeTimeoutSeconds)) s to import: it was stopped")
+            throw PluginLoadError(.createFailed, stopped ? "stopped while \(python) imported plugin \(path)"
+                                                         : "plugin \(path) took more than \(Int(describeTimeoutSeconds)) s to import: it was stopped")
         }
         process.waitUntilExit()
         let said = String(decoding: stderrData.withLock { $0 }, as: UTF8.self)

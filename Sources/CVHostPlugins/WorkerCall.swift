@@ -27,16 +27,24 @@ enum WorkerCall {
     static let maxResultsPerCall = 10_000
     static let maxResultBytesPerCall = 16 << 20
 
+    /// How often a call's worker memory is looked at while the call runs, when it has a limit.
+    static let memoryLookMs: UInt64 = 100
+
+    /// - Parameter memoryOverLimit: looked at every `memoryLookMs` while the call runs (a worker that
+    ///   allocates gigabytes inside one call is stopped then, not after it returns): the worker's
+    ///   resident bytes when they are past its limit, else nil.
     static func make(_ message: WorkerMessage, on channel: WorkerChannel, timeoutMs: Int, startedNs: UInt64,
-                     stamp: HostServices.FrameStamp?, results: Results) -> Outcome {
+                     stamp: HostServices.FrameStamp?, results: Results, memoryOverLimit: (() -> UInt64?)? = nil) -> Outcome {
         guard channel.send(message) else { return .failed(.closed) }
         let deadline = startedNs + UInt64(timeoutMs) * 1_000_000
         var lines: [OutputLine] = []
         var received = 0, receivedBytes = 0
         while true {
             let now = HostClock.monotonicNs()
-            let left = now >= deadline ? 0 : Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))
-            switch channel.receive(timeoutMs: left) {
+            var leftMs = now >= deadline ? 0 : (deadline - now + 999_999) / 1_000_000
+            if memoryOverLimit != nil { leftMs = min(leftMs, memoryLookMs) }
+            let reachesDeadline = now + leftMs * 1_000_000 >= deadline
+            switch channel.receive(timeoutMs: Int32(min(UInt64(Int32.max), leftMs))) {
             case .message(.result(let type, let json), _):
                 received += 1
                 receivedBytes += type.count + json.count
@@ -57,7 +65,8 @@ enum WorkerCall {
             case .message(.done(let status), _):
                 return .done(status: status, lines: lines)
             case .timedOut:
-                return .failed(.timeout)
+                if let rss = memoryOverLimit?() { return .failed(.memory(rss)) }
+                if reachesDeadline { return .failed(.timeout) }
             case .closed:
                 return .failed(.closed)
             case .message, .failed:

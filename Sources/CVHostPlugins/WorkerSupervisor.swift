@@ -240,7 +240,7 @@ final class WorkerSupervisor: Sendable {
         let what = callback == "process" || callback == "ordered" ? "\(callback)() of frame \(sequence.map(String.init) ?? "?")" : "\(callback)()"
         let why = switch failure {
         case .timeout: "hung in \(what) for \(limits.callTimeoutMs) ms"
-        case .memory(let rss): "used \(rss / 1_048_576) MiB (max_rss_mb=\(limits.maxRSSBytes / 1_048_576)) after \(what)"
+        case .memory(let rss): "used \(rss / 1_048_576) MiB (max_rss_mb=\(limits.maxRSSBytes / 1_048_576)) in \(what)"
         case .protocolError: "broke the worker protocol in \(what)"
         case .closed, .startFailed: "crashed in \(what)"
         }

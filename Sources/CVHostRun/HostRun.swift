@@ -87,7 +87,7 @@ public struct HostRun {
         // The spec being read or created, for an error about it (and where a config file gives it).
         var current = ""
         do {
-            let loader = PluginLoader()
+            let loader = PluginLoader(stopRequested: { stop.requested != nil })
             let requests = try s.plugins.map { spec in
                 current = spec
                 let request = try PluginRequest(parsing: spec)
@@ -106,6 +106,11 @@ public struct HostRun {
                 }
             }
         } catch let error as PluginLoadError {
+            if stop.requested != nil && runners.joined().isEmpty {
+                // Stopped while a plugin was being read (a Python import): nothing has run yet.
+                Log.info("\(error.message): nothing had run yet")
+                return
+            }
             throw fail((s.pluginOrigins[current].map { "\($0): " } ?? "") + error.message, code: error.kind.exitCode)
         }
         creation.finish()

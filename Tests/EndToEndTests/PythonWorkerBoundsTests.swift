@@ -266,4 +266,56 @@ struct PythonWorkerBoundsTests {
                 "\(data)")
         #expect((data["refused"] as? String)?.contains("emit() was called from a thread of the plugin's own") == true, "\(data)")
     }
+
+    @Test("max_rss_mb holds while a call runs: a process() that allocates far past it and holds it is ended during the call (reason memory)")
+    func memoryDuringCall() throws {
+        let folder = TestFolders.make("memory")
+        let path = try Self.plugin(folder, "hog", """
+            import time, cvhost
+
+            class Hog(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "hog"
+
+                def process(self, frame):
+                    if frame.sequence == 1:
+                        hog = bytes(range(256)) * (600 * 4096)  # 600 MiB, every page written
+                        time.sleep(15)
+                    self.emit("ok", {"seq": frame.sequence})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", "\(path):max_rss_mb=150,timeout_ms=30000", "--input", "testsrc:160x120:unpaced",
+                                      "--max-frames", "3", "--backpressure", "block", "--metrics-interval", "0"], timeout: 60, environment: Self.python)
+        #expect(!r.timedOut)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let crashed = try #require(r.events("plugin.crashed").first, "\(r.stderr)")
+        #expect(crashed["reason"] as? String == "memory" && crashed["seq"] as? Int == 1 && crashed["callback"] as? String == "process", "\(crashed)")
+        #expect(r.stderr.contains("(max_rss_mb=150) in process() of frame 1"), "\(r.stderr)")
+    }
+
+    @Test("a stop while a Python plugin's import hangs ends the run at once (exit 0: nothing had run), not after the minute an import may take")
+    func stopDuringImport() throws {
+        let folder = TestFolders.make("slow-import")
+        let marker = folder + "/importing"
+        let path = try Self.plugin(folder, "slow", """
+            import time, cvhost
+            open(\(marker.debugDescription), "w").close()
+            time.sleep(600)
+
+            class Slow(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "slow"
+
+                def process(self, frame):
+                    pass
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30"], timeout: 30, environment: Self.python,
+                                     withStdin: false) { running in
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: marker) { usleep(100_000) }
+            kill(running.pid, SIGTERM)
+        }
+        #expect(!r.timedOut, "the stop waited for the import")
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("stopped while") && r.stderr.contains("nothing had run yet"), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
 }

@@ -101,8 +101,14 @@ public enum OutputDestination: Sendable, Equatable {
         var rest = Substring(text.drop { $0 != "/" }.dropFirst(2))
         let (location, options) = splitOptions(String(rest))
         rest = Substring(location)
-        // [user[:password]@]host[:port][/prefix]
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        // [user[:password]@]host[:port][/prefix]. A password may hold a '/' written unescaped
+        // (user:pa/ss@host): when what follows the first ':' is not a port, the credentials run to
+        // the last '@', so no part of a password becomes the topic prefix.
+        var authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        if !rest[..<authorityEnd].contains("@"), let colon = rest[..<authorityEnd].firstIndex(of: ":"),
+           !rest[rest.index(after: colon)..<authorityEnd].allSatisfy(\.isNumber), let at = rest.lastIndex(of: "@") {
+            authorityEnd = rest[at...].firstIndex(of: "/") ?? rest.endIndex
+        }
         var authority = rest[..<authorityEnd]
         let path = rest[authorityEnd...].drop { $0 == "/" }
         if let at = authority.lastIndex(of: "@") {

@@ -43,6 +43,12 @@ public struct HostRun {
         if !destinations.contains(.stdout) && resultsDescriptor == nil { close(results) }
 
         let specs = s.inputs
+        for spec in specs where spec.name == nil {
+            if case .input(let text) = spec.kind, PasswordRedaction.hidesSomething(text) {
+                Log.warning("input \(spec.sourceID()) is written with its password and query values as *** in every line "
+                            + "(source, MQTT topics, metrics); --input NAME=URL gives it a name of your choosing instead")
+            }
+        }
         let firstCamera = specs.first?.kind == .firstCamera ? V4L2Discovery.captureNodes().first : nil
         let ids = specs.map { $0.sourceID(cameraPath: firstCamera?.path) }
         let sessions = specs.map { _ in CaptureSession() }

@@ -24,6 +24,13 @@ struct OutputDestinationTests {
         // A user without a password takes the one from the environment.
         #expect(try mqtt("mqtt://cam@broker", password: "env").password == "env")
         #expect(try mqtt("mqtt://broker").prefix == "cvhost")
+        // A password with an unescaped '/' (or '@', '?') stays a password: no part of it becomes the topic prefix.
+        let slash = try mqtt("mqtt://bus:Zq/9Sec@ret@broker:1884/site")
+        #expect(slash.user == "bus" && slash.password == "Zq/9Sec@ret" && slash.host == "broker" && slash.port == 1884 && slash.prefix == "site")
+        #expect(OutputDestination.mqtt(slash).name == "mqtt://bus:***@broker:1884/site")
+        // A port, then an '@' in the prefix: the prefix as written.
+        let port = try mqtt("mqtt://broker:1884/site@1")
+        #expect(port.host == "broker" && port.port == 1884 && port.prefix == "site@1" && port.user == nil)
     }
 
     @Test("a file, with rotation options; -, stdout")

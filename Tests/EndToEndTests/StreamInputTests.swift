@@ -123,6 +123,16 @@ struct StreamInputTests {
                                         "--metrics-interval", "0"], timeout: 60)
         #expect(hls.exitCode == 0 && StreamInputTests.codes(hls) == StreamInputTests.demoCodes, "\(hls.stderr)")
         #expect(hls.events("session.stopped").first?["reason"] as? String == "end_of_input")
+        // A pre-signed URL: its credentials are used, never written (every query value is masked).
+        let secrets = ["AKIAEXAMPLE", "FwoGZXIvYXdzEXAMPLE", "9f2cEXAMPLE"]
+        let signed = try CVHostBinary.run(["run", "--plugin", "barcode", "--input",
+                                           base + "/hls/index.m3u8?X-Amz-Credential=\(secrets[0])%2F20261126&X-Amz-Security-Token=\(secrets[1])"
+                                               + "&X-Amz-Signature=\(secrets[2])", "--backpressure", "block", "--metrics-interval", "0"], timeout: 60)
+        #expect(signed.exitCode == 0 && StreamInputTests.codes(signed) == StreamInputTests.demoCodes, "\(signed.stderr)")
+        #expect(!secrets.contains { signed.stdout.contains($0) || signed.stderr.contains($0) }, "\(signed.stderr)")
+        #expect(signed.events("result").first?["source"] as? String
+                == base + "/hls/index.m3u8?X-Amz-Credential=***&X-Amz-Security-Token=***&X-Amz-Signature=***")
+        #expect(signed.stderr.contains("--input NAME=URL gives it a name"), "\(signed.stderr)")
         let missing = try CVHostBinary.run(["run", "--plugin", "null", "--input", base + "/nothing.m3u8"], timeout: 30)
         #expect(missing.exitCode == 3 && missing.stderr.contains("404"))
     }
@@ -205,6 +215,11 @@ struct StreamInputTests {
         #expect(reconnectFile.exitCode == 64 && reconnectFile.stderr.contains("--reconnect applies to cameras and network streams"))
         let reconnectStdin = try CVHostBinary.run(["run", "--plugin", "null", "--input", "-", "--reconnect"])
         #expect(reconnectStdin.exitCode == 64 && reconnectStdin.stderr.contains("not to -"))
+        // Passwords that hold '/', '?', '#', an SRT passphrase: never in a message.
+        for url in ["rtsp://cam:Zq/9Secret@127.0.0.1:1/s", "rtsp://cam:Zq?9#Secret@127.0.0.1:1/s", "srt://127.0.0.1:1?passphrase=Zq9SecretSecret"] {
+            let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", url, "--open-timeout", "1"], timeout: 30)
+            #expect(r.exitCode == 3 && !r.stderr.contains("Secret") && r.stderr.contains("***"), "\(url): \(r.stderr)")
+        }
         let scheme = try CVHostBinary.run(["run", "--plugin", "null", "--input", "ftp://user:pw@127.0.0.1/x"])
         #expect(scheme.exitCode == 3 && scheme.stderr.contains("rtsp://") && scheme.stderr.contains("user:***@") && !scheme.stderr.contains(":pw@"))
     }

@@ -23,11 +23,12 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
         let description: String
     }
 
-    init(_ settings: OutputDestination.FileSettings, name: String) throws(OpenError) {
+    /// - Parameter readerTimeout: how long a named pipe may wait for its reader (--open-timeout).
+    init(_ settings: OutputDestination.FileSettings, name: String, readerTimeout: Double = 10) throws(OpenError) {
         self.settings = settings
         self.name = name
         queue = LineQueue(capacity: settings.queue.capacity)
-        fd = FileSink.open(settings.path)
+        fd = try FileSink.isNamedPipe(settings.path) ? FileSink.openPipe(settings.path, timeout: readerTimeout) : FileSink.open(settings.path)
         guard fd >= 0 else {
             throw OpenError(description: "cannot open \(settings.path) for --output: \(String(cString: strerror(errno)))")
         }
@@ -38,6 +39,36 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
 
     private static func open(_ path: String) -> Int32 {
         Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+    }
+
+    private static func isNamedPipe(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO
+    }
+
+    /// A named pipe's open blocks until a reader opens it, deaf to a stop and saying nothing: it is
+    /// opened without blocking instead (ENXIO while no reader has it open), looked at again every
+    /// 0.1 s, said once on stderr, and refused after `timeout` seconds. Writes then block as to a file.
+    private static func openPipe(_ path: String, timeout: Double) throws(OpenError) -> Int32 {
+        let deadline = HostClock.monotonicNs() + UInt64(timeout * 1e9)
+        var said = false
+        while true {
+            let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                return fd
+            }
+            guard errno == ENXIO else { return -1 }
+            if HostClock.monotonicNs() >= deadline {
+                throw OpenError(description: "--output file:\(path) is a named pipe that no reader opened within \(timeout) s "
+                                + "(--open-timeout): start its reader first")
+            }
+            if !said {
+                Log.info("--output file:\(path) is a named pipe: waiting up to \(timeout) s for its reader")
+                said = true
+            }
+            usleep(100_000)
+        }
     }
 
     var queueSettings: OutputDestination.QueueSettings { settings.queue }

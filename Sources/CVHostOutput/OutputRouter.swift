@@ -44,7 +44,7 @@ public final class OutputRouter: OutputSink {
                 case .stdout:
                     stdout = stdout ?? JSONLineWriter(fileDescriptor: stdoutDescriptor, onClosed: onStdoutClosed)
                 case .file(let f):
-                    queued.append(try FileSink(f, name: d.name))
+                    queued.append(try FileSink(f, name: d.name, readerTimeout: connectTimeout))
                 case .mqtt(let m):
                     let name = d.name
                     let sink = MQTTSink(m, name: name, onStatus: { connected, reason, waiting in

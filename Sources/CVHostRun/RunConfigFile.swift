@@ -25,7 +25,7 @@ public struct RunConfigFile {
         "isolation": .string, "http": .string, "http-token-file": .string, "field": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
-        "max-frames": .integer, "queue-depth": .integer, "preview-width": .integer,
+        "max-frames": .integer, "max-image-pixels": .integer, "queue-depth": .integer, "preview-width": .integer,
         "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag,
         "stdin-commands": .invertedFlag,
     ]
@@ -42,8 +42,14 @@ public struct RunConfigFile {
           output: [-, "mqtt://broker.lan/cvhost"]
           reconnect: true
           metrics-interval: 10
-        An option given on the command line replaces the file's (a list as a whole). Errors name the file, the line and the key (exit 64).
+        An option given on the command line replaces the file's (a list as a whole). Errors name the file, the line and the key (exit 64). A list has at most 1000 items; the file and the command line at most 2500 arguments together.
         """
+
+    /// At most so many items in one list, and arguments in all (the file's and the command line's):
+    /// the argument parser takes time that grows with the square of their count (20,000 hosts
+    /// took minutes), so a list that long is refused at once rather than parsed slowly.
+    public static let maxListItems = 1000
+    public static let maxArguments = 2500
 
     /// Short names of flags, for telling that the command line gives them.
     static let shortNames = ["v": "verbose", "q": "quiet"]
@@ -83,6 +89,9 @@ public struct RunConfigFile {
                 let hint = Suggestion.closest(to: key, in: Array(Self.keys.keys))
                 throw Failure(description: "\(path):\(line): unknown key '\(key)'" + (hint.map { " (did you mean '\($0)'?)" } ?? "")
                               + "; the keys are run's long options: cvhost run --help")
+            }
+            if kind == .list, let count = value.sequence?.count ?? value.mapping?.count, count > Self.maxListItems {
+                throw fail("\(count) items: a list has at most \(Self.maxListItems)")
             }
             var setting = Setting(key: key, line: line, arguments: try Self.arguments(key, kind, value, fail: fail))
             if kind == .list { setting.itemLines = (value.sequence.map(Array.init) ?? [value]).map { $0.mark?.line ?? line } }

@@ -1,6 +1,7 @@
 import CVHostCore
 import CVHostOutput
 import CVHostPlugins
+import CVHostSources
 import CVHostV4L2
 import Foundation
 
@@ -29,6 +30,9 @@ public struct RunSettings: Sendable {
     // Streams:
     public var rtspTransport: String?
     public var openTimeout: Double
+    // Images:
+    /// An image whose header declares more pixels is skipped before decoding (0: no limit of cvhost's).
+    public var maxImagePixels: Int
     // Plugins:
     public var queueDepth: Int
     public var backpressure: BackpressurePolicy?
@@ -47,7 +51,7 @@ public struct RunSettings: Sendable {
     public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],
                 resultsOnly: Bool = false, field: String? = nil,
                 format: String? = nil, pixelFormat: String? = nil, controls: [String] = [], reconnect: Bool = false,
-                rtspTransport: String? = nil, openTimeout: Double = 10,
+                rtspTransport: String? = nil, openTimeout: Double = 10, maxImagePixels: Int = StillImageDevice.defaultMaxPixels,
                 queueDepth: Int = 2, backpressure: BackpressurePolicy? = nil, isolation: PluginIsolation = .none,
                 oneshot: Bool = false, maxFrames: UInt64? = nil, duration: Double? = nil, metricsInterval: Double = 5,
                 stdinCommands: Bool = true, verbose: Bool = false, quiet: Bool = false, liveView: LiveViewSettings? = nil,
@@ -66,6 +70,7 @@ public struct RunSettings: Sendable {
         if openTimeout <= 0 || openTimeout > Self.maxSeconds || !openTimeout.isFinite {
             throw UsageError("--open-timeout must be more than 0 seconds, and at most 1e9")
         }
+        if maxImagePixels < 0 { throw UsageError("--max-image-pixels must be 0 (no limit) or more") }
         for pair in controls {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw UsageError("--control \(pair): write NAME=VALUE, e.g. --control brightness=140")
@@ -99,6 +104,7 @@ public struct RunSettings: Sendable {
         self.reconnect = reconnect
         self.rtspTransport = rtspTransport
         self.openTimeout = openTimeout
+        self.maxImagePixels = maxImagePixels
         self.queueDepth = queueDepth
         self.backpressure = backpressure
         self.isolation = isolation

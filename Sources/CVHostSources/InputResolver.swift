@@ -17,7 +17,8 @@ public enum InputResolver {
     public static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "webp", "ppm", "pgm", "pnm", "bmp", "tif", "tiff"]
 
     public static func device(
-        for spec: String, streamOptions: StreamOptions = StreamOptions(), onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }
+        for spec: String, streamOptions: StreamOptions = StreamOptions(), maxImagePixels: Int = StillImageDevice.defaultMaxPixels,
+        onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }
     ) throws -> CaptureDevice {
         if spec == "testsrc" || spec.hasPrefix("testsrc:") || spec.hasPrefix("testsrc@") {
             return try testPattern(spec)
@@ -36,12 +37,12 @@ public enum InputResolver {
                 throw CaptureError(.inputUnavailable,
                                    "folder \(spec) holds no images (\(imageExtensions.sorted().joined(separator: ", ")))")
             }
-            return try StillImageDevice(paths: images, description: spec, onSkip: onSkip)
+            return try StillImageDevice(paths: images, description: spec, maxPixels: maxImagePixels, onSkip: onSkip)
         case .file:
             guard PathText.isReadable(spec) else {
                 throw CaptureError(.inputUnavailable, "input \(spec) is not readable: check its permissions")
             }
-            if isImage(spec) { return try StillImageDevice(paths: [spec], onSkip: onSkip) }
+            if isImage(spec) { return try StillImageDevice(paths: [spec], maxPixels: maxImagePixels, onSkip: onSkip) }
             return try VideoFileDevice(path: spec)
         case nil: break
         }
@@ -51,7 +52,7 @@ public enum InputResolver {
             guard !images.isEmpty else {
                 throw CaptureError(.inputUnavailable, "no images match \(spec)")
             }
-            return try StillImageDevice(paths: images, description: spec, onSkip: onSkip)
+            return try StillImageDevice(paths: images, description: spec, maxPixels: maxImagePixels, onSkip: onSkip)
         }
         throw CaptureError(.inputUnavailable,
                            "input \(spec) not found: give a video file, an image, a folder, a quoted glob, a stream URL, - (stdin) or testsrc[:WxH@FPS]")

@@ -57,17 +57,19 @@ final class MediaDecoder {
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
     ///   has no decodable video.
     /// - Parameter path: PathText (a name that is not UTF-8 written with `\xNN` escapes).
-    convenience init(path: String) throws {
+    /// - Parameter maxPixels: a picture with more pixels is refused by the decoder before it is
+    ///   given memory (0: FFmpeg's own limit).
+    convenience init(path: String, maxPixels: Int = 0) throws {
         if String(validating: PathText.fileSystemBytes(path), as: UTF8.self) != nil {
             // "file:" so that a name with a colon ("cam1:2024.mp4") is not taken for a protocol.
-            try self.init(url: "file:" + path, name: path)
+            try self.init(url: "file:" + path, name: path, maxPixels: maxPixels)
         } else {
             // FFmpeg's names are C strings it prints as text: it opens the same file through the
             // /proc link of a descriptor opened on the bytes.
             let fd = PathText.openForReading(path)
             guard fd >= 0 else { throw CaptureError(.inputUnavailable, "cannot open \(path): \(String(cString: strerror(errno)))") }
             do {
-                try self.init(url: "file:/proc/self/fd/\(fd)", name: path, ownedDescriptor: fd)
+                try self.init(url: "file:/proc/self/fd/\(fd)", name: path, maxPixels: maxPixels, ownedDescriptor: fd)
             } catch {
                 Glibc.close(fd)
                 throw error
@@ -87,7 +89,7 @@ final class MediaDecoder {
     /// - Throws: `.inputUnavailable` when it cannot be opened (in time), `.unsupportedInput` when
     ///   it has no decodable video.
     init(url: String, name: String, options: [(String, String)] = [], interrupt: InterruptDeadline? = nil,
-         openTimeout: Double = 0, stallSeconds: Double = 0, lowDelay: Bool = false, ownedDescriptor: Int32? = nil) throws {
+         openTimeout: Double = 0, stallSeconds: Double = 0, lowDelay: Bool = false, maxPixels: Int = 0, ownedDescriptor: Int32? = nil) throws {
         self.path = name
         self.interrupt = interrupt
         self.stallSeconds = stallSeconds
@@ -107,7 +109,16 @@ final class MediaDecoder {
         }
         ctx = done
         format = ctx
-        ret = avformat_find_stream_info(ctx, nil)
+        // Probing decodes a picture too: it gets the same limit as the decoder below.
+        let streams = Int(ctx.pointee.nb_streams)
+        let probeOptions = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: max(1, streams))
+        probeOptions.initialize(repeating: nil, count: max(1, streams))
+        if maxPixels > 0 {
+            for i in 0..<streams { av_dict_set(&probeOptions[i], "max_pixels", String(maxPixels), 0) }
+        }
+        ret = avformat_find_stream_info(ctx, maxPixels > 0 ? probeOptions : nil)
+        for i in 0..<max(1, streams) { av_dict_free(&probeOptions[i]) }
+        probeOptions.deallocate()
         guard ret >= 0 else {
             avformat_close_input(&format)
             let code: CaptureError.Code = interrupt?.expired == true ? .inputUnavailable : .unsupportedInput
@@ -134,6 +145,7 @@ final class MediaDecoder {
         codec = cc
         avcodec_parameters_to_context(cc, stream.pointee.codecpar)
         cc.pointee.thread_count = 0  // let FFmpeg pick (frame threads for H.264)
+        if maxPixels > 0 { cc.pointee.max_pixels = Int64(maxPixels) }
         if lowDelay {
             cc.pointee.thread_type = FF_THREAD_SLICE
             cc.pointee.flags |= AV_CODEC_FLAG_LOW_DELAY

@@ -24,10 +24,18 @@ public final class StillImageDevice: CaptureDevice {
     public var formats: [DeviceFormat] { [] }
     public var activeFormat: DeviceFormat? { nil }
 
-    public init(paths: [String], description: String? = nil,
+    /// Images whose header declares more pixels are skipped before they are decoded.
+    public let maxPixels: Int
+
+    /// The default of `maxPixels`: above a 108-megapixel phone camera's pictures, below what
+    /// would take gigabytes to decode (a 16000x16000 PNG of a few megabytes: 2.7 GB and 19 s).
+    public static let defaultMaxPixels = 120_000_000
+
+    public init(paths: [String], description: String? = nil, maxPixels: Int = StillImageDevice.defaultMaxPixels,
                 onSkip: @escaping @Sendable (String, String) -> Void = { _, _ in }) throws {
         guard !paths.isEmpty else { throw CaptureError(.inputUnavailable, "no images to read") }
         self.paths = paths
+        self.maxPixels = maxPixels
         self.uniqueID = "images:\(description ?? paths[0])"
         self.onSkip = onSkip
     }
@@ -43,20 +51,40 @@ public final class StillImageDevice: CaptureDevice {
     }
 
     public func openStream() throws -> FrameStream {
-        StillImageStream(paths: paths, onSkip: onSkip)
+        StillImageStream(paths: paths, maxPixels: maxPixels, onSkip: onSkip)
     }
 }
 
 final class StillImageStream: FrameStream, @unchecked Sendable {
     // @unchecked Sendable: `index` is used by the capture thread only; `cancelled` is atomic.
     private let paths: [String]
+    private let maxPixels: Int
     private let onSkip: @Sendable (String, String) -> Void
     private var index = 0
     private let cancelled = Atomic(false)
 
-    init(paths: [String], onSkip: @escaping @Sendable (String, String) -> Void) {
+    init(paths: [String], maxPixels: Int, onSkip: @escaping @Sendable (String, String) -> Void) {
         self.paths = paths
+        self.maxPixels = maxPixels
         self.onSkip = onSkip
+    }
+
+    /// Why `path` is not decoded at all: not a regular file (a named pipe in a folder of images
+    /// would block the capture thread in open(), deaf to a stop), or a header declaring more
+    /// pixels than `maxPixels`. nil: decode it.
+    func refusal(_ path: String) -> String? {
+        var info = stat()
+        guard PathText.withFileSystemPath(path, { stat($0, &info) }) == 0 else { return nil }  // FFmpeg says why it cannot open it
+        let type = info.st_mode & S_IFMT
+        if type != S_IFREG {
+            let what = type == S_IFIFO ? "a named pipe" : type == S_IFSOCK ? "a socket" : type == S_IFCHR || type == S_IFBLK ? "a device" : "a folder"
+            return "not a regular file (\(what)): only image files are read from a folder or a glob"
+        }
+        if maxPixels > 0, let (w, h) = ImageHeader.size(ofFile: path), w * h > maxPixels {
+            return "its header declares \(w)x\(h) pixels, more than --max-image-pixels (\(maxPixels)): refused before decoding "
+                + "(decoded it would take \(w * h * 4 / 1_048_576) MiB or more); raise --max-image-pixels to read it"
+        }
+        return nil
     }
 
     func next() throws -> CapturedFrame? {
@@ -64,8 +92,12 @@ final class StillImageStream: FrameStream, @unchecked Sendable {
             let path = paths[index]
             let pts = Int64(index) * 1_000_000_000
             index += 1
+            if let refusal = refusal(path) {
+                onSkip(path, refusal)
+                continue
+            }
             do {
-                let decoder = try MediaDecoder(path: path)
+                let decoder = try MediaDecoder(path: path, maxPixels: maxPixels)
                 if let (pixels, _) = try decoder.nextFrame() {
                     return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, imagePath: path, isIndependent: true)
                 }

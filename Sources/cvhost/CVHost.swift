@@ -37,6 +37,11 @@ struct CVHost: ParsableCommand {
             locate = { file.locate($0, commandLine: commandLine) }
             RunCommand.pluginOrigin = { file.origin(ofPlugin: $0, commandLine: commandLine) }
         }
+        if parsed.first == "run" && parsed.count - 1 > RunConfigFile.maxArguments {
+            Log.error("\(parsed.count - 1) arguments: cvhost run takes at most \(RunConfigFile.maxArguments) (a list of at most "
+                      + "\(RunConfigFile.maxListItems) items in a --config file, or on the command line)")
+            Glibc.exit(ExitCodes.usage)
+        }
         do {
             var command = try parseAsRoot(parsed)
             try command.run()

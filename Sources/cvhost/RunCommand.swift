@@ -2,6 +2,7 @@ import ArgumentParser
 import CVHostCore
 import CVHostPlugins
 import CVHostRun
+import CVHostSources
 
 extension BackpressurePolicy: ExpressibleByArgument {}
 extension PluginIsolation: ExpressibleByArgument {}
@@ -112,6 +113,11 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open.", valueName: "seconds"))
     var openTimeout: Double = 10
 
+    @Option(name: .customLong("max-image-pixels"),
+            help: ArgumentHelp("An image whose header declares more pixels than this is skipped before it is decoded (a small file can declare a picture that takes gigabytes): input.skipped says so. 0: no limit.",
+                               valueName: "pixels"))
+    var maxImagePixels: Int = StillImageDevice.defaultMaxPixels
+
     @Option(name: .customLong("output"),
             help: ArgumentHelp("Where the JSON lines go: - (stdout, the default), file:PATH, mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... Repeatable; see OUTPUTS.",
                                valueName: "destination"))
@@ -203,7 +209,7 @@ struct RunCommand: ParsableCommand {
     func settings() throws(UsageError) -> RunSettings {
         var settings = try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs, resultsOnly: resultsOnly, field: field,
                         format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
-                        rtspTransport: rtspTransport, openTimeout: openTimeout,
+                        rtspTransport: rtspTransport, openTimeout: openTimeout, maxImagePixels: maxImagePixels,
                         queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration, metricsInterval: metricsInterval,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())

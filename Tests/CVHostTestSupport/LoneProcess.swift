@@ -57,5 +57,13 @@ public final class LoneProcess: @unchecked Sendable {
         exited = true
     }
 
+    /// Waits for it to end by itself.
+    public func wait() {
+        guard !exited else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        exited = true
+    }
+
     deinit { stop() }
 }

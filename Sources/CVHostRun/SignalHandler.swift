@@ -5,14 +5,19 @@ import CVHostCore
 import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded): the first
-/// asks the session to stop cleanly (final metrics and session.stopped are written); a second one
-/// exits at once with 130. SIGHUP stays ignored when cvhost was started ignoring it: that is what
+/// asks the session to stop cleanly (final metrics and session.stopped are written); a second one,
+/// a deliberate second request, exits at once with 130. Signals within `sameRequestNs` of the
+/// first are the same request: GNU timeout, supervisors and group kills send one signal to the
+/// process and again to its group, microseconds apart. SIGHUP stays ignored when cvhost was started ignoring it: that is what
 /// `nohup cvhost …` asks (a closed terminal must not stop it). SIGINT and SIGTERM are always
 /// handled (a shell script's background job starts with SIGINT ignored, yet is stopped by it).
 public final class SignalHandler: @unchecked Sendable {
     // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
     private let sources: [DispatchSourceSignal]
-    private let count = Atomic(0)
+    /// When the first signal came (monotonic ns); 0: none yet.
+    private let firstAtNs = Atomic<UInt64>(0)
+    /// Signals this soon after the first are repeats of it, not a second request.
+    static let sameRequestNs: UInt64 = 1_000_000_000
 
     init(onFirst: @escaping @Sendable () -> Void) {
         let queue = DispatchQueue(label: "cvhost.signals")
@@ -26,9 +31,13 @@ public final class SignalHandler: @unchecked Sendable {
         for source in sources {
             source.setEventHandler { [weak self] in
                 guard let self else { return }
-                if self.count.add(1, ordering: .relaxed).newValue == 1 {
+                let now = HostClock.monotonicNs()
+                let (first, _) = self.firstAtNs.compareExchange(expected: 0, desired: now, ordering: .relaxed)
+                if first {
                     Log.info("stopping (signal again to exit at once)")
                     onFirst()
+                } else if now - self.firstAtNs.load(ordering: .relaxed) < Self.sameRequestNs {
+                    Log.debug("a signal again within a second of the first: the same stop")
                 } else {
                     Log.warning("exiting without final metrics")
                     cvhost_guard_host_exiting()  // cvhost's own exit, not a plugin's

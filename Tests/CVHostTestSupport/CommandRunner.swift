@@ -43,14 +43,20 @@ public enum CVHostBinary {
 
     /// The same, with a look at the run while it goes on (its output so far, its stdin when
     /// `withStdin`; else stdin is /dev/null).
+    /// `under`: a command that runs cvhost as its child (e.g. `timeout 2`), as a script would.
     public static func run(_ arguments: [String], timeout: Double = 60, environment: [String: String] = [:], inFolder: String? = nil,
-                           withStdin: Bool, onRunning: ((RunningCVHost) -> Void)?) throws -> CommandResult {
+                           under wrapper: [String] = [], withStdin: Bool, onRunning: ((RunningCVHost) -> Void)?) throws -> CommandResult {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path + " (run swift build first)"])
         }
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
+        if wrapper.isEmpty {
+            p.executableURL = URL(fileURLWithPath: path)
+            p.arguments = arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = wrapper + [path] + arguments
+        }
         if let inFolder { p.currentDirectoryURL = URL(fileURLWithPath: inFolder) }
         p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let out = Pipe(), err = Pipe()

@@ -16,6 +16,10 @@ public final class OutputRouter: OutputSink {
     private let taps: [OutputSink]
     private let relay: StatusRelay
     private let finished = Locked<[SinkStatistics]?>(nil)
+    /// With `--field NAME`: whether a result had it; until one did, the data fields results had
+    /// (at most `maxFieldNames`), to name in the warning that it never came.
+    private let fieldSeen = Locked<(seen: Bool, others: Set<String>)>((false, []))
+    private static let maxFieldNames = 32
 
     public struct OpenError: Error, CustomStringConvertible {
         public let description: String
@@ -77,7 +81,17 @@ public final class OutputRouter: OutputSink {
 
     /// Writes to every sink but the one named `except`.
     fileprivate func write(_ line: OutputLine, except name: String?) {
-        if let stdout, let selected = selection.select(line) { stdout.write(selected) }
+        if let stdout {
+            if let selected = selection.select(line) {
+                if case .field = selection, !fieldSeen.withLock({ $0.seen }) { fieldSeen.withLock { $0.seen = true } }
+                stdout.write(selected)
+            } else if case .field = selection, line.route.event == "result", !fieldSeen.withLock({ $0.seen }) {
+                let names = StdoutSelection.dataFieldNames(line)
+                fieldSeen.withLock { f in
+                    for n in names where f.others.count < Self.maxFieldNames { f.others.insert(n) }
+                }
+            }
+        }
         for sink in queued where sink.name != name { sink.write(line) }
         for tap in taps { tap.write(line) }
     }
@@ -86,6 +100,13 @@ public final class OutputRouter: OutputSink {
     /// writing them drops none: metrics made after this count every drop those lines cause.
     public func makeRoom(for n: Int) {
         for sink in queued { sink.makeRoom(for: n) }
+    }
+
+    /// With `--field NAME`, when no result had that field: the fields results had instead (empty
+    /// when there was no result at all). nil otherwise.
+    public var missingFieldAlternatives: [String]? {
+        guard case .field = selection else { return nil }
+        return fieldSeen.withLock { $0.seen ? nil : $0.others.sorted() }
     }
 
     /// What became of the lines so far, per output (stdout first): the metrics' `output` section.

@@ -33,4 +33,11 @@ public enum StdoutSelection: Sendable, Equatable {
             return OutputLine(bytes: Array((text + "\n").utf8), route: line.route, sequence: line.sequence)
         }
     }
+
+    /// The names of a result line's data fields.
+    static func dataFieldNames(_ line: OutputLine) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any],
+              let data = object["data"] as? [String: Any] else { return [] }
+        return Array(data.keys)
+    }
 }

@@ -76,6 +76,12 @@ public struct PluginConfiguration: Sendable {
         instances = given["instances"]?.lowercased() == "auto"
             ? max(1, min(64, ProcessInfo.processInfo.activeProcessorCount))
             : try hostValue("instances").flatMap { Int($0) } ?? 1
+        if instances > 1 && !plugin.isStateless && plugin.runtime == .python {
+            // Its results would change silently (each instance's state sees some of the frames):
+            // refused, as the bundled plugins with state refuse it themselves.
+            throw PluginLoadError(.badOptionValue, "plugin \(plugin.name) keeps state between frames (stateless = False): instances=\(instances) "
+                                  + "would give each instance only some of the frames; run one instance, or declare stateless = True if it keeps none")
+        }
         if instances > 1 && !plugin.isStateless {
             warn("plugin \(plugin.name) keeps state between frames; with instances=\(instances) each instance sees only some frames")
         }

@@ -2,7 +2,7 @@ import CVHostOutput
 import CVHostPluginABI
 
 /// One option a plugin declares (`cvhost_option_spec`), read out of the plugin's memory.
-public struct PluginOptionSpec: Sendable {
+public struct PluginOptionSpec: Sendable, Equatable {
     public enum ValueType: String, Sendable {
         case bool, int, double, string, `enum`
     }

@@ -23,6 +23,7 @@ extension PluginRunner {
         }
         let started = HostClock.monotonicNs()
         do {
+            try checkDeclarationsUnchanged()
             try isolated.reload()
         } catch {
             // Consumers learn that the code running is still the old one, not only stderr's reader.
@@ -38,6 +39,26 @@ extension PluginRunner {
         e.set("path", plugin.path)
         e.set("start_ms", Double(HostClock.monotonicNs() - started) / 1e6, decimals: 1)
         sink.write(e)
+    }
+}
+
+extension PluginRunner {
+    /// What the plugin declares is applied when the run starts (its frames' pixel format, its
+    /// options checked and typed, its instances): a reload whose file changed any of it would run
+    /// on frames or options it did not ask for, so it is refused, saying what changed.
+    func checkDeclarationsUnchanged() throws(PluginLoadError) {
+        let now = try PythonPlugin.describe(path: plugin.path)
+        var changed: [String] = []
+        if now.name != plugin.name { changed.append("its name (\(plugin.name) -> \(now.name))") }
+        if now.pixelFormats != plugin.pixelFormats {
+            changed.append("pixel_formats (\(plugin.pixelFormats.map(\.name).joined(separator: ", ")) -> \(now.pixelFormats.map(\.name).joined(separator: ", ")))")
+        }
+        if now.options != plugin.options { changed.append("its options") }
+        if now.isStateless != plugin.isStateless { changed.append("stateless") }
+        guard changed.isEmpty else {
+            throw PluginLoadError(.createFailed, "plugin \(plugin.path) changed \(changed.joined(separator: ", ")): those are applied when "
+                                  + "the run starts; restart cvhost to apply them")
+        }
     }
 }
 

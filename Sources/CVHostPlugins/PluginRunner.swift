@@ -113,7 +113,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         case .returned(let status, let emitted):
             lines = emitted
             if status != 0 {
-                failures.record { "process() failed on frame \(sample.sequence) with \(errnoName(status)) (\($0) failures so far)" }
+                // A Python plugin's failure is an exception, whose traceback the worker has said.
+                let how = plugin.runtime == .python ? "raised an exception" : "failed with \(errnoName(status))"
+                failures.record { "process() \(how) on frame \(sample.sequence) (\($0) failures so far)" }
             }
             fallthrough
         case .crashed:

@@ -30,6 +30,11 @@ public enum PluginWorker {
         guard cvhost_worker_restrict(parent) == 0 else { return restrictFailed }
         let channels = (0..<count).map { WorkerChannel(fd: Int32(3 + $0)) }
         guard case .message(.hello(let hello), _) = channels[0].receive(), hello.instances == count else { return noHello }
+        guard hello.version == WorkerMessage.protocolVersion else {
+            channels[0].send(.failed(kind: PluginLoadError.Kind.abiMismatch.rawValue,
+                                     message: "cvhost speaks worker protocol \(hello.version) and its worker speaks \(WorkerMessage.protocolVersion)"))
+            return 0
+        }
         let shared: PluginSharedStage?
         let instances: [PluginInstance]
         do {
@@ -43,7 +48,7 @@ public enum PluginWorker {
             channels[0].send(.failed(kind: PluginLoadError.Kind.createFailed.rawValue, message: "\(error)"))
             return 0
         }
-        channels[0].send(.ready)
+        channels[0].send(.ready(version: WorkerMessage.protocolVersion))
         for i in 1..<count {
             SystemThread.start("\(hello.label) instance \(i)") { serve(channels[i], instances[i], shared: shared) }
         }
@@ -119,6 +124,8 @@ public enum PluginWorker {
                 onDestroy?()
                 channel.send(.done(status: 0))
                 _exit(0)
+            case .unknownKind(let kind):
+                channel.send(.failed(kind: "protocol_error", message: "the worker does not know message kind \(kind)"))
             case .closed, .failed:
                 // cvhost is gone (or is not speaking our language): nothing more to do.
                 _exit(0)

@@ -136,6 +136,13 @@ public enum PythonPlugin {
             throw PluginLoadError(.createFailed, "plugin \(path) could not be described by \(python) (exit status \(process.terminationStatus))"
                                   + (lastLine.isEmpty ? "" : ": \(lastLine)"))
         }
+        // A runtime of another cvhost (CVHOST_PYTHON_RUNTIME) would start, then misread every
+        // message: its protocol is checked before anything runs.
+        let spoken = json["protocol"] as? Int ?? 1
+        guard spoken == Int(WorkerMessage.protocolVersion) else {
+            throw PluginLoadError(.abiMismatch, "the Python runtime at \(runtime) speaks worker protocol \(spoken) and this cvhost "
+                                  + "\(WorkerMessage.protocolVersion): it is another cvhost's; unset CVHOST_PYTHON_RUNTIME or point it at this cvhost's")
+        }
         if let kind = json["error"] as? String {
             throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .invalidDescriptor, json["message"] as? String ?? "plugin \(path) is not valid")
         }

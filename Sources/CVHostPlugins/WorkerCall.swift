@@ -69,7 +69,11 @@ enum WorkerCall {
                 if reachesDeadline { return .failed(.timeout) }
             case .closed:
                 return .failed(.closed)
-            case .message, .failed:
+            case .message(.failed(_, let message), _):
+                // The worker did not understand cvhost (a kind it does not know): its own words.
+                Log.error("plugin \(results.plugin)'s worker: \(message)", source: results.source)
+                return .failed(.protocolError)
+            case .message, .failed, .unknownKind:
                 return .failed(.protocolError)
             }
         }

@@ -20,6 +20,8 @@ final class WorkerChannel: @unchecked Sendable {
         case timedOut
         /// A read error, or bytes that are not a message.
         case failed(String)
+        /// A message of a kind this version does not know (the other end is newer): answer it.
+        case unknownKind(UInt8)
     }
 
     static let packetPayload = 32 * 1024
@@ -76,6 +78,7 @@ final class WorkerChannel: @unchecked Sendable {
         }
         guard let decoded = WorkerMessage(decoding: message) else {
             fds.forEach { _ = Glibc.close($0) }
+            if let kind = message.first, !WorkerMessage.knows(kind: kind) { return .unknownKind(kind) }
             return .failed("a message that is not one")
         }
         return .message(decoded, fds: fds)

@@ -1,9 +1,16 @@
 import CVHostPluginABI
 
 /// The messages between cvhost and a plugin's worker process, one per SOCK_SEQPACKET packet
-/// (WorkerChannel splits long ones). Binary, little-endian, both ends built from this file: the
-/// worker is always the same cvhost executable re-run, so the format needs no versioning.
+/// (WorkerChannel splits long ones). Binary, little-endian. Two ends speak it: cvhost's own worker
+/// (this executable re-run, built from this file) and the Python runtime's (python/cvhost/
+/// _protocol.py, written apart). So it is versioned: `hello` carries `protocolVersion`, which the
+/// worker checks (it answers another with `failed`), and `ready` carries the worker's, which
+/// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
+/// time out. Change both ends and the version together.
 package enum WorkerMessage {
+    /// 2: hello and ready carry the version. (1 had none.)
+    package static let protocolVersion: UInt32 = 2
+
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
     case hello(Hello)
@@ -20,7 +27,8 @@ package enum WorkerMessage {
     case destroy
 
     // worker -> cvhost
-    case ready
+    /// The plugin is created; the worker speaks protocol `version`.
+    case ready(version: UInt32)
     /// hello failed: a PluginLoadError.Kind raw value and the message.
     case failed(kind: String, message: String)
     /// One emitted result, as the plugin gave it (checked again by cvhost).
@@ -29,6 +37,8 @@ package enum WorkerMessage {
     case done(status: Int32)
 
     package struct Hello {
+        /// The protocol cvhost speaks (its `protocolVersion`).
+        var version: UInt32 = WorkerMessage.protocolVersion
         var path: String
         var pluginIndex: Int
         var instances: Int
@@ -43,6 +53,9 @@ package enum WorkerMessage {
         var frame: cvhost_frame
     }
 
+    /// Whether `raw` is a kind of this version (a worker answers another with `failed`).
+    package static func knows(kind raw: UInt8) -> Bool { Kind(rawValue: raw) != nil }
+
     private enum Kind: UInt8 {
         case hello = 1, memory, forget, process, ordered, flush, sharedFlush, destroy
         case ready = 64, failed, result, done
@@ -53,6 +66,7 @@ package enum WorkerMessage {
         switch self {
         case .hello(let h):
             w.u8(Kind.hello.rawValue)
+            w.u32(h.version)
             w.string(h.path)
             w.u64(UInt64(h.pluginIndex))
             w.u64(UInt64(h.instances))
@@ -80,7 +94,9 @@ package enum WorkerMessage {
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
         case .destroy: w.u8(Kind.destroy.rawValue)
-        case .ready: w.u8(Kind.ready.rawValue)
+        case .ready(let version):
+            w.u8(Kind.ready.rawValue)
+            w.u32(version)
         case .failed(let kind, let message):
             w.u8(Kind.failed.rawValue)
             w.string(kind)
@@ -103,7 +119,8 @@ package enum WorkerMessage {
         switch kind {
         case .hello:
             // Counts are the sender's word: one past Int's range is not a message (it would trap).
-            guard let path = r.string(), let index = r.u64().flatMap({ Int(exactly: $0) }), let instances = r.u64().flatMap({ Int(exactly: $0) }),
+            // The version first: a worker of another version reads that much and says so.
+            guard let version = r.u32(), let path = r.string(), let index = r.u64().flatMap({ Int(exactly: $0) }), let instances = r.u64().flatMap({ Int(exactly: $0) }),
                   let label = r.string(), let n = r.u64(), n < 1024
             else { return nil }
             var options: [(String, String)] = []
@@ -111,7 +128,7 @@ package enum WorkerMessage {
                 guard let k = r.string(), let v = r.string() else { return nil }
                 options.append((k, v))
             }
-            self = .hello(Hello(path: path, pluginIndex: index, instances: instances, label: label, options: options))
+            self = .hello(Hello(version: version, path: path, pluginIndex: index, instances: instances, label: label, options: options))
         case .memory:
             guard let id = r.u64(), let size = r.u64() else { return nil }
             self = .memory(id: id, size: size)
@@ -126,7 +143,9 @@ package enum WorkerMessage {
         case .flush: self = .flush
         case .sharedFlush: self = .sharedFlush
         case .destroy: self = .destroy
-        case .ready: self = .ready
+        case .ready:
+            guard let version = r.u32() else { return nil }
+            self = .ready(version: version)
         case .failed:
             guard let k = r.string(), let m = r.string() else { return nil }
             self = .failed(kind: k, message: m)

@@ -180,8 +180,13 @@ final class WorkerSupervisor: Sendable {
         let failure: String
         if worker.channels[0].send(.hello(hello)) {
             switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
-            case .message(.ready, _):
+            case .message(.ready(let version), _) where version == WorkerMessage.protocolVersion:
                 return worker
+            case .message(.ready(let version), _):
+                worker.kill()
+                worker.reap()
+                throw PluginLoadError(.abiMismatch, "plugin \(pluginName)'s worker speaks worker protocol \(version); this cvhost speaks "
+                                      + "\(WorkerMessage.protocolVersion): its runtime is not this cvhost's (unset CVHOST_PYTHON_RUNTIME)")
             case .message(.failed(let kind, let message), _):
                 worker.reap()
                 throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .createFailed, message)

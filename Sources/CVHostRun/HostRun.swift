@@ -189,6 +189,12 @@ public struct HostRun {
         conclusion.quarantinedPlugin = runners.first(where: \.isQuarantined)?.plugin.name
         conclusion.pluginFailingEveryFrame = runners.first(where: \.failedEveryFrame).map { ($0.plugin.name, $0.source) }
         conclusion.anyResult = runners.contains { $0.resultCount > 0 }
+        if conclusion.anyResult, case .field(let name) = settings.stdoutSelection, let others = output.missingFieldAlternatives {
+            // A mistyped field (--field txt) would else print nothing and exit 0.
+            Log.warning("no result had a field '\(name)' (--field), so stdout got nothing"
+                        + (others.isEmpty ? "" : ": the results' fields are \(others.joined(separator: ", "))"))
+            conclusion.anyResult = false
+        }
         conclusion.stoppedBy = stoppedBy
         guard let (code, message) = conclusion.failure else { return }
         if code == ExitCodes.nothingFound {

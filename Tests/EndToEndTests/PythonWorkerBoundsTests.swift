@@ -319,3 +319,110 @@ struct PythonWorkerBoundsTests {
         #expect(r.stdout.isEmpty)
     }
 }
+
+/// A Python runtime of another cvhost (CVHOST_PYTHON_RUNTIME) is refused before the plugin runs.
+@Suite("Python runtime versions")
+struct PythonRuntimeVersionTests {
+    @Test("a runtime that speaks another worker protocol, or none (an older cvhost's): exit 13 naming the runtime and both versions")
+    func mismatchedRuntime() throws {
+        let folder = TestFolders.make("runtime")
+        let runtime = PluginFixtures.packageRoot + "/Sources/CVHostPlugins/python"
+        let plugin = try PythonWorkerBoundsTests.plugin(folder, "p", """
+            import cvhost
+
+            class P(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "p"
+
+                def process(self, frame):
+                    self.emit("ok", {})
+            """)
+        for (version, said) in [("99", "speaks worker protocol 99"), ("None", "speaks worker protocol 1")] {
+            let copy = folder + "/runtime-\(version)"
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: runtime, toPath: copy)
+            let protocolFile = copy + "/cvhost/_protocol.py"
+            try String(contentsOfFile: protocolFile, encoding: .utf8).replacingOccurrences(of: "PROTOCOL_VERSION = 2", with: "PROTOCOL_VERSION = \(version)")
+                .write(toFile: protocolFile, atomically: true, encoding: .utf8)
+            if version == "None" {
+                // As a runtime from before the version: describe says none.
+                let loader = copy + "/cvhost/_loader.py"
+                try String(contentsOfFile: loader, encoding: .utf8).replacingOccurrences(of: "\"protocol\": PROTOCOL_VERSION,\n", with: "")
+                    .write(toFile: loader, atomically: true, encoding: .utf8)
+            }
+            let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc", "--max-frames", "1"],
+                                         environment: PythonWorkerBoundsTests.python.merging(["CVHOST_PYTHON_RUNTIME": copy]) { $1 })
+            #expect(r.exitCode == 13 && r.stderr.contains(said) && r.stderr.contains(copy), "\(version): \(r.stderr)")
+            #expect(r.stdout.isEmpty)
+        }
+    }
+}
+
+/// Mistakes a new Python plugin author makes, each said where it is made (issue 39's section 4).
+@Suite("Python plugin mistakes")
+struct PythonPluginMistakeTests {
+    static let python = PythonWorkerBoundsTests.python
+
+    @Test("a typo for process (def proces) is exit 14 at load, naming it; stateless = False with instances=2 is exit 18; a missing module names the python3 and CVHOST_PYTHON")
+    func atLoad() throws {
+        let folder = TestFolders.make("mistakes")
+        let typo = try PythonWorkerBoundsTests.plugin(folder, "typo", """
+            import cvhost
+
+            class Typo(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "typo"
+
+                def proces(self, frame):
+                    self.emit("x", {})
+            """)
+        for arguments in [["plugins", typo], ["run", "--plugin", typo, "--input", "testsrc", "--max-frames", "1"]] {
+            let r = try CVHostBinary.run(arguments, environment: Self.python)
+            #expect(r.exitCode == 14 && r.stderr.contains("Typo defines no process(self, frame) (did you mean to name 'proces' process?)"),
+                    "\(arguments[0]): \(r.stderr)")
+        }
+        let stateful = try PythonWorkerBoundsTests.plugin(folder, "stateful", """
+            import cvhost
+
+            class Stateful(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "stateful"
+
+                def process(self, frame):
+                    self.emit("x", {})
+            """)
+        let s = try CVHostBinary.run(["run", "--plugin", "\(stateful):instances=2", "--input", "testsrc", "--max-frames", "1"], environment: Self.python)
+        #expect(s.exitCode == 18 && s.stderr.contains("keeps state between frames (stateless = False): instances=2"), "\(s.stderr)")
+        let missing = try PythonWorkerBoundsTests.plugin(folder, "missing", "import cvhost\nimport no_such_module_anywhere\n")
+        let m = try CVHostBinary.run(["plugins", missing], environment: Self.python)
+        #expect(m.exitCode == 14 && m.stderr.contains("with /usr/bin/python3") && m.stderr.contains("CVHOST_PYTHON"), "\(m.stderr)")
+    }
+
+    @Test("a reload whose file changes pixel_formats or options is refused (plugin.reload_failed naming what changed): they are applied at start")
+    func reloadChangingDeclarations() throws {
+        let folder = TestFolders.make("reload-declarations")
+        let path = try PythonWorkerBoundsTests.plugin(folder, "d", """
+            import cvhost
+
+            class D(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "d"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("v", {"format": frame.format})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
+                                     timeout: 90, environment: Self.python, withStdin: true) { running in
+            #expect(running.wait { $0.contains("\"format\":\"gray8\"") })
+            try? String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "(\"gray8\",)", with: "(\"bgr24\",)")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(running.wait { $0.contains("plugin.reload_failed") })
+            running.send(#"{"command":"stop"}"#)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let failed = try #require(r.events("plugin.reload_failed").first)
+        #expect((failed["reason"] as? String)?.contains("changed pixel_formats (gray8 -> bgr24)") == true, "\(failed)")
+        #expect(!r.stdout.contains("\"format\":\"bgr24\""))
+    }
+}

@@ -234,7 +234,8 @@ struct RunCommandTests {
                                       "--backpressure", "block"], timeout: 30) { p in
             usleep(1_500_000)
             kill(p.processIdentifier, SIGINT)
-            usleep(500_000)
+            // More than a second later: a second request (repeats within a second are the same stop).
+            usleep(1_300_000)
             kill(p.processIdentifier, SIGINT)
         }
         #expect(r.exitCode == 130, "\(r.stderr)")

@@ -56,14 +56,16 @@ struct ScriptingTests {
         #expect(r.exitCode == 3, "\(r.stderr)")
         #expect(r.events("input.skipped").count == 2)
         #expect(r.stderr.contains("none of its images could be read"))
-        // A PNG whose header says 40000x40000: more than FFmpeg's decoders take.
+        // A PNG whose header says 40000x40000: more than --max-image-pixels, and more than FFmpeg's decoders take.
         let huge = ScriptingTests.folder + "/huge.png"
         try ScriptingTests.pngHeader(width: 40000, height: 40000).write(to: URL(fileURLWithPath: huge))
-        let big = try CVHostBinary.run(["run", "--plugin", "null", "--input", huge])
-        #expect(big.exitCode == 3)
-        let skipped = try #require(big.events("input.skipped").first)
-        #expect((skipped["reason"] as? String)?.contains("larger than FFmpeg decodes") == true, "\(skipped)")
-        #expect(!big.stderr.contains("no image in the file"))
+        for (limit, said) in [([String](), "declares 40000x40000 pixels, more than --max-image-pixels"), (["--max-image-pixels", "0"], "larger than FFmpeg decodes")] {
+            let big = try CVHostBinary.run(["run", "--plugin", "null", "--input", huge] + limit)
+            #expect(big.exitCode == 3)
+            let skipped = try #require(big.events("input.skipped").first)
+            #expect((skipped["reason"] as? String)?.contains(said) == true, "\(skipped)")
+            #expect(!big.stderr.contains("no image in the file"))
+        }
         // One readable image among broken ones: the run reads it (exit 22: a null plugin finds nothing).
         try FileManager.default.copyItem(atPath: try BarcodeFixtures.path("blank.png"), toPath: folder + "/c.png")
         #expect(try CVHostBinary.run(["run", "--plugin", "null", "--input", folder, "-q"]).exitCode == 22)

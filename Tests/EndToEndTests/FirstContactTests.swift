@@ -100,6 +100,10 @@ struct FirstContactTests {
         // Nothing found: no line, exit 22.
         let none = try CVHostBinary.run(["run", "--plugin", "barcode", "--field", "text", "--input", "testsrc:160x120", "--max-frames", "2"])
         #expect(none.exitCode == 22 && none.stdout.isEmpty)
+        // A field no result has (a typo): said, with the fields results had, and exit 22 as for nothing found.
+        let typo = try CVHostBinary.run(["run", "--plugin", "barcode", "--field", "txt", "--input", qr])
+        #expect(typo.exitCode == 22 && typo.stdout.isEmpty, "\(typo.stderr)")
+        #expect(typo.stderr.contains("no result had a field 'txt' (--field)") && typo.stderr.contains("text"), "\(typo.stderr)")
         for (args, message) in [(["--field", ""], "--field ''"), (["--results-only", "--output", "file:\(Self.folder)/x.jsonl"], "add --output -")] {
             let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", qr] + args)
             #expect(r.exitCode == 64 && r.stderr.contains(message), "\(args): \(r.stderr)")

@@ -360,6 +360,7 @@ final class WorkerSupervisor: Sendable {
         }
         o.set("state", all.map { rank($0.0.phase) }.max { $0.0 < $1.0 }?.1 ?? "stopped")
         o.set("pid", all.first?.1.map { Int($0.pid) })
+        o.set("pids", validatedJSON: Array("[\(all.compactMap { $0.1.map { String($0.pid) } }.joined(separator: ","))]".utf8))
         let rss = all.compactMap { $0.1?.residentBytes }
         o.set("rss_mb", rss.isEmpty ? nil : Double(rss.reduce(0, +)) / 1_048_576, decimals: 1)
         o.set("restarts", all.map(\.0.restarts).reduce(0, +))

@@ -84,8 +84,16 @@ public enum SessionEventLines {
               decimals: 3)
         o.set("mirror", r.output.connection.isVideoMirrored)
         o.set("rotate", r.output.connection.videoRotationAngle)
+        // Each value as its type says: a number is a number, a flag true or false.
         var options = JSONObject()
-        for (k, v) in r.resolvedOptions { options.set(k, v) }
+        for (k, v) in r.resolvedOptions {
+            switch r.plugin.options.first(where: { $0.name == k })?.type {
+            case .int?: options.set(k, Int64(v))
+            case .double?: options.set(k, Double(v), decimals: 9)
+            case .bool?: options.set(k, v == "true")
+            default: options.set(k, v)
+            }
+        }
         o.set("options", object: options)
         return o
     }

@@ -47,6 +47,9 @@ struct ConfigFileTests {
         let plugins = try #require(started["plugins"] as? [[String: Any]])
         let options = try #require(plugins.first?["options"] as? [String: Any])
         #expect(options["symbologies"] as? String == "ean13+qrcode", "\(options)")
+        // Each option as its type says: null's results is a number, not "1"; its delay_ms a number.
+        let null = try #require(plugins.last?["options"] as? [String: Any])
+        #expect(null["results"] as? Int == 1 && null["delay_ms"] as? Double == 0 && !(null["results"] is String), "\(null)")
         // The file output got the same lines as stdout.
         let written = try String(contentsOfFile: results, encoding: .utf8).split(separator: "\n")
         let printed = fromFile.stdout.split(separator: "\n")

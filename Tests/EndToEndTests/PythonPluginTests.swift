@@ -74,6 +74,9 @@ struct PythonPluginTests {
             #expect(metrics["instances"] as? Int == instances)
             let worker = try #require(metrics["worker"] as? [String: Any])
             #expect(worker["crashes"] as? Int == 0)
+            // One worker per instance, each named.
+            let pids = try #require(worker["pids"] as? [Int])
+            #expect(pids.count == instances && Set(pids).count == instances && pids.first == worker["pid"] as? Int, "\(worker)")
             #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
         }
     }

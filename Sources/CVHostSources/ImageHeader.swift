@@ -23,6 +23,29 @@ enum ImageHeader {
         return size(of: Array(bytes[..<n]))
     }
 
+    /// Whether a JPEG or PNG file lacks its end (a copy or download cut short): FFmpeg decodes
+    /// what is there and fills the rest with gray, saying nothing. JPEG: no end-of-image marker in
+    /// its last kilobyte (some writers leave bytes after it); PNG: no IEND chunk at its end.
+    static func isCutShort(_ path: String) -> Bool {
+        let fd = PathText.openForReading(path)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 8)
+        guard read(fd, &head, 8) == 8 else { return false }
+        let end = lseek(fd, 0, SEEK_END)
+        let tailSize = Int(min(end, 1024))
+        guard tailSize >= 12, lseek(fd, -off_t(tailSize), SEEK_END) >= 0 else { return false }
+        var tail = [UInt8](repeating: 0, count: tailSize)
+        guard read(fd, &tail, tailSize) == tailSize else { return false }
+        if head[0] == 0xFF && head[1] == 0xD8 {
+            return !zip(tail, tail.dropFirst()).contains { $0 == 0xFF && $1 == 0xD9 }
+        }
+        if head[0] == 0x89 && head[1] == UInt8(ascii: "P") {
+            return Array(tail.suffix(8).prefix(4)) != Array("IEND".utf8)
+        }
+        return false
+    }
+
     static func size(of b: [UInt8]) -> (width: Int, height: Int)? {
         func be(_ at: Int, _ count: Int) -> Int? {
             guard at >= 0, at + count <= b.count else { return nil }

@@ -99,6 +99,9 @@ final class StillImageStream: FrameStream, @unchecked Sendable {
             do {
                 let decoder = try MediaDecoder(path: path, maxPixels: maxPixels)
                 if let (pixels, _) = try decoder.nextFrame() {
+                    if ImageHeader.isCutShort(path) {
+                        Log.warning("\(path) is cut short (its end is missing): the part of the picture that is not there was decoded as gray")
+                    }
                     return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, imagePath: path, isIndependent: true)
                 }
                 onSkip(path, Self.noImageReason(decoder, path: path))

@@ -25,4 +25,13 @@ struct ImageHeaderTests {
         #expect(ImageHeader.size(of: [0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02]) == nil, "scan data before any frame header")
         #expect(ImageHeader.size(of: [0x89] + Array("PNG\r\n".utf8)) == nil, "cut short")
     }
+
+    @Test("a JPEG or PNG cut short is told from a whole one (FFmpeg decodes it without a word, the rest gray)", arguments: ["jpg", "png"])
+    func cutShort(format: String) throws {
+        let whole = Self.folder + "/whole.\(format)", cut = Self.folder + "/cut.\(format)"
+        try Tool.check("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240", "-frames:v", "1", whole])
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
+        try bytes.prefix(bytes.count * 2 / 3).write(to: URL(fileURLWithPath: cut))
+        #expect(!ImageHeader.isCutShort(whole) && ImageHeader.isCutShort(cut), "\(format)")
+    }
 }

@@ -141,6 +141,31 @@ public final class HTTPServer: Sendable {
         "http://\(address.contains(":") ? "[\(address)]" : address):\(port)/"
     }
 
+    /// Addresses a browser can open: the page's own, or, when the server listens on every address
+    /// (0.0.0.0, ::), which no browser opens, this machine's name and each of its addresses.
+    public var browserURLs: [String] {
+        guard address == "0.0.0.0" || address == "::" else { return [url] }
+        var hosts: [String] = []
+        var name = [CChar](repeating: 0, count: 256)
+        if gethostname(&name, name.count) == 0 { hosts.append(String(cString: name)) }
+        var list: UnsafeMutablePointer<ifaddrs>?
+        if getifaddrs(&list) == 0, let first = list {
+            defer { freeifaddrs(list) }
+            for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+                guard let sa = entry.pointee.ifa_addr else { continue }
+                let family = Int32(sa.pointee.sa_family)
+                guard family == AF_INET || (family == AF_INET6 && address == "::") else { continue }
+                var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+                let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
+                guard getnameinfo(sa, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+                let host = String(cString: text)
+                if host.hasPrefix("fe80") || hosts.contains(host) { continue }  // link-local needs a zone no browser takes
+                hosts.append(host)
+            }
+        }
+        return hosts.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(port)/" }
+    }
+
     /// Closes every connection and stops listening.
     public func stop() {
         router.previews.forEach { $0.closeViewers() }

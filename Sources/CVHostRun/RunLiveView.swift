@@ -31,7 +31,9 @@ final class RunLiveView: LiveViewService {
         do {
             let server = try HTTPServer(settings, service: self, previews: previews, events: events)
             state.withLock { $0.server = server }
-            Log.info("live view at \(server.url)")
+            // Addresses to open (not 0.0.0.0), and how a browser passes the token (never the token itself).
+            Log.info("live view at \(server.browserURLs.joined(separator: ", "))"
+                     + (options.token != nil ? " (open it with ?token=TOKEN at the end: the token in --http-token-file or $CVHOST_HTTP_TOKEN)" : ""))
         } catch {
             throw fail(error.description, code: ExitCodes.httpUnavailable)
         }

@@ -147,10 +147,14 @@ struct LiveViewTests {
         let tokenFile = TestFolders.make("token") + "/token"
         try (secret + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
         var answers: [String: Int] = [:]
+        var pageWithoutToken = ""
         let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:160x120@10", "--http", "0.0.0.0:\(port)",
                                       "--http-token-file", tokenFile, "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
             guard run.waitForStderr("live view at") else { return }
             _ = run.wait(until: { $0.contains("session.started") })
+            // The page opened without its token says so, rather than "reconnecting…" over a broken picture.
+            pageWithoutToken = (try? Tool.run("chromium", ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--timeout=10000",
+                                                          "--dump-dom", "http://127.0.0.1:\(port)/"]).output) ?? ""
             answers["none"] = try? Self.http(port, "/metrics").status
             answers["wrong"] = try? Self.http(port, "/metrics", headers: ["Authorization: Bearer nope"]).status
             answers["header"] = try? Self.http(port, "/metrics", headers: ["Authorization: Bearer \(secret)"]).status
@@ -162,6 +166,10 @@ struct LiveViewTests {
         #expect(r.exitCode == 0, "\(r.stderr)")
         #expect(answers == ["none": 401, "wrong": 401, "header": 200, "query": 200, "page": 200, "healthz": 200])
         #expect(!r.stdout.contains(secret) && !r.stderr.contains(secret))
+        #expect(pageWithoutToken.contains("this server wants its token"), "\(pageWithoutToken.suffix(600))")
+        // Listening on every address: addresses a browser can open, and how to pass the token.
+        let said = try #require(r.stderr.split(separator: "\n").first { $0.contains("live view at") })
+        #expect(!said.contains("0.0.0.0") && said.contains("http://127.0.0.1:\(port)/") && said.contains("?token=TOKEN"), "\(said)")
 
         // The port taken: exit 6, naming it.
         let listener = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:160x120@10", "--http", "127.0.0.1:\(port)",

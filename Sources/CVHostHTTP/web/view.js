@@ -407,10 +407,31 @@ async function loadControls() {
   }
 }
 
-$('metrics-link').href = url('metrics');
-// The newest picture at once (part of the page's load), until the stream's first one replaces it.
-$('picture').onerror = () => $('picture').removeAttribute('src');
-$('picture').src = url('snapshot.jpg');
-connectEvents();
-pollMetrics();
-setInterval(pollMetrics, 2000);
+/** Whether the server takes this page's token (or wants none); if not, the page says so and how
+ *  to open it, rather than "reconnecting…" over a broken picture. */
+async function tokenAccepted() {
+  try {
+    const response = await fetch(url('metrics'), { headers: authHeaders() });
+    if (response.status !== 401) return true;
+  } catch (e) {
+    return true; // not a token matter: the usual reconnecting applies
+  }
+  $('state').className = 'state error';
+  $('state').textContent = token
+    ? 'this token is not the server\'s: open the address cvhost printed, with ?token=TOKEN from its --http-token-file'
+    : 'this server wants its token: open the address cvhost printed, ending in ?token=TOKEN (the token is in the file given to --http-token-file)';
+  return false;
+}
+
+async function start() {
+  if (!(await tokenAccepted())) return;
+  $('metrics-link').href = url('metrics');
+  // The newest picture at once (part of the page's load), until the stream's first one replaces it.
+  $('picture').onerror = () => $('picture').removeAttribute('src');
+  $('picture').src = url('snapshot.jpg');
+  connectEvents();
+  pollMetrics();
+  setInterval(pollMetrics, 2000);
+}
+
+start();

@@ -137,7 +137,7 @@ final class Allocation {
     init(byteCount: Int) {
         let size = (max(byteCount, 1) + 63) & ~63
         guard let p = aligned_alloc(64, size) else {
-            ResourceExhaustion.exit("memory for a frame (\(byteCount) bytes)", error: ENOMEM)
+            ResourceExhaustion.report("memory for a frame (\(byteCount) bytes)", error: ENOMEM)
         }
         pointer = p
     }

@@ -18,7 +18,7 @@ public enum SystemThread {
         }, box)
         guard status == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
-            ResourceExhaustion.exit("a thread (\(name))", error: status)
+            ResourceExhaustion.report("a thread (\(name))", error: status)
         }
         pthread_detach(thread)
     }

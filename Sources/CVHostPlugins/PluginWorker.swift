@@ -59,7 +59,8 @@ public enum PluginWorker {
         return 0
     }
 
-    /// Serves one instance until cvhost says destroy (socket 0) or goes away; then ends the process.
+    /// Serves one instance until cvhost says destroy (socket 0) or goes away. When socket 0's
+    /// returns, `run` returns the worker's status and the executable ends the process.
     private static func serve(_ channel: WorkerChannel, _ instance: PluginInstance, shared: PluginSharedStage?,
                               onDestroy: (() -> Void)? = nil) {
         /// The shared memory cvhost sent on this socket, by id: mapped read-only, with its descriptor.
@@ -123,12 +124,12 @@ public enum PluginWorker {
             case .message(.destroy, _):
                 onDestroy?()
                 channel.send(.done(status: 0))
-                _exit(0)
+                return
             case .unknownKind(let kind):
                 channel.send(.failed(kind: "protocol_error", message: "the worker does not know message kind \(kind)"))
             case .closed, .failed:
                 // cvhost is gone (or is not speaking our language): nothing more to do.
-                _exit(0)
+                return
             case .message, .timedOut:
                 continue
             }

@@ -1,4 +1,3 @@
-import CPluginGuard
 import CVHostCore
 import CVHostOutput
 import CVHostPlugins
@@ -10,11 +9,15 @@ import Synchronization
 /// --max-frames, the end of the input), cvhost waits for the plugins to finish the frames they
 /// were given, but no single call into a plugin may keep it waiting more than `graceSeconds`:
 /// then the run ends without it. The inputs still running write their final metrics (the hung
-/// call named in `hung`) and their session.stopped, the hung plugins are named on stderr, and
-/// cvhost exits with code 20 at once (a hung call cannot be taken back from its thread; its
-/// instance is never destroyed). The same bound holds for destroy() after the last lines.
+/// call named in `hung`) and their session.stopped, the hung plugins are named on stderr, and the
+/// run ends with exit code 20 and `abandonsThreads` (a hung call cannot be taken back from its
+/// thread; its instance is never destroyed): the executable ends the process at once. The same
+/// bound holds for create() after a stop, and for destroy() after the last lines.
 enum HungPluginStop {
     static let graceSeconds = 5.0
+
+    /// The run's ending when a plugin's call never returned.
+    static let abandoned = RunFailure(ExitCodes.pluginHung, abandonsThreads: true)
 
     /// Since when a stop is under way for the inputs still running (monotonic ns); nil: none is.
     static func stoppingSince(_ sources: [SourceRun], stop: RunStop) -> UInt64? {
@@ -35,8 +38,9 @@ enum HungPluginStop {
         }
     }
 
-    /// Writes the final lines of every input still running, names the hung calls, and exits 20.
-    static func abandon(_ sources: [SourceRun], stop: RunStop, hung: [(SourceRun, PluginRunner, PluginCall)], now: UInt64) -> Never {
+    /// Writes the final lines of every input still running and names the hung calls; the run then
+    /// ends with `abandoned`, without waiting for those inputs.
+    static func abandon(_ sources: [SourceRun], stop: RunStop, hung: [(SourceRun, PluginRunner, PluginCall)], now: UInt64) {
         for (source, runner, call) in hung {
             let frame = call.sequence.map { " on frame \($0)" } ?? ""
             let tenths = Int((Double(now - call.sinceNs) / 1e8).rounded())
@@ -47,61 +51,27 @@ enum HungPluginStop {
             let reason = source.session.draining?.reason ?? stop.requested?.why ?? .requested
             source.report.abandon(reason: reason, framesCaptured: source.session.capturedFrameCount)
         }
-        // The lines just written still reach every output.
-        _ = sources.first?.report.lines.output.finish()
-        cvhost_guard_host_exiting()
-        _exit(ExitCodes.pluginHung)
     }
 
-    /// Destroys every plugin instance (destroy()), waiting at most `graceSeconds`: a destroy()
-    /// that hangs is named on stderr and cvhost exits with code 20 (every line is written by then).
-    static func shutDown(_ runners: [PluginRunner], output: OutputRouter) {
-        guard !runners.isEmpty else { return }
+    /// Destroys every plugin instance (destroy()), waiting at most `graceSeconds` (or a worker's
+    /// own bound): a destroy() that hangs is named on stderr.
+    /// - Returns: false when one hung (its thread is left in it).
+    static func shutDown(_ runners: [PluginRunner]) -> Bool {
+        guard !runners.isEmpty else { return true }
         let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        SystemThread.start("cvhost.destroy") {
             runners.forEach { $0.shutdown() }
             done.signal()
         }
         // Workers bound their own destroy() (timeout_ms, then killed).
         let bound = runners.filter(\.isIsolated).map { Double($0.configuration.timeoutMs) / 1000 + 1 }.max() ?? 0
-        if done.wait(timeout: .now() + max(graceSeconds, bound)) == .success { return }
+        if done.wait(timeout: .now() + max(graceSeconds, bound)) == .success { return true }
         let now = HostClock.monotonicNs()
         for runner in runners where !runner.isIsolated {
             if let call = runner.hungCall(now: now) {
                 Log.error("plugin \(runner.plugin.name) hung in \(call.callback)(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
             }
         }
-        _ = output.finish()
-        cvhost_guard_host_exiting()
-        _exit(ExitCodes.pluginHung)
-    }
-
-    /// While plugins are created (before any input runs): a stop asked for then that a create()
-    /// keeps waiting `graceSeconds` ends the process with exit 20, naming the plugin; there is no
-    /// line to write yet. A slow create() with no stop asked for is waited for.
-    final class CreationWatch: @unchecked Sendable {
-        // @unchecked Sendable: state behind a lock and an Atomic.
-        private let current = Locked<String?>(nil)
-        private let finished = Atomic(false)
-
-        init(stop: RunStop) {
-            SystemThread.start("cvhost.creation-watch") { [self] in
-                while !finished.load(ordering: .relaxed) {
-                    usleep(100_000)
-                    guard let asked = stop.requested, !finished.load(ordering: .relaxed),
-                          Double(HostClock.monotonicNs() - asked.atNs) / 1e9 >= graceSeconds,
-                          let name = current.withLock({ $0 })
-                    else { continue }
-                    Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
-                    cvhost_guard_host_exiting()
-                    _exit(ExitCodes.pluginHung)
-                }
-            }
-        }
-
-        /// The plugin whose instances are being created now.
-        func creating(_ name: String) { current.withLock { $0 = name } }
-
-        func finish() { finished.store(true, ordering: .relaxed) }
+        return false
     }
 }

@@ -4,12 +4,12 @@ import CVHostV4L2
 
 /// Opening the inputs of `cvhost run`: files, images, streams and the test pattern through
 /// InputResolver, cameras through V4L2 with --format, --pixel-format and --control applied.
-extension HostRun {
+extension InputStage {
     /// Opens one input. `onSkip` hears of images that cannot be read.
     /// - Returns: the device, and what became of --control settings (cameras only).
     /// - Throws: CaptureError (the caller's exit 3).
-    func open(_ spec: InputSpec, firstCamera: V4L2NodeInfo?,
-              onSkip: @escaping @Sendable (String, String) -> Void) throws -> (CaptureDevice, [SettingReport]) {
+    static func open(_ spec: InputSpec, settings: RunSettings, firstCamera: V4L2NodeInfo?,
+                     onSkip: @escaping @Sendable (String, String) -> Void) throws -> (CaptureDevice, [SettingReport]) {
         let camera: V4L2CaptureDevice
         switch spec.kind {
         case .input(let text):
@@ -27,14 +27,14 @@ extension HostRun {
             Log.info("using \(firstCamera.path) (\(firstCamera.card))")
             camera = try V4L2CaptureDevice(path: firstCamera.path)
         }
-        let reports = try configure(camera)
+        let reports = try configure(camera, settings: settings)
         camera.reconnects = settings.reconnect
         return (camera, reports)
     }
 
     /// Applies --format, --pixel-format and --control under the configuration lock; returns
     /// what was requested and applied for each control.
-    func configure(_ camera: V4L2CaptureDevice) throws -> [SettingReport] {
+    static func configure(_ camera: V4L2CaptureDevice, settings: RunSettings) throws -> [SettingReport] {
         try camera.lockForConfiguration()
         defer { camera.unlockForConfiguration() }
         let request = try FormatRequest(parsing: settings.format ?? "medium", pixelFormat: settings.pixelFormat)
@@ -50,24 +50,6 @@ extension HostRun {
                 Log.warning("control \(report.setting)=\(report.requested): \(report.status.rawValue)\(report.message.map { ": " + $0 } ?? "")")
             }
             return report
-        }
-    }
-
-    /// Reports cameras plugged in or out while running (lines of no input), as long as an input runs.
-    func startDeviceMonitor(_ lines: RunLines) -> V4L2DeviceMonitor? {
-        do {
-            return try V4L2DeviceMonitor { change in
-                switch change {
-                case .connected(let node): Log.info("camera connected: \(node.path) (\(node.card))")
-                case .disconnected(let node): Log.info("camera disconnected: \(node.path) (\(node.card))")
-                }
-                lines.writeWhileRunning(SessionEventLines.deviceChange(change))
-            }
-        } catch let error as CaptureError {
-            Log.warning("\(error.message); cameras plugged in or out will not be reported")
-            return nil
-        } catch {
-            return nil
         }
     }
 }

@@ -2,7 +2,14 @@
 /// on stderr when it was made (`fail`), or there is none to say (exit 22: nothing found).
 public struct RunFailure: Error, Equatable, CustomStringConvertible {
     public let exitCode: Int32
-    public init(_ exitCode: Int32) { self.exitCode = exitCode }
+    /// A call into a plugin never returned (HungPluginStop): its thread is left in it, so the
+    /// process must end without waiting for threads or running exit handlers that could meet it
+    /// (the executable's `_exit`). The run's lines are all written by then.
+    public let abandonsThreads: Bool
+    public init(_ exitCode: Int32, abandonsThreads: Bool = false) {
+        self.exitCode = exitCode
+        self.abandonsThreads = abandonsThreads
+    }
     public var description: String { "exit code \(exitCode)" }
 }
 

@@ -4,19 +4,27 @@ import CVHostRun
 import CVHostOutput
 import CVHostPlugins
 import CVHostSources
+import CPluginGuard
 import Glibc
 
 @main
 struct CVHost: ParsableCommand {
     static func main() {
-        // A plugin's worker process (isolation=process) is this executable run again.
-        if let status = PluginWorker.runIfRequested() { Glibc.exit(status) }
+        // Memory or a thread that the system refuses ends the process with one line and exit 7
+        // (ResourceExhaustion says what; the end is the executable's to make).
+        ResourceExhaustion.onExhausted = { _ in
+            cvhost_guard_host_exiting()
+            _exit(ExitCodes.outOfResources)
+        }
+        // A plugin's worker process (isolation=process) is this executable run again. It ends
+        // with _exit: other threads may still be in the plugin's code (no exit handlers then).
+        if let status = PluginWorker.runIfRequested() { _exit(status) }
         // Not CommandLine.arguments: it repairs a file name that is not UTF-8 to U+FFFD, which names
         // no file; PathText keeps its bytes as \xNN escapes.
         let arguments = (1..<max(1, Int(CommandLine.argc))).compactMap { i in CommandLine.unsafeArgv[i].map { PathText.text(cString: $0) } }
         if arguments.first == "run" {
             // From the first instant a run is asked to stop, it stops cleanly (exit 0), also before
-            // its own handler is in place (HostRun's SignalHandler replaces this one). SIGHUP
+            // its own handler is in place (RunProcess's SignalHandler replaces this one). SIGHUP
             // that cvhost was started ignoring (nohup) stays ignored.
             for sig in [SIGINT, SIGTERM, SIGHUP] where !(sig == SIGHUP && SignalHandler.isIgnored(sig)) {
                 signal(sig) { _ in _exit(0) }

@@ -222,6 +222,6 @@ struct RunCommand: ParsableCommand {
         // What a plugin's worker started and left behind is reparented to cvhost, which ends it
         // with the worker, instead of to init, where it would outlive the run.
         WorkerDescendants.adoptOrphans()
-        try asCommandErrors { try HostRun(try settings()).run() }
+        try asCommandErrors { try RunProcess.run(try settings()) }
     }
 }

@@ -4,20 +4,22 @@ import Foundation
 import Testing
 
 /// Whole runs in this process (no binary): the test pattern or a missing file into the null
-/// plugin, the lines into a file, and the exit code each ending gives. Serialized: a run sets the
-/// process's log level and signal handling.
-@Suite("HostRun", .serialized)
+/// plugin, the lines into a file, and the exit code each ending gives. In parallel: a run changes
+/// nothing of the process it runs in (the executable sets up signals, log level and stdout).
+@Suite("HostRun")
 struct HostRunTests {
     /// Runs `settings` with stdout's lines to a file. - Returns: the lines and the exit code.
     /// Plugins are found beside this test executable, where the build puts them (no environment is
     /// changed: every process the suite starts later would inherit it).
-    static func run(_ settings: RunSettings) throws -> (lines: [[String: Any]], exitCode: Int32) {
+    static func run(_ settings: RunSettings, whileRunning: (@Sendable (HostRun) -> Void)? = nil) throws -> (lines: [[String: Any]], exitCode: Int32) {
         let path = TestFolders.make("host-run") + "/lines.jsonl"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         #expect(fd >= 0)
         defer { close(fd) }
         var code: Int32 = 0
-        do { try HostRun(settings, resultsDescriptor: fd).run() } catch let failure as RunFailure { code = failure.exitCode }
+        let run = HostRun(settings, resultsDescriptor: fd)
+        if let whileRunning { DispatchQueue.global().async { whileRunning(run) } }
+        do { try run.run() } catch let failure as RunFailure { code = failure.exitCode }
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let lines = text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         return (lines, code)
@@ -81,3 +83,35 @@ extension HostRunTests {
         #expect(unsafeBitCast(after.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(before.__sigaction_handler.sa_handler, to: Int.self))
     }
 }
+
+extension HostRunTests {
+    @Test("a stop asked for from another thread (as the executable's signal handler does) ends a live run cleanly: final lines, exit 0, reason signal")
+    func requestedStop() throws {
+        let (lines, code) = try Self.run(try RunSettings(plugins: ["null:results=1"], inputs: ["testsrc:160x120@30"], stdinCommands: false)) { run in
+            usleep(300_000)
+            run.requestStop()
+        }
+        #expect(code == 0)
+        #expect(lines.last?["event"] as? String == "session.stopped" && lines.last?["reason"] as? String == "signal", "\(lines.last ?? [:])")
+        #expect(lines.contains { $0["event"] as? String == "metrics" && $0["final"] as? Bool == true })
+    }
+
+    @Test("four runs side by side in one process: each its own lines and exit code")
+    func sideBySide() async throws {
+        let codes = try await withThrowingTaskGroup(of: (Int, Int32, Int).self) { group in
+            for i in 0..<4 {
+                group.addTask {
+                    let (lines, code) = try Self.run(try RunSettings(plugins: ["null:results=\(i % 2)"], inputs: ["testsrc:160x120:unpaced"],
+                                                                     maxFrames: UInt64(3 + i), stdinCommands: false))
+                    return (i, code, lines.filter { $0["event"] as? String == "result" }.count)
+                }
+            }
+            var all: [(Int, Int32, Int)] = []
+            for try await r in group { all.append(r) }
+            return all.sorted { $0.0 < $1.0 }
+        }
+        #expect(codes.map(\.1) == [ExitCodes.nothingFound, 0, ExitCodes.nothingFound, 0])
+        #expect(codes.map(\.2) == [0, 4, 0, 6])
+    }
+}
+

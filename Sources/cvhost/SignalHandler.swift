@@ -1,25 +1,35 @@
-import Dispatch
-import Glibc
 import CPluginGuard
 import CVHostCore
+import Dispatch
+import Glibc
 import Synchronization
 
-/// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded): the first
-/// asks the session to stop cleanly (final metrics and session.stopped are written); a second one,
-/// a deliberate second request, exits at once with 130. Signals within `sameRequestNs` of the
-/// first are the same request: GNU timeout, supervisors and group kills send one signal to the
-/// process and again to its group, microseconds apart. SIGHUP stays ignored when cvhost was started ignoring it: that is what
+/// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded) while
+/// `cvhost run` runs: the first asks the run to stop cleanly (`onFirst`: final metrics and
+/// session.stopped are written); a second one, a deliberate second request, exits at once with
+/// 130. Signals within `sameRequestNs` of the first are the same request: GNU timeout,
+/// supervisors and group kills send one signal to the process and again to its group,
+/// microseconds apart. SIGHUP stays ignored when cvhost was started ignoring it: that is what
 /// `nohup cvhost …` asks (a closed terminal must not stop it). SIGINT and SIGTERM are always
 /// handled (a shell script's background job starts with SIGINT ignored, yet is stopped by it).
-public final class SignalHandler: @unchecked Sendable {
-    // @unchecked Sendable: `sources` is set once in init; DispatchSource objects are thread-safe.
+///
+/// The executable's, not the library's: how the process answers signals and when it ends is its
+/// decision (a program using CVHostRun calls `HostRun.requestStop` as it sees fit).
+final class SignalHandler: @unchecked Sendable {
+    // @unchecked Sendable: `sources` and `saved` are set once in init; DispatchSource objects are thread-safe.
     private let sources: [DispatchSourceSignal]
+    private let saved: [(Int32, sigaction)]
     /// When the first signal came (monotonic ns); 0: none yet.
     private let firstAtNs = Atomic<UInt64>(0)
     /// Signals this soon after the first are repeats of it, not a second request.
     static let sameRequestNs: UInt64 = 1_000_000_000
 
     init(onFirst: @escaping @Sendable () -> Void) {
+        saved = [SIGINT, SIGTERM, SIGHUP].map { sig in
+            var current = sigaction()
+            sigaction(sig, nil, &current)
+            return (sig, current)
+        }
         let queue = DispatchQueue(label: "cvhost.signals")
         var made: [DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM, SIGHUP] {
@@ -41,27 +51,16 @@ public final class SignalHandler: @unchecked Sendable {
                 } else {
                     Log.warning("exiting without final metrics")
                     cvhost_guard_host_exiting()  // cvhost's own exit, not a plugin's
-                    exit(ExitCodes.forcedStop)
+                    exit(RunProcess.forcedStop)
                 }
             }
             source.resume()
         }
     }
 
-    func cancel() { sources.forEach { $0.cancel() } }
-
-    /// The dispositions of SIGINT, SIGTERM and SIGHUP now; `restore` puts them back. A run in a
-    /// process that goes on afterwards (a test, a program using CVHostRun) leaves them as it found
-    /// them: an ignored SIGHUP would else be inherited by every process started later.
-    static func saveDispositions() -> [(Int32, sigaction)] {
-        [SIGINT, SIGTERM, SIGHUP].map { sig in
-            var current = sigaction()
-            sigaction(sig, nil, &current)
-            return (sig, current)
-        }
-    }
-
-    static func restore(_ saved: [(Int32, sigaction)]) {
+    /// Stops handling the signals and puts back what they did before.
+    func cancel() {
+        sources.forEach { $0.cancel() }
         for (sig, action) in saved {
             var action = action
             sigaction(sig, &action, nil)
@@ -69,7 +68,7 @@ public final class SignalHandler: @unchecked Sendable {
     }
 
     /// Whether the signal's disposition is SIG_IGN (function pointers are compared as addresses).
-    public static func isIgnored(_ sig: Int32) -> Bool {
+    static func isIgnored(_ sig: Int32) -> Bool {
         var current = sigaction()
         guard sigaction(sig, nil, &current) == 0 else { return false }
         return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)

@@ -1,0 +1,32 @@
+import CVHostCore
+import CVHostPlugins
+import CVHostV4L2
+
+/// The run's third stage: every input opened (a file, images, a stream, a camera set up as asked)
+/// and joined to its session and its plugins. One that cannot be opened ends the run before any
+/// starts (exit 3). Nothing runs yet: the sessions start in `RunningSession`.
+struct InputStage: Sendable {
+    let sources: [SourceRun]
+
+    /// - Throws: exit 3 naming the input that cannot be opened.
+    init(_ s: RunSettings, sourceIDs ids: [String], sessions: [CaptureSession], firstCamera: V4L2NodeInfo?,
+         runners: [[PluginRunner]], lines: RunLines) throws {
+        var sources: [SourceRun] = []
+        for (i, spec) in s.inputs.enumerated() {
+            let id = ids[i]
+            do {
+                let (device, settings) = try Self.open(spec, settings: s, firstCamera: firstCamera, onSkip: { path, reason in
+                    Log.warning("skipped \(path): \(reason)")
+                    lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
+                })
+                sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
+                                             deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1))
+            } catch let error as CaptureError {
+                throw fail(spec.name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
+            } catch {
+                throw fail("\(error)", code: ExitCodes.internalError)
+            }
+        }
+        self.sources = sources
+    }
+}

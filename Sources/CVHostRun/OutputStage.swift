@@ -1,0 +1,37 @@
+import CVHostCore
+import CVHostOutput
+
+/// The run's first stage: every `--output` opened (a file that cannot be opened, a required broker
+/// that does not answer, ends the run before anything starts), the live view's event stream
+/// tapping them, and the lines of the run's inputs. Closing it delivers what waits.
+final class OutputStage: Sendable {
+    let output: OutputRouter
+    let lines: RunLines
+    /// `--http`'s live view: its events tap the outputs from the start; it listens once the inputs are open.
+    let liveView: RunLiveView?
+    /// Where the plugins' lines go: the outputs, or with --oneshot the gate that stops the run at the first result.
+    let pluginSink: OutputSink
+
+    /// - Throws: exit 5 naming the output that cannot be opened or reached.
+    init(_ s: RunSettings, resultsDescriptor: Int32, sources: Int, stop: RunStop) throws {
+        liveView = s.liveView.map { RunLiveView(options: $0) }
+        // A stdout reader that went away ends the run quietly; lost lines end it with exit 4 (RunOutput.finish).
+        output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
+                                    taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
+                                    onStdoutClosed: { stop.request(.outputClosed) })
+        lines = RunLines(output: output, sources: sources)
+        pluginSink = s.oneshot ? OneShotGate(output: output, stop: stop) : output
+        // Stopping, a reader of stdout that has stopped reading has 5 s more; then its lines are
+        // dropped (counted; exit 4) and the run ends.
+        stop.whenRequested { [stdout = output.stdout] in stdout?.giveUp(atNs: HostClock.monotonicNs() + Self.stalledReaderGraceNs) }
+    }
+
+    /// How long a stopping run waits for a stdout reader that has stopped reading.
+    static let stalledReaderGraceNs: UInt64 = 5_000_000_000
+
+    /// The outputs deliver what was written (each for at most its drain= seconds; at the normal
+    /// end RunOutput.finish has done so already, and this returns its answer).
+    func close() {
+        _ = output.finish()
+    }
+}

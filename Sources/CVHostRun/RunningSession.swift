@@ -1,0 +1,169 @@
+import CVHostCore
+import CVHostOutput
+import CVHostPlugins
+import CVHostSources
+import CVHostV4L2
+import Dispatch
+import Foundation
+
+/// The run's last stage: the inputs' sessions running, with what a running run offers (commands
+/// on stdin and over HTTP, the live view, cameras plugged in or out), paced on the run's thread
+/// (periodic metrics, progress, --duration, a stop held by a hung plugin) until every input has
+/// stopped; then the outputs deliver what waits and the exit code is found (`RunConclusion`).
+/// Closing it ends what it offered: the device monitor and the live view.
+final class RunningSession: Sendable {
+    private let settings: RunSettings
+    private let sources: [SourceRun]
+    private let outputs: OutputStage
+    private let stop: RunStop
+    private let monitor: V4L2DeviceMonitor?
+
+    /// How the running ended.
+    enum Ending {
+        /// The inputs stopped: the conclusion (nil: exit 0) or an error of the outputs' delivery.
+        case concluded(Result<Void, Error>)
+        /// A plugin's call held the stop: the final lines are written, the run ends without it.
+        case abandoned
+    }
+
+    /// Starts the live view and the commands, then every input's session.
+    /// - Throws: exit 6 (the live view cannot listen), exit 3 (an input that fails to start; the
+    ///   ones already running end cleanly first).
+    init(_ s: RunSettings, sources: [SourceRun], outputs: OutputStage, stop: RunStop) throws {
+        settings = s
+        self.sources = sources
+        self.outputs = outputs
+        self.stop = stop
+        // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
+        let commands = LiveCommands(sources: sources, lines: outputs.lines, stop: stop)
+        try outputs.liveView?.start(sources: sources, output: outputs.output, commands: commands)
+        outputs.lines.liveViewURL.withLock { $0 = outputs.liveView?.url }
+        if s.stdinCommands && !s.inputs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: outputs.lines) }
+        // With a camera, cameras plugged in or out while running are reported (not for files).
+        monitor = sources.contains { $0.device is V4L2CaptureDevice } ? Self.startDeviceMonitor(outputs.lines) : nil
+        for (i, source) in sources.enumerated() {
+            do {
+                try source.session.startRunning()
+                stop.started(source.session)
+            } catch let error as CaptureError {
+                // The inputs already running end cleanly (their final lines) before the exit.
+                stop.request(.requested)
+                sources[..<i].forEach { $0.session.waitUntilStopped() }
+                close()
+                throw fail(s.inputs[i].name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
+            }
+            Log.debug("running \(source.device.localizedName) with \(source.runners.map(\.output.label).joined(separator: ", "))")
+        }
+    }
+
+    /// Until every input has stopped; then the final delivery and the conclusion. With --http, a
+    /// run whose inputs ended by themselves (a file) stays up to be looked at, until stopped.
+    func runUntilStopped(jsonDescriptor: Int32?) -> Ending {
+        guard paceUntilStopped(jsonDescriptor: jsonDescriptor) else { return .abandoned }
+        let endedByThemselves = stop.requested == nil
+        sources.forEach { $0.warnOfDamage() }
+        let outcome = Result { try conclude(stoppedBy: stop.requested?.why) }
+        if endedByThemselves { outputs.liveView?.linger(stop: stop) }
+        return .concluded(outcome)
+    }
+
+    /// Ends what the running offered: camera reports, then the live view.
+    func close() {
+        monitor?.cancel()
+        outputs.liveView?.stop()
+    }
+
+    /// The outputs deliver what waits (exit 4 when an output lost lines); then the exit code of
+    /// what became of the inputs and plugins (`RunConclusion`). `stoppedBy`: the stop asked for,
+    /// nil when the inputs ended by themselves.
+    private func conclude(stoppedBy: StopReason?) throws {
+        try RunOutput.finish(outputs.output)
+        let runners = sources.flatMap(\.runners)
+        var conclusion = RunConclusion()
+        conclusion.inputFailed = sources.contains(where: \.report.failed)
+        conclusion.unreadImages = sources.first(where: { $0.device is StillImageDevice && $0.session.capturedFrameCount == 0 })?.id
+        conclusion.quarantinedPlugin = runners.first(where: \.isQuarantined)?.plugin.name
+        conclusion.pluginFailingEveryFrame = runners.first(where: \.failedEveryFrame).map { ($0.plugin.name, $0.source) }
+        conclusion.anyResult = runners.contains { $0.resultCount > 0 }
+        if conclusion.anyResult, case .field(let name) = settings.stdoutSelection, let others = outputs.output.missingFieldAlternatives {
+            // A mistyped field (--field txt) would else print nothing and exit 0.
+            Log.warning("no result had a field '\(name)' (--field), so stdout got nothing"
+                        + (others.isEmpty ? "" : ": the results' fields are \(others.joined(separator: ", "))"))
+            conclusion.anyResult = false
+        }
+        conclusion.stoppedBy = stoppedBy
+        guard let (code, message) = conclusion.failure else { return }
+        if code == ExitCodes.nothingFound {
+            Log.info("nothing found: no plugin wrote a result (exit code \(ExitCodes.nothingFound))")
+        } else if !message.isEmpty {
+            Log.error(message)
+        }
+        throw RunFailure(code)
+    }
+
+    /// On the run's thread, until every input has stopped: periodic metrics, progress (one input
+    /// with a known length), and the --duration limit on a timer of its own (not this thread: it
+    /// may be held by a write to a stdout nobody reads).
+    /// - Returns: false when a hung plugin made the run end without it (its final lines written).
+    private func paceUntilStopped(jsonDescriptor: Int32?) -> Bool {
+        let startNs = HostClock.monotonicNs()
+        let stop = self.stop
+        let durationTimer = settings.duration.map { seconds in
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + seconds)
+            timer.setEventHandler { stop.request(.duration) }
+            timer.resume()
+            return timer
+        }
+        defer { durationTimer?.cancel() }
+        let interval = settings.metricsInterval > 0 ? UInt64(settings.metricsInterval * 1e9) : nil
+        var nextMetrics = interval.map { startNs + $0 }
+        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !settings.quiet, jsonDescriptor: jsonDescriptor) : nil
+        var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
+        // Waiting on the first input still running is enough: the loop ends when none is left.
+        while let running = sources.first(where: { !$0.isStopped }) {
+            // A look every half second at least: a stop under way may be held up by a plugin that hangs.
+            let stopping = HungPluginStop.stoppingSince(sources, stop: stop)
+            let hangCheck = HostClock.monotonicNs() + 500_000_000
+            let wakeAt = [nextMetrics, nextProgress, hangCheck].compactMap { $0 }.min()!
+            let waitSeconds = Double(wakeAt > HostClock.monotonicNs() ? wakeAt - HostClock.monotonicNs() : 0) / 1e9
+            if running.session.waitUntilStopped(timeout: waitSeconds) { continue }
+            let now = HostClock.monotonicNs()
+            if let stopping {
+                let hung = HungPluginStop.hung(sources, stoppingSince: stopping, now: now)
+                if !hung.isEmpty {
+                    HungPluginStop.abandon(sources, stop: stop, hung: hung, now: now)
+                    return false
+                }
+            }
+            if let n = nextMetrics, now >= n {
+                sources.forEach { $0.report.writePeriodicMetrics() }
+                nextMetrics = n + interval!
+            }
+            if let n = nextProgress, now >= n {
+                progress?.show(frames: sources[0].session.capturedFrameCount, elapsedNs: now - startNs)
+                nextProgress = n + 1_000_000_000
+            }
+        }
+        progress?.finish(frames: sources[0].session.capturedFrameCount)
+        return true
+    }
+
+    /// Reports cameras plugged in or out while running (lines of no input), as long as an input runs.
+    static func startDeviceMonitor(_ lines: RunLines) -> V4L2DeviceMonitor? {
+        do {
+            return try V4L2DeviceMonitor { change in
+                switch change {
+                case .connected(let node): Log.info("camera connected: \(node.path) (\(node.card))")
+                case .disconnected(let node): Log.info("camera disconnected: \(node.path) (\(node.card))")
+                }
+                lines.writeWhileRunning(SessionEventLines.deviceChange(change))
+            }
+        } catch let error as CaptureError {
+            Log.warning("\(error.message); cameras plugged in or out will not be reported")
+            return nil
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import CPluginGuard
+import CVHostCore
+import CVHostOutput
+import CVHostRun
+import CVHostSources
+import Glibc
+
+/// What `cvhost run` sets for the whole process around a `HostRun`, and how it ends the process:
+/// the library runs and reports, only this executable decides that the process ends.
+///
+/// Set up, in this order: the log level and FFmpeg's, SIGPIPE ignored (a closed stdout ends the
+/// run quietly), stdout claimed for the JSON lines (what plugins write to descriptor 1 goes to
+/// stderr), the crash guard (a plugin crashing the process is named, exit 19), and the signals.
+enum RunProcess {
+    static let forcedStop = ExitCodes.forcedStop
+
+    /// Runs `settings` and returns normally for exit 0; exits the process itself for the endings
+    /// that must not wait for anything (a stop before anything ran, a hung plugin, a second signal).
+    /// - Throws: RunFailure for every other exit code (ArgumentParser's way to end the command).
+    static func run(_ settings: RunSettings) throws {
+        Log.level = settings.verbose ? .debug : (settings.quiet ? .warning : .info)
+        VideoFileDevice.setLibraryLogging(verbose: settings.verbose)
+        signal(SIGPIPE, SIG_IGN)
+        let results = StandardOutput.claim()
+        let toStdout = settings.outputs.contains(.stdout)
+        // Plugins run in this process: if one crashes it, say which one, on which frame (on
+        // stdout, when it is an output: a signal handler cannot reach the other outputs' queues).
+        cvhost_guard_set_producer(String(decoding: JSONObject.producerFields, as: UTF8.self))
+        cvhost_guard_install(ExitCodes.pluginCrashed, toStdout ? results : -1)
+        if !toStdout { close(results) }
+        let run = HostRun(settings, resultsDescriptor: results)
+        let signals = SignalHandler {
+            run.requestStop(.signal)
+            // While the outputs or inputs open (a required broker awaited, a FIFO with no
+            // writer, a server that does not answer), nothing has run: a stop ends cvhost at once.
+            if let waiting = run.stoppableAtOnce {
+                Log.info("stopped while \(waiting): nothing had run yet")
+                cvhost_guard_host_exiting()
+                exit(ExitCodes.success)
+            }
+        }
+        do {
+            try run.run()
+        } catch let failure as RunFailure where failure.abandonsThreads {
+            // A plugin's call never returned: nothing may wait for its thread (exit handlers, destructors).
+            cvhost_guard_host_exiting()
+            _exit(failure.exitCode)
+        } catch is StoppedBeforeRunning {
+            signals.cancel()
+            cvhost_guard_host_exiting()
+            return
+        } catch {
+            signals.cancel()
+            cvhost_guard_host_exiting()
+            throw error
+        }
+        // The final lines are written with the signals still handled.
+        signals.cancel()
+        cvhost_guard_host_exiting()
+    }
+}

@@ -31,6 +31,7 @@ struct Library {
     // thread gave one instance 1.3 times the frames for 1.4 times the CPU (its threads spin).
     std::vector<ThreadsFunction> set_threads;
     std::string error;
+    std::string configured;  // cnn_library= of the first load: the one in the process
 };
 Library library;
 
@@ -96,7 +97,14 @@ bool CNNDetector::load(const CNNConfig &config, std::string &error) {
     std::lock_guard<std::mutex> lock(library.mutex);
     if (!library.tried) {
         library.tried = true;
+        library.configured = config.library;
         load_library(config.library);
+    } else if (config.library != library.configured) {
+        // One library per process: a second cnn_library= would be ignored without a word.
+        error = "cnn_library=" + config.library + " differs from the library this process loaded first (" +
+                (library.configured.empty() ? std::string("the installed one") : library.configured) +
+                "): one CNN library per process; run this instance with isolation=process";
+        return false;
     }
     if (!library.detect) error = library.error;
     return library.detect != nullptr;

@@ -25,7 +25,7 @@ class CNNDetector {
   public:
     // Loads the library (once per process) and makes its first call; false with a reason.
     bool load(const CNNConfig &config, std::string &error);
-    // Faces in a frame (I420, NV12 or GRAY8) within `roi` (frame pixels), in reading order.
+    // Faces in a frame (I420: the plugin asks the host for it) within `roi` (frame pixels), in reading order.
     std::vector<Face> detect(const cvhost_frame *frame, const cv::Rect &roi);
 
   private:

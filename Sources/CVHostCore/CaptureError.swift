@@ -31,12 +31,20 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
     }
 
     public let code: Code
-    public let message: String
+    /// What failed, without the system's reason (`cause`).
+    public let what: String
+    /// The system call's error behind it, if one failed.
+    public let cause: Errno?
 
-    public init(_ code: Code, _ message: String) {
+    /// - Parameter cause: said after `message` where the error is shown ("cannot open x: No such file or directory").
+    public init(_ code: Code, _ message: String, cause: Errno? = nil) {
         self.code = code
-        self.message = message
+        self.what = message
+        self.cause = cause
     }
+
+    /// The one line people read.
+    public var message: String { cause.map { "\(what): \($0)" } ?? what }
 
     public var description: String { message }
 }

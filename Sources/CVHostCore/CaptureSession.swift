@@ -51,11 +51,6 @@ public final class CaptureSession: @unchecked Sendable {
     public var inputs: [CaptureDeviceInput] { cond.withLock { (pending ?? committed).inputs } }
     public var outputs: [VideoDataOutput] { cond.withLock { (pending ?? committed).outputs } }
 
-    /// One input per session, added while the session is stopped.
-    public func canAddInput(_ input: CaptureDeviceInput) -> Bool {
-        cond.withLock { state == .stopped && (pending ?? committed).inputs.isEmpty }
-    }
-
     public func addInput(_ input: CaptureDeviceInput) throws {
         try change { config in
             guard config.inputs.isEmpty else {
@@ -72,10 +67,6 @@ public final class CaptureSession: @unchecked Sendable {
             }
             config.outputs.append(output)
         }
-    }
-
-    public func removeOutput(_ output: VideoDataOutput) throws {
-        try change { config in config.outputs.removeAll { $0 === output } }
     }
 
     /// Starts a group of changes that `commitConfiguration()` applies together. Calls nest.

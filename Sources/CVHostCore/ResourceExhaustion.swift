@@ -18,7 +18,7 @@ public enum ResourceExhaustion {
     /// Says what could not be had (`what`: "memory for a frame (12441600 bytes)", "a thread
     /// (cvhost.capture)") and why (`error`, an errno value), then hands the end to `onExhausted`.
     public static func report(_ what: String, error: Int32) -> Never {
-        let message = "out of resources: \(what) could not be had (\(String(cString: strerror(error)))): "
+        let message = "out of resources: \(what) could not be had (\(Errno(rawValue: error))): "
             + "give cvhost more memory or processes (ulimit -v, ulimit -u, the service's limits), or ask for less "
             + "(a smaller format, fewer plugins or instances)"
         Log.error(message)

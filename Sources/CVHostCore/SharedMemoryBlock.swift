@@ -12,11 +12,11 @@ public final class SharedMemoryBlock: @unchecked Sendable {
     ///   or memory exhausted, a kernel without memfd).
     public init(byteCount: Int, name: String = "cvhost-pixels") throws(CaptureError) {
         let fd = cvhost_shared_memory_create(name, byteCount)
-        guard fd >= 0 else { throw CaptureError(.unsupported, "cannot make shared memory: \(String(cString: strerror(-fd)))") }
+        guard fd >= 0 else { throw CaptureError(.unsupported, "cannot make shared memory", cause: Errno(rawValue: -fd)) }
         guard let p = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), p != MAP_FAILED else {
-            let e = errno
+            let e = Errno.current
             close(fd)
-            throw CaptureError(.unsupported, "cannot map shared memory: \(String(cString: strerror(e)))")
+            throw CaptureError(.unsupported, "cannot map shared memory", cause: e)
         }
         // From here on other mappings (a worker's) can only read; this one still writes.
         _ = cvhost_shared_memory_seal_writes(fd)

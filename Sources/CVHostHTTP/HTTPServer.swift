@@ -131,7 +131,7 @@ public final class HTTPServer: Sendable {
 
     /// An error of SwiftNIO's as one plain phrase: "Address already in use", not the call's internals.
     static func reason(_ error: Error) -> String {
-        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        if let io = error as? IOError { return Errno(rawValue: io.errnoCode).description }
         if let unknown = error as? SocketAddressError.UnknownHost { return "no address for \(unknown.host) (\(unknown.errorDescription))" }
         return "\(error)"
     }

@@ -20,7 +20,10 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
     private var lastError: Int32 = 0
 
     struct OpenError: Error, CustomStringConvertible {
-        let description: String
+        let what: String
+        /// The system call's error behind it, if one failed.
+        var cause: Errno? = nil
+        var description: String { cause.map { "\(what): \($0)" } ?? what }
     }
 
     /// - Parameter readerTimeout: how long a named pipe may wait for its reader (--open-timeout).
@@ -30,7 +33,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
         queue = LineQueue(capacity: settings.queue.capacity)
         fd = try FileSink.isNamedPipe(settings.path) ? FileSink.openPipe(settings.path, timeout: readerTimeout) : FileSink.open(settings.path)
         guard fd >= 0 else {
-            throw OpenError(description: "cannot open \(settings.path) for --output: \(String(cString: strerror(errno)))")
+            throw OpenError(what: "cannot open \(settings.path) for --output", cause: .current)
         }
         var st = stat()
         size = fstat(fd, &st) == 0 ? UInt64(st.st_size) : 0
@@ -60,7 +63,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
             }
             guard errno == ENXIO else { return -1 }
             if HostClock.monotonicNs() >= deadline {
-                throw OpenError(description: "--output file:\(path) is a named pipe that no reader opened within \(timeout) s "
+                throw OpenError(what: "--output file:\(path) is a named pipe that no reader opened within \(timeout) s "
                                 + "(--open-timeout): start its reader first")
             }
             if !said {
@@ -165,7 +168,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
             // back to the end of its last whole line.
             if written > whole.bytes { cutPartialLine(bytes: written - whole.bytes) }
             // One message per kind of failure, and one when writes work again.
-            if error != lastError { Log.error("cannot write to \(settings.path): \(String(cString: strerror(error))); lines are dropped until it works again", source: name) }
+            if error != lastError { Log.error("cannot write to \(settings.path): \(Errno(rawValue: error).description); lines are dropped until it works again", source: name) }
             lastError = error
         } else if lastError != 0 {
             Log.info("writing to \(settings.path) again", source: name)
@@ -184,7 +187,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
     private func cutPartialLine(bytes: Int) {
         var st = stat()
         if fstat(fd, &st) != 0 || ftruncate(fd, st.st_size - off_t(bytes)) != 0 {
-            Log.error("cannot remove a partly written line from \(settings.path): \(String(cString: strerror(errno)))", source: name)
+            Log.error("cannot remove a partly written line from \(settings.path): \(Errno.current.description)", source: name)
         }
     }
 
@@ -195,7 +198,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
             _ = rename("\(path).\(i)", "\(path).\(i + 1)")
         }
         guard rename(path, "\(path).1") == 0 else {
-            Log.warning("cannot rotate \(path): \(String(cString: strerror(errno))); it grows on", source: name)
+            Log.warning("cannot rotate \(path): \(Errno.current.description); it grows on", source: name)
             size = 0
             return
         }
@@ -204,7 +207,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
             close(fd)
             fd = next
         } else {
-            Log.error("cannot open a new \(path) after rotating it: \(String(cString: strerror(errno))); writing on to \(path).1", source: name)
+            Log.error("cannot open a new \(path) after rotating it: \(Errno.current.description); writing on to \(path).1", source: name)
         }
         size = 0
     }

@@ -20,7 +20,8 @@ final class LineQueue: @unchecked Sendable {
     init(capacity: Int) {
         self.capacity = capacity
         var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 { fatalError("pipe: \(String(cString: strerror(errno)))") }
+        // Out of descriptors: as for memory or a thread the run needs, one line and exit 7, not a trap.
+        if pipe(&ends) != 0 { ResourceExhaustion.report("a pipe for an output's queue", error: errno) }
         for fd in ends {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)

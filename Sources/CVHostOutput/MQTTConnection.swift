@@ -1,4 +1,5 @@
 import CMosquitto
+import CVHostCore
 import Glibc
 
 /// One connection to a broker through libmosquitto, driven by the MQTT sink's own thread with
@@ -57,7 +58,7 @@ final class MQTTConnection {
         try check(mosquitto_will_set(m, o.willTopic, 7, "offline", 1, true), "last will")
         if o.settings.tls {
             if let ca = o.settings.caFile, access(ca, R_OK) != 0 {
-                throw Failure(reason: "cannot read the CA file \(ca) (ca=): \(String(cString: strerror(errno)))")
+                throw Failure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current.description)")
             }
             try check(mosquitto_tls_set(m, o.settings.caFile, o.settings.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil), "TLS")
         }
@@ -88,7 +89,7 @@ final class MQTTConnection {
     /// A failed call's reason, for people.
     static func describe(_ rc: Int32, tls: Bool) -> String {
         switch rc {
-        case MOSQ_ERR_ERRNO.rawValue: String(cString: strerror(errno))
+        case MOSQ_ERR_ERRNO.rawValue: Errno.current.description
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
             "TLS handshake failed (is ca= the CA that signed the broker's certificate, and the host the name in it?)"
         case MOSQ_ERR_EAI.rawValue: "the broker's host name could not be resolved"

@@ -41,7 +41,7 @@ struct ELFImage {
         // The path is PathText (a name that is not UTF-8 as \xNN). The file is read, not mapped:
         // a mapped file that shrinks while it is read (a plugin rebuilt meanwhile) is a SIGBUS.
         let fd = PathText.openForReading(path)
-        guard fd >= 0 else { throw Failure(description: "cannot read the file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Failure(description: "cannot read the file: \(Errno.current.description)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {

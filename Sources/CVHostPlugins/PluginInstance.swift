@@ -64,6 +64,6 @@ final class PluginInstance: @unchecked Sendable {
 }
 
 func errnoName(_ rc: Int32) -> String {
-    guard rc < 0, let s = strerror(-rc) else { return "\(rc)" }
-    return "\(rc) (\(String(cString: s)))"
+    guard rc < 0 else { return "\(rc)" }
+    return "\(rc) (\(Errno(rawValue: -rc)))"
 }

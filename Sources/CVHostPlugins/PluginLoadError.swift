@@ -1,3 +1,4 @@
+import CVHostCore
 import Glibc
 /// Why a plugin could not be loaded or started. Each kind has its own exit code, documented in
 /// `cvhost --help` and the README, so that scripts can tell them apart.
@@ -32,18 +33,25 @@ public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
     }
 
     public let kind: Kind
-    public let message: String
+    /// What failed, without the system's reason (`cause`).
+    public let what: String
+    /// The system call's error behind it, if one failed.
+    public let cause: Errno?
+
+    /// - Parameter cause: the system call's error, when one failed: said after `message` where the
+    ///   error is shown, and a shortage (EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS) makes `isShortage`.
+    public init(_ kind: Kind, _ message: String, cause: Errno? = nil) {
+        self.kind = kind
+        self.what = message
+        self.cause = cause
+    }
+
+    /// The one line people read.
+    public var message: String { cause.map { "\(what): \($0)" } ?? what }
+
     /// The system was short of something the host needed (a descriptor, memory, a process): not
     /// the plugin's fault, and likely to pass.
-    public let isShortage: Bool
-
-    /// - Parameter errno: the system call's error, when one failed (EMFILE, ENFILE, ENOMEM,
-    ///   EAGAIN and ENOBUFS make it a shortage).
-    public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
-        self.kind = kind
-        self.message = message
-        isShortage = errno.map { [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS].contains($0) } ?? false
-    }
+    public var isShortage: Bool { cause?.isShortage ?? false }
 
     public var description: String { message }
 }

@@ -54,9 +54,9 @@ public final class PluginLoader: Sendable {
             var st = stat()
             guard PathText.withFileSystemPath(nameOrPath, { stat($0, &st) }) == 0 else {
                 // Not only "does not exist": a symbolic link loop, a folder that may not be searched.
-                let e = errno
-                throw PluginLoadError(.notFound, e == ENOENT ? "plugin file \(nameOrPath) does not exist"
-                                                             : "plugin file \(nameOrPath) cannot be reached: \(String(cString: strerror(e)))")
+                let e = Errno.current
+                if e.rawValue == ENOENT { throw PluginLoadError(.notFound, "plugin file \(nameOrPath) does not exist") }
+                throw PluginLoadError(.notFound, "plugin file \(nameOrPath) cannot be reached", cause: e)
             }
             if PythonPlugin.isPythonFile(nameOrPath) {
                 try PluginFileTrust.check(nameOrPath)

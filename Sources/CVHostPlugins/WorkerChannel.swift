@@ -1,3 +1,4 @@
+import CVHostCore
 import CWorkerIPC
 import Glibc
 
@@ -31,7 +32,7 @@ final class WorkerChannel: @unchecked Sendable {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
             let e = errno
-            throw PluginLoadError(.createFailed, "cannot make a socket for a plugin worker: \(String(cString: strerror(e)))", errno: e)
+            throw PluginLoadError(.createFailed, "cannot make a socket for a plugin worker", cause: Errno(rawValue: e))
         }
         return (WorkerChannel(fd: fds[0]), WorkerChannel(fd: fds[1]))
     }
@@ -70,7 +71,7 @@ final class WorkerChannel: @unchecked Sendable {
             if n == -Int(ETIMEDOUT) { return .timedOut }
             if n < 0 {
                 if n == -Int(ECONNRESET) || n == -Int(EPIPE) { return .closed }
-                return .failed(String(cString: strerror(Int32(-n))))
+                return .failed(Errno(rawValue: Int32(-n)).description)
             }
             message += buffer[1..<n]
             if buffer[0] == 0 { break }

@@ -51,7 +51,7 @@ final class WorkerProcess: @unchecked Sendable {
         }
         guard rc == 0 else {
             mine.forEach { $0.close() }
-            throw PluginLoadError(.createFailed, "cannot start a plugin worker (\(exe)): \(String(cString: strerror(rc)))", errno: rc)
+            throw PluginLoadError(.createFailed, "cannot start a plugin worker (\(exe))", cause: Errno(rawValue: rc))
         }
         pid = child
         self.mark = mark

@@ -90,7 +90,7 @@ public func checkOutput(_ writer: JSONLineWriter) throws(RunFailure) {
         throw fail("stdout's reader stopped reading: the run was stopped and \(lost) lines were not written (after 5 s without a read)",
                    code: ExitCodes.outputFailed)
     }
-    throw fail("cannot write to stdout: \(String(cString: strerror(error))); the lines from then on are lost", code: ExitCodes.outputFailed)
+    throw fail("cannot write to stdout: \(Errno(rawValue: error).description); the lines from then on are lost", code: ExitCodes.outputFailed)
 }
 
 /// Prints `cvhost: error: MESSAGE` on stderr (at once: before what the unwinding run says) and

@@ -67,7 +67,7 @@ final class MediaDecoder {
             // FFmpeg's names are C strings it prints as text: it opens the same file through the
             // /proc link of a descriptor opened on the bytes.
             let fd = PathText.openForReading(path)
-            guard fd >= 0 else { throw CaptureError(.inputUnavailable, "cannot open \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw CaptureError(.inputUnavailable, "cannot open \(path)", cause: .current) }
             do {
                 try self.init(url: "file:/proc/self/fd/\(fd)", name: path, maxPixels: maxPixels, ownedDescriptor: fd)
             } catch {

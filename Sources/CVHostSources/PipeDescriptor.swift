@@ -21,7 +21,7 @@ enum PipeDescriptor {
         case .namedPipe:
             fd = Glibc.open(location.display, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
-                throw CaptureError(.inputUnavailable, "cannot open \(location.display): \(String(cString: strerror(errno)))")
+                throw CaptureError(.inputUnavailable, "cannot open \(location.display)", cause: .current)
             }
         case .network:
             preconditionFailure("PipeDescriptor opens pipes only")

@@ -39,16 +39,17 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
         let directory = Self.directory
         self.onChange = onChange
         inotifyFD = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        guard inotifyFD >= 0 else { throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(String(cString: strerror(errno)))") }
+        guard inotifyFD >= 0 else { throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras", cause: .current) }
         guard inotify_add_watch(inotifyFD, directory, UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM)) >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current
             close(inotifyFD)
-            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(reason)")
+            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras", cause: reason)
         }
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
+            let reason = Errno.current
             close(inotifyFD)
-            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras: \(String(cString: strerror(errno)))")
+            throw CaptureError(.inputUnavailable, "cannot watch \(directory) for cameras", cause: reason)
         }
         stopPipe = (ends[0], ends[1])
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }

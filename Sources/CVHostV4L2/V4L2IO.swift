@@ -18,7 +18,7 @@ enum V4L2IO {
     }
 
     static func error(_ code: Int32, _ call: String, device: String) -> CaptureError {
-        let text = String(cString: strerror(code))
+        let text = Errno(rawValue: code).description
         switch code {
         case EBUSY:
             return CaptureError(.deviceBusy, "\(device) is busy (\(call): \(text)): another program is using the camera")
@@ -29,7 +29,7 @@ enum V4L2IO {
         case EACCES, EPERM:
             return CaptureError(.inputUnavailable, "\(device): permission denied (\(call)); add yourself to the 'video' group")
         default:
-            return CaptureError(.streamFailed, "\(device): \(call) failed: \(text)")
+            return CaptureError(.streamFailed, "\(device): \(call) failed", cause: Errno(rawValue: code))
         }
     }
 

@@ -1,3 +1,4 @@
+import CVHostCore
 @testable import CVHostPlugins
 import Glibc
 import Testing
@@ -8,13 +9,13 @@ import Testing
 struct PluginLoadErrorTests {
     @Test("EMFILE, ENFILE, ENOMEM, EAGAIN and ENOBUFS are shortages", arguments: [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS])
     func shortage(errno: Int32) {
-        #expect(PluginLoadError(.createFailed, "x", errno: errno).isShortage)
+        #expect(PluginLoadError(.createFailed, "x", cause: Errno(rawValue: errno)).isShortage)
     }
 
     @Test("other errors, and refusals with no system call behind them, are not")
     func notShortage() {
-        #expect(!PluginLoadError(.createFailed, "x", errno: ENOENT).isShortage)
-        #expect(!PluginLoadError(.createFailed, "x", errno: EACCES).isShortage)
+        #expect(!PluginLoadError(.createFailed, "x", cause: Errno(rawValue: ENOENT)).isShortage)
+        #expect(!PluginLoadError(.createFailed, "x", cause: Errno(rawValue: EACCES)).isShortage)
         #expect(!PluginLoadError(.createFailed, "crashed while starting").isShortage)
     }
 }

@@ -228,6 +228,10 @@ struct FacePluginTests {
         let library = try CVHostBinary.run(["run", "--plugin", "face:cnn_library=/nonexistent/libfacedetection.so", "--input", photo])
         #expect(library.exitCode == 16 && library.stderr.contains("cannot load libfacedetection's CNN (/nonexistent/libfacedetection.so")
                 && library.stderr.contains("detector=haar"), "\(library.stderr)")
+        // One CNN library per process: a second, other cnn_library= is refused, not silently ignored.
+        let second = try CVHostBinary.run(["run", "--plugin", "face", "--plugin", "face:cnn_library=/other/libfacedetection.so", "--input", photo])
+        #expect(second.exitCode == 16 && second.stderr.contains("differs from the library this process loaded first")
+                && second.stderr.contains("isolation=process"), "\(second.stderr)")
         for bad in ["detector=dnn", "min_confidence=1.5", "detect_width=-1"] {
             let r = try CVHostBinary.run(["run", "--plugin", "face:\(bad)", "--input", photo])
             #expect(r.exitCode == 18, "\(bad): \(r.stderr)")

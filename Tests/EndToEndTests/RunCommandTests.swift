@@ -108,7 +108,8 @@ struct RunCommandTests {
         #expect(started.count == 2 && started.allSatisfy { ($0["cvhost_version"] as? String)?.isEmpty == false })
         // Lines of no input carry them too.
         let plugins = try CVHostBinary.run(["plugins", "--json"])
-        #expect(plugins.events.allSatisfy { $0["host"] as? String == hosts.first && ($0["session"] as? String)?.count == 36 })
+        #expect(!plugins.events.isEmpty && plugins.events.allSatisfy { $0["host"] as? String == hosts.first && ($0["session"] as? String)?.count == 36 },
+                "\(plugins.stdout.prefix(300))")
     }
 
     @Test("parallel instances give the same output, in the same order, as one")

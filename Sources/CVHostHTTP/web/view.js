@@ -292,7 +292,11 @@ function connectEvents() {
   source.onmessage = (e) => {
     try { onLine(JSON.parse(e.data)); } catch (err) { console.warn('bad line', err); }
   };
-  source.onerror = () => { $('state').textContent = 'reconnecting…'; $('state').className = 'state error'; };
+  source.onerror = () => {
+    if (tokenRefused) { source.close(); return; } // the page says why, once
+    $('state').textContent = 'reconnecting…';
+    $('state').className = 'state error';
+  };
 }
 
 // ---- The panel: each plugin's metrics and its pause button ----
@@ -409,6 +413,7 @@ async function loadControls() {
 
 /** Whether the server takes this page's token (or wants none); if not, the page says so and how
  *  to open it, rather than "reconnecting…" over a broken picture. */
+let tokenRefused = false;
 async function tokenAccepted() {
   try {
     const response = await fetch(url('metrics'), { headers: authHeaders() });
@@ -416,6 +421,7 @@ async function tokenAccepted() {
   } catch (e) {
     return true; // not a token matter: the usual reconnecting applies
   }
+  tokenRefused = true;
   $('state').className = 'state error';
   $('state').textContent = token
     ? 'this token is not the server\'s: open the address cvhost printed, with ?token=TOKEN from its --http-token-file'
@@ -423,15 +429,13 @@ async function tokenAccepted() {
   return false;
 }
 
-async function start() {
-  if (!(await tokenAccepted())) return;
-  $('metrics-link').href = url('metrics');
-  // The newest picture at once (part of the page's load), until the stream's first one replaces it.
-  $('picture').onerror = () => $('picture').removeAttribute('src');
-  $('picture').src = url('snapshot.jpg');
-  connectEvents();
-  pollMetrics();
-  setInterval(pollMetrics, 2000);
-}
-
-start();
+$('metrics-link').href = url('metrics');
+// The newest picture at once (part of the page's load), until the stream's first one replaces it.
+$('picture').onerror = () => $('picture').removeAttribute('src');
+$('picture').src = url('snapshot.jpg');
+connectEvents();
+pollMetrics();
+const polling = setInterval(pollMetrics, 2000);
+// Beside them, not before them (the picture is part of the page's load): a page without the
+// server's token stops and says so.
+tokenAccepted().then((ok) => { if (!ok) clearInterval(polling); });

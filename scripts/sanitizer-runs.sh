@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds cvhost and its plugins with a sanitizer (address: ASan + LeakSanitizer; thread: TSan) and
 # runs the representative runs under it: the bundled plugins in and out of cvhost's process,
-# parallel instances and the ordered stage, several inputs at once, and the broken fixture plugins
-# (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop).
+# parallel instances and the ordered stage, several inputs at once, the broken fixture plugins
+# (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
+# live view with a client on every route while frames flow, a Python plugin with instances=2 and
+# a reload, and an MQTT output to a real broker. Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
 # A build takes 5-10 minutes on 2 cores (its own scratch folder, /tmp/cvhost-<sanitizer>); not
@@ -52,10 +54,46 @@ run barcode-video 0 --plugin barcode:instances=2 --plugin null:results=1 --input
 faces=../shared/corpus/video/faces_1280x720.mp4  # the benchmark corpus beside the project, when it is there
 [ -f "$faces" ] || faces=examples/demo/codes.mp4
 run face-ordered 0 --plugin face:instances=2 --input "$faces" --max-frames 40
-run motion-two-inputs 0 --plugin motion --plugin null --input a=testsrc:320x240@30 --input b=examples/demo/codes.mp4 --max-frames 40
+# Nothing moves in 40 frames of either input: no result, exit 22 (as for any run that finds nothing).
+run motion-two-inputs 22 --plugin motion --plugin null --input a=testsrc:320x240@30 --input b=examples/demo/codes.mp4 --max-frames 40
 run isolated 0 --plugin null:results=2,instances=2 --plugin barcode:isolation=process --input testsrc:320x240@60 --max-frames 60
 run emit-from-thread 0 --plugin "$fixtures/libcvhost-emitthread.so" --plugin null:results=1 --input testsrc:160x120@30 --max-frames 40
 run ordered-stage 0 --plugin "$fixtures/libcvhost-ordered.so:instances=3" --input testsrc:160x120@30:unpaced --max-frames 100
 run crash-contained 0 --plugin "$fixtures/libcvhost-crash.so:isolation=process" --plugin null:results=1 --input testsrc:160x120@30 --max-frames 60
 run hang-held-stop 20 --plugin "$fixtures/libcvhost-hang.so" --plugin null:results=1 --input testsrc:160x120@30 --duration 3
+# free_port: a loopback port nobody listens on now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# The live view: the page, the MJPEG stream, the event stream, /metrics and POST /controls, all
+# while frames flow (clients start once /healthz answers).
+port=$(free_port)
+(
+  for _ in $(seq 600); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  curl -s -o /dev/null "http://127.0.0.1:$port/"
+  curl -s -o /dev/null --max-time 3 "http://127.0.0.1:$port/stream.mjpg" &
+  curl -s -o /dev/null --max-time 3 "http://127.0.0.1:$port/events" &
+  for _ in 1 2 3; do curl -s -o /dev/null "http://127.0.0.1:$port/metrics"; curl -s -o /dev/null "http://127.0.0.1:$port/snapshot.jpg"; done
+  for body in '{"command":"set_plugin","plugin":"barcode","enabled":false}' '{"command":"set_plugin","plugin":"barcode","enabled":true}' \
+              '{"command":"get_controls"}'; do
+    curl -s -o /dev/null -X POST -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$port/controls"
+  done
+  wait
+) &
+run live-view 0 --plugin barcode --plugin null:results=1 --input testsrc:640x480@30 --http "127.0.0.1:$port" --duration 15
+wait
+
+# A Python plugin in two workers, reloaded mid-run by a change of its file.
+python_dir=$(mktemp -d)
+cp examples/python/sharpness.py "$python_dir/"
+( sleep 8; echo "# changed" >> "$python_dir/sharpness.py" ) &
+CVHOST_PYTHON=/usr/bin/python3 run python-reload 0 --plugin "$python_dir/sharpness.py:instances=2,threshold=1e9" --input testsrc:320x240@30 --duration 15
+wait
+
+# An MQTT output to a real broker on loopback, beside stdout.
+port=$(free_port)
+mosquitto -p "$port" > "$log/mosquitto.log" 2>&1 &
+broker=$!
+for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+run mqtt-output 0 --plugin null:results=2 --input testsrc:320x240@30 --max-frames 90 --output "mqtt://127.0.0.1:$port/cvhost" --output -
+kill "$broker"; wait "$broker" 2>/dev/null || true
 exit $failed

@@ -147,7 +147,7 @@ public final class HTTPServer: Sendable {
         guard address == "0.0.0.0" || address == "::" else { return [url] }
         var hosts: [String] = []
         var name = [CChar](repeating: 0, count: 256)
-        if gethostname(&name, name.count) == 0 { hosts.append(String(cString: name)) }
+        if gethostname(&name, name.count) == 0 { hosts.append(Self.text(name)) }
         var list: UnsafeMutablePointer<ifaddrs>?
         if getifaddrs(&list) == 0, let first = list {
             defer { freeifaddrs(list) }
@@ -158,12 +158,17 @@ public final class HTTPServer: Sendable {
                 var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
                 let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
                 guard getnameinfo(sa, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
-                let host = String(cString: text)
+                let host = Self.text(text)
                 if host.hasPrefix("fe80") || hosts.contains(host) { continue }  // link-local needs a zone no browser takes
                 hosts.append(host)
             }
         }
         return hosts.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(port)/" }
+    }
+
+    /// A C string in a buffer, up to its NUL.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Closes every connection and stops listening.

@@ -17,7 +17,7 @@ import Glibc
 public final class JSONLineWriter: OutputSink {
     private let fd: Int32
     /// Held across write(2), so that lines never interleave. Only writers wait on it.
-    private let writing = Locked(())
+    private let writing = SerialLock()
     /// Never held across I/O: what the metrics and the run read (`statistics`, `failure`) never
     /// waits for a write that blocks (a reader that stopped reading holds a write for as long as
     /// it likes; /metrics and the periodic metrics must still answer meanwhile).
@@ -77,7 +77,7 @@ public final class JSONLineWriter: OutputSink {
 
     /// Writes bytes that already form one line ending in "\n".
     public func writeLine(_ line: [UInt8]) {
-        let justClosed: Bool = writing.withLock { _ in
+        let justClosed: Bool = writing.run {
             guard !state.withLock({ s in
                 if s.closed { s.discarded += 1 }
                 return s.closed

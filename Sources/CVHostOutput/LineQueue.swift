@@ -12,7 +12,7 @@ final class LineQueue: @unchecked Sendable {
     let capacity: Int
     let wakeDescriptor: Int32
     private let wakeWriter: Int32
-    private let lock = Locked(())
+    private let lock = SerialLock()
     private var storage: [OutputLine] = []
     private var head = 0
     private var dropped: UInt64 = 0
@@ -35,14 +35,14 @@ final class LineQueue: @unchecked Sendable {
         close(wakeWriter)
     }
 
-    var count: Int { lock.withLock { _ in storage.count - head } }
+    var count: Int { lock.run { storage.count - head } }
 
     /// Lines dropped because the queue was full.
-    var droppedFull: UInt64 { lock.withLock { _ in dropped } }
+    var droppedFull: UInt64 { lock.run { dropped } }
 
     /// Adds a line at the back; when full, drops the oldest first.
     func push(_ line: OutputLine) {
-        let wasEmpty = lock.withLock { _ in
+        let wasEmpty = lock.run {
             let empty = storage.count == head
             if storage.count - head >= capacity { dropOldest(1) }
             storage.append(line)
@@ -54,7 +54,7 @@ final class LineQueue: @unchecked Sendable {
     /// Drops the oldest lines until `n` more fit without a drop: taken before lines whose
     /// metrics must already count every drop they cause (an input's final lines).
     func makeRoom(for n: Int) {
-        lock.withLock { _ in
+        lock.run {
             let excess = storage.count - head + min(n, capacity) - capacity
             if excess > 0 { dropOldest(excess) }
         }
@@ -62,7 +62,7 @@ final class LineQueue: @unchecked Sendable {
 
     /// Takes up to `max` lines from the front.
     func popFront(max: Int) -> [OutputLine] {
-        lock.withLock { _ in
+        lock.run {
             let end = min(storage.count, head + max)
             let taken = Array(storage[head..<end])
             head = end

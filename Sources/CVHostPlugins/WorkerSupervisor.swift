@@ -67,7 +67,7 @@ final class WorkerSupervisor: Sendable {
     }
     private let state = Locked(State())
     /// Held while a worker is being (re)started: one start at a time.
-    private let starting = Locked(())
+    private let starting = SerialLock()
 
     private let hello: WorkerMessage.Hello
     private let program: WorkerProgram
@@ -129,7 +129,7 @@ final class WorkerSupervisor: Sendable {
         }
         guard let due else { return nil }
         if !due { return state.withLock { $0.worker } }
-        return starting.withLock { _ -> WorkerProcess? in
+        return starting.run { () -> WorkerProcess? in
             // Another lane may have restarted it meanwhile.
             let generation: UInt64? = state.withLock { s in
                 guard case .restarting(let at) = s.phase, now >= at else { return nil }
@@ -307,7 +307,7 @@ final class WorkerSupervisor: Sendable {
     func startReplacement() throws -> WorkerProcess {
         // With several lanes, another lane could be in a call on the worker being replaced.
         guard lanes == 1 else { throw PluginLoadError(.createFailed, "plugin \(pluginName): only a worker of one lane is replaced while running") }
-        return try starting.withLock { _ in
+        return try starting.run {
             try start(generation: state.withLock { $0.generation } + 1)
         }
     }

@@ -47,8 +47,9 @@ public final class HTTPServer: Sendable {
         public let description: String
     }
 
-    private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
+    /// Every connection open now, closed by `stop` (the event loop is the process's, not the server's).
+    private let connections: Locked<[ObjectIdentifier: Channel]>
     private let router: HTTPRouter
     /// The address and port listened on (the port chosen by the system when 0 was asked for).
     public let address: String
@@ -70,8 +71,11 @@ public final class HTTPServer: Sendable {
                                 crossSite: CrossSiteCheck(listenHost: settings.host, allowed: settings.allowedHosts),
                                 statistics: statistics, service: service, previews: previews, events: events, web: web)
         let limits = settings.limits
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let bootstrap = ServerBootstrap(group: group)
+        let connections = Locked<[ObjectIdentifier: Channel]>([:])
+        // The process's event loops (NIO's singleton, as NIO recommends), not a group of the
+        // server's own: a group shut down at the end left its loops in a reference cycle that
+        // LeakSanitizer reported at every exit (scripts/sanitizer-runs.sh address).
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // When accept fails (no descriptor left: EMFILE), wait a second before the next try,
@@ -85,24 +89,25 @@ public final class HTTPServer: Sendable {
             // What a client may have waiting before it counts as behind (a few preview pictures).
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                let id = ObjectIdentifier(channel)
+                connections.withLock { $0[id] = channel }
+                channel.closeFuture.whenComplete { _ in connections.withLock { _ = $0.removeValue(forKey: id) } }
+                return channel.eventLoop.makeCompletedFuture {
                     try Self.configure(channel, router: router, limits: limits)
                 }
             }
         do {
             channel = try bootstrap.bind(host: settings.host, port: settings.port).wait()
         } catch {
-            try? group.syncShutdownGracefully()
             throw StartError(description: "cannot listen on \(settings.host):\(settings.port) for --http: \(Self.reason(error))")
         }
         // The address bound is what counts (the name was resolved again by bind).
         if settings.token == nil, let bound = channel.localAddress,
            let refusal = Settings.refusal(host: settings.host, port: settings.port, address: bound) {
             try? channel.close().wait()
-            try? group.syncShutdownGracefully()
             throw StartError(description: refusal)
         }
-        self.group = group
+        self.connections = connections
         self.router = router
         self.statistics = statistics
         address = settings.host
@@ -176,7 +181,7 @@ public final class HTTPServer: Sendable {
         router.previews.forEach { $0.closeViewers() }
         router.events.closeAll()
         try? channel.close().wait()
-        try? group.syncShutdownGracefully()
+        for connection in connections.withLock({ Array($0.values) }) { try? connection.close().wait() }
     }
 }
 

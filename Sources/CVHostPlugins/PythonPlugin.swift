@@ -97,43 +97,29 @@ public enum PythonPlugin {
     static func describe(path: String, stopRequested: () -> Bool = { false }) throws(PluginLoadError) -> PluginInfo {
         let runtime = try runtimeFolder()
         let python = try interpreter()
-        let process = Process()
         let (absolute, folder) = placed(path)
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = runtimeArguments(runtime: runtime, ["describe", absolute])
-        process.environment = environment(runtime: runtime)
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            throw PluginLoadError(.createFailed, "cannot run \(python) for plugin \(path): \(error.localizedDescription)")
+        let ending: CapturedRun.Ending
+        do {
+            ending = try CapturedRun.run(python, runtimeArguments(runtime: runtime, ["describe", absolute]), environment: environment(runtime: runtime),
+                                         folder: folder, timeoutSeconds: describeTimeoutSeconds, stopRequested: stopRequested)
+        } catch {
+            throw PluginLoadError(.createFailed, "cannot run \(python) for plugin \(path)", cause: error)
         }
-        // Both pipes are read while it runs: a plugin that prints much at import cannot block on a full pipe.
-        let stdoutData = Locked(Data()), stderrData = Locked(Data())
-        let readers = DispatchGroup()
-        for (pipe, sink) in [(out, stdoutData), (err, stderrData)] {
-            DispatchQueue.global().async(group: readers) { sink.withLock { $0 = pipe.fileHandleForReading.readDataToEndOfFile() } }
+        let status: Int32, printedBytes: [UInt8], saidBytes: [UInt8]
+        switch ending {
+        case .stopped:
+            throw PluginLoadError(.createFailed, "stopped while \(python) imported plugin \(path)")
+        case .timedOut:
+            throw PluginLoadError(.createFailed, "plugin \(path) took more than \(Int(describeTimeoutSeconds)) s to import: it was stopped")
+        case .exited(let s, let out, let err):
+            (status, printedBytes, saidBytes) = (s, out, err)
         }
-        let deadline = DispatchTime.now() + describeTimeoutSeconds
-        while readers.wait(timeout: .now() + 0.1) == .timedOut {
-            let stopped = stopRequested()
-            guard stopped || DispatchTime.now() >= deadline else { continue }
-            kill(process.processIdentifier, SIGKILL)
-            readers.wait()
-            process.waitUntilExit()
-            throw PluginLoadError(.createFailed, stopped ? "stopped while \(python) imported plugin \(path)"
-                                                         : "plugin \(path) took more than \(Int(describeTimeoutSeconds)) s to import: it was stopped")
-        }
-        process.waitUntilExit()
-        let said = String(decoding: stderrData.withLock { $0 }, as: UTF8.self)
+        let said = String(decoding: saidBytes, as: UTF8.self)
         let lastLine = said.split(separator: "\n").last.map(String.init) ?? ""
-        let printed = stdoutData.withLock { $0 }.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
-        guard process.terminationStatus == 0,
-              let json = try? JSONSerialization.jsonObject(with: printed) as? [String: Any] else {
+        let printed = printedBytes.split(separator: UInt8(ascii: "\n")).last.map { Data($0) } ?? Data()
+        guard status == 0, let json = try? JSONSerialization.jsonObject(with: printed) as? [String: Any] else {
             if !said.isEmpty { FileHandle.standardError.write(Data(said.utf8)) }
-            throw PluginLoadError(.createFailed, "plugin \(path) could not be described by \(python) (exit status \(process.terminationStatus))"
+            throw PluginLoadError(.createFailed, "plugin \(path) could not be described by \(python) (exit status \(status))"
                                   + (lastLine.isEmpty ? "" : ": \(lastLine)"))
         }
         // A runtime of another cvhost (CVHOST_PYTHON_RUNTIME) would start, then misread every

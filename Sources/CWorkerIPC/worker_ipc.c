@@ -55,6 +55,35 @@ close_high:
     return rc;
 }
 
+int cvhost_spawn_captured(const char *exe, char *const argv[], char *const envp[], const char *cwd, int out_fd, int err_fd,
+                          pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc) return rc;
+    if ((rc = posix_spawnattr_init(&attr))) {
+        posix_spawn_file_actions_destroy(&actions);
+        return rc;
+    }
+    if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+    if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (!rc && cwd) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
+    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
+    if (!rc)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    if (!rc) rc = posix_spawn(pid, exe, &actions, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}
+
 ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     union {

@@ -19,6 +19,14 @@
 int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
                         pid_t *pid);
 
+/* Starts `exe` as a short helper whose output is read (a Python plugin's description): stdin is
+ * /dev/null, stdout is `out_fd`, stderr is `err_fd`, no other descriptor above 2, default signals,
+ * none blocked, a process group of its own, working folder `cwd`. Returns 0 and the pid, or an
+ * errno value. (Not Foundation's Process: it leaked at every run, and left its children's
+ * descriptors to one another.) */
+int cvhost_spawn_captured(const char *exe, char *const argv[], char *const envp[], const char *cwd, int out_fd, int err_fd,
+                          pid_t *pid);
+
 /* Sends one message with `nfds` descriptors attached (0..4). Returns bytes sent or -errno. */
 ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds);
 

@@ -14,15 +14,27 @@ public final class SharedMemory: Sendable {
     public let size: Int
 
     private static let lastID = Atomic<UInt64>(0)
+    /// The ids of the memory that exists now: what a worker was sent and may unmap once it is gone.
+    /// (Asked by id, not through weak references: a weak reference's side table is pointed to only
+    /// by tagged bits of the object's reference count, which LeakSanitizer cannot follow, so every
+    /// pooled memory a worker had been sent was reported leaked at exit.)
+    private static let liveIDs = Locked(Set<UInt64>())
 
     /// Takes ownership of `fd`, `size` bytes of mappable memory.
     public init(adopting fd: Int32, size: Int) {
         id = SharedMemory.lastID.add(1, ordering: .relaxed).newValue
         self.fd = fd
         self.size = size
+        SharedMemory.liveIDs.withLock { _ = $0.insert(id) }
     }
 
-    deinit { close(fd) }
+    deinit {
+        SharedMemory.liveIDs.withLock { _ = $0.remove(id) }
+        close(fd)
+    }
+
+    /// Whether the memory with `id` still exists (ids are never reused).
+    public static func exists(_ id: UInt64) -> Bool { liveIDs.withLock { $0.contains(id) } }
 
     /// Where a plane lies in shared memory.
     public struct Location: Sendable {

@@ -10,16 +10,12 @@ import CVHostPluginABI
 /// Used only from the instance's delivery worker thread.
 final class FrameTransfer {
     private var slot: FrameSlot?
-    /// What the current worker process has mapped (weakly: released memory shows as nil).
-    private var sent: [UInt64: WeakMemory] = [:]
+    /// What the current worker process has mapped, by id (SharedMemory.exists tells what was released since).
+    private var sent: Set<UInt64> = []
     /// The worker process the memory was sent to.
     private(set) var generation: UInt64 = 0
     /// The memory of each plane of the last frame prepared (ordered() sends that frame again).
     private(set) var lastMemory: [UInt64] = []
-
-    private struct WeakMemory {
-        weak var memory: SharedMemory?
-    }
 
     /// How a frame went.
     enum Way {
@@ -34,7 +30,7 @@ final class FrameTransfer {
     func prepare(_ frame: inout cvhost_frame, pixels: PixelBuffer, channel: WorkerChannel,
                  generation: UInt64) throws(PluginLoadError) -> (way: Way, memory: [UInt64])? {
         if generation != self.generation {
-            sent = [:]
+            sent = []
             self.generation = generation
         }
         let count = Int(min(frame.plane_count, 4))
@@ -57,7 +53,7 @@ final class FrameTransfer {
             slot.copy(into: &frame)
             memory = Array(repeating: slot.memory, count: count)
         }
-        for m in memory where sent[m.id] == nil {
+        for m in memory where !sent.contains(m.id) {
             guard send(m, on: channel) else { return nil }
         }
         lastMemory = memory.map(\.id)
@@ -75,13 +71,13 @@ final class FrameTransfer {
 
     /// Sends `memory` to be mapped, after telling the worker to forget what cvhost has released.
     private func send(_ memory: SharedMemory, on channel: WorkerChannel) -> Bool {
-        let released = sent.filter { $0.value.memory == nil }.map(\.key)
+        let released = sent.filter { !SharedMemory.exists($0) }
         if !released.isEmpty {
-            guard channel.send(.forget(ids: released)) else { return false }
-            released.forEach { sent[$0] = nil }
+            guard channel.send(.forget(ids: Array(released))) else { return false }
+            sent.subtract(released)
         }
         guard channel.send(.memory(id: memory.id, size: UInt64(memory.size)), fds: [memory.fd]) else { return false }
-        sent[memory.id] = WeakMemory(memory: memory)
+        sent.insert(memory.id)
         return true
     }
 }

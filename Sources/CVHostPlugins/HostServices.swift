@@ -61,7 +61,13 @@ final class HostServices: @unchecked Sendable {
             abi_minor: UInt16(CVHOST_PLUGIN_ABI_MINOR), context: nil, emit: hostEmit, log: hostLog,
             instance_index: instance.map { UInt32($0) } ?? UInt32.max, instance_count: UInt32(instanceCount), shared: shared))
         host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+        HostServices.given.withLock { $0.append(self) }
     }
+
+    /// Every host given to a plugin, kept for the life of the process, as the plugin's code is
+    /// (plugins are never unloaded): a plugin may keep the pointer and call emit() or log() from a
+    /// thread of its own after destroy() (refused, -EPERM, but read), so it must never be freed.
+    private static let given = Locked<[HostServices]>([])
 
     deinit {
         host.deinitialize(count: 1)

@@ -100,6 +100,9 @@ public final class HostRun: Sendable {
         running?.close()
         let destroyed = plugins?.close() ?? true
         outputs.close()
+        // The sessions' event handlers hold what writes their lines (reports, runners, the outputs,
+        // whose stdout holds the stop, which holds the sessions): let go, so that the run is freed.
+        sessions.forEach { $0.eventHandler = nil }
         if !destroyed { throw HungPluginStop.abandoned }
         if let ending { throw ending }
     }

@@ -16,9 +16,10 @@ final class OutputStage: Sendable {
     init(_ s: RunSettings, resultsDescriptor: Int32, sources: Int, stop: RunStop) throws {
         liveView = s.liveView.map { RunLiveView(options: $0) }
         // A stdout reader that went away ends the run quietly; lost lines end it with exit 4 (RunOutput.finish).
+        // (The stop, weakly: it holds stdout in turn, through its listener below.)
         output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
                                     taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
-                                    onStdoutClosed: { stop.request(.outputClosed) })
+                                    onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) })
         lines = RunLines(output: output, sources: sources)
         pluginSink = s.oneshot ? OneShotGate(output: output, stop: stop) : output
         // Stopping, a reader of stdout that has stopped reading has 5 s more; then its lines are

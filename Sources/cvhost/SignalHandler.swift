@@ -60,7 +60,12 @@ final class SignalHandler: @unchecked Sendable {
 
     /// Stops handling the signals and puts back what they did before.
     func cancel() {
-        sources.forEach { $0.cancel() }
+        // The handlers hold the run (onFirst): let go of them too, not only of the sources, whose
+        // cancellation completes later, on their queue.
+        sources.forEach {
+            $0.setEventHandler(handler: nil)
+            $0.cancel()
+        }
         for (sig, action) in saved {
             var action = action
             sigaction(sig, &action, nil)

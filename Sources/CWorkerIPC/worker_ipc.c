@@ -11,6 +11,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* What every child cvhost starts gets: every signal's default action, none blocked, and a process
+ * group of its own (a Ctrl-C is cvhost's to handle; the group is what cvhost kills at the end). */
+static int child_attributes(posix_spawnattr_t *attr) {
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    int rc = posix_spawnattr_setsigdefault(attr, &all);
+    if (!rc) rc = posix_spawnattr_setsigmask(attr, &none);
+    if (!rc) rc = posix_spawnattr_setpgroup(attr, 0);
+    if (!rc) rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    return rc;
+}
+
 int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
                         pid_t *pid) {
     if (nfds < 0 || nfds > 64) return EINVAL;
@@ -39,14 +52,7 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
     if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, 2, 1);
     if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
     if (!rc && cwd) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
-    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
-    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
-    if (!rc)
-        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    if (!rc) rc = child_attributes(&attr);
     if (!rc) rc = posix_spawn(pid, exe, &actions, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
@@ -70,14 +76,7 @@ int cvhost_spawn_captured(const char *exe, char *const argv[], char *const envp[
     if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
     if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     if (!rc && cwd) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
-    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
-    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
-    if (!rc)
-        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    if (!rc) rc = child_attributes(&attr);
     if (!rc) rc = posix_spawn(pid, exe, &actions, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);

@@ -14,7 +14,7 @@ import Glibc
 /// (`adoptOrphans()`, which the executable calls), such a process is reparented to cvhost once its
 /// parent ends, and cvhost ends the ones that carry a finished worker's mark.
 public enum WorkerDescendants {
-    /// The environment variable that marks a worker's descendants: `PID.GENERATION.SERIAL` of cvhost.
+    /// The environment variable that marks a worker's descendants: cvhost's pid and the worker's serial (`PID.SERIAL`).
     static let markVariable = "CVHOST_WORKER_MARK"
     private static let serial = Locked<UInt64>(0)
 

@@ -12,8 +12,6 @@ import Glibc
 /// run quietly), stdout claimed for the JSON lines (what plugins write to descriptor 1 goes to
 /// stderr), the crash guard (a plugin crashing the process is named, exit 19), and the signals.
 enum RunProcess {
-    static let forcedStop = ExitCodes.forcedStop
-
     /// Runs `settings` and returns normally for exit 0; exits the process itself for the endings
     /// that must not wait for anything (a stop before anything ran, a hung plugin, a second signal).
     /// - Throws: RunFailure for every other exit code (ArgumentParser's way to end the command).

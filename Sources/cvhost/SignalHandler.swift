@@ -1,5 +1,6 @@
 import CPluginGuard
 import CVHostCore
+import CVHostRun
 import Dispatch
 import Glibc
 import Synchronization
@@ -51,7 +52,7 @@ final class SignalHandler: @unchecked Sendable {
                 } else {
                     Log.warning("exiting without final metrics")
                     cvhost_guard_host_exiting()  // cvhost's own exit, not a plugin's
-                    exit(RunProcess.forcedStop)
+                    exit(ExitCodes.forcedStop)
                 }
             }
             source.resume()

@@ -83,7 +83,7 @@ public final class OutputRouter: OutputSink {
     fileprivate func write(_ line: OutputLine, except name: String?) {
         if let stdout {
             if let selected = selection.select(line) {
-                if case .field = selection, !fieldSeen.withLock({ $0.seen }) { fieldSeen.withLock { $0.seen = true } }
+                if case .field = selection { fieldSeen.withLock { $0.seen = true } }
                 stdout.write(selected)
             } else if case .field = selection, line.route.event == "result", !fieldSeen.withLock({ $0.seen }) {
                 let names = StdoutSelection.dataFieldNames(line)

@@ -51,14 +51,13 @@ public enum WorkerDescendants {
     /// The living children of this process whose environment holds `mark`.
     private static func adopted(carrying mark: String) -> [pid_t] {
         let me = getpid()
-        let needle = Array("\(markVariable)=\(mark)".utf8) + [0]
+        let entry = Array("\(markVariable)=\(mark)".utf8)
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { name -> pid_t? in
             guard let pid = pid_t(name), pid != me, parent(of: pid) == me,
                   let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
             // Entries are NUL-separated: the mark must be a whole entry, not the prefix of a longer one.
-            let bytes = [UInt8](environment) + [0]
-            return ([0] + bytes).contains(subsequence: [0] + needle) ? pid : nil
+            return environment.split(separator: 0).contains { $0.elementsEqual(entry) } ? pid : nil
         }
     }
 
@@ -69,12 +68,5 @@ public enum WorkerDescendants {
         let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
         guard fields.count > 1 else { return nil }
         return pid_t(String(decoding: fields[1], as: UTF8.self))
-    }
-}
-
-private extension Array where Element == UInt8 {
-    func contains(subsequence: [UInt8]) -> Bool {
-        guard subsequence.count <= count else { return false }
-        return (0...(count - subsequence.count)).contains { i in self[i..<(i + subsequence.count)].elementsEqual(subsequence) }
     }
 }

@@ -7,11 +7,26 @@ import Foundation
 /// also refuse it (their `max_pixels`), but only say so in their own log: this names the size.
 ///
 /// Knows PNG, JPEG, GIF, BMP, WebP and PNM; nil for anything else (TIFF's size lies in a directory
-/// anywhere in the file), which FFmpeg's limit still bounds.
+/// anywhere in the file), which FFmpeg's limit still bounds. Also what an image file begins with
+/// (`beginsLikeAnImage`) and whether it ends as one (`isCutShort`).
 enum ImageHeader {
     /// Bytes read from the start of the file: enough for every header above (a JPEG's frame header
     /// follows its metadata segments, EXIF thumbnails included, which may be long).
     static let readLimit = 256 * 1024
+
+    /// Whether the file's first bytes are those of an image format FFmpeg reads.
+    static func beginsLikeAnImage(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return true }  // then FFmpeg's reason stands
+        defer { try? handle.close() }
+        let head = [UInt8](handle.readData(ofLength: 12))
+        func starts(_ magic: [UInt8], at offset: Int = 0) -> Bool {
+            head.count >= offset + magic.count && Array(head[offset..<offset + magic.count]) == magic
+        }
+        let pnm = head.count >= 2 && head[0] == UInt8(ascii: "P") && (UInt8(ascii: "1")...UInt8(ascii: "7")).contains(head[1])
+        return starts([0x89, 0x50, 0x4E, 0x47]) || starts([0xFF, 0xD8, 0xFF]) || (starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8))
+            || starts(Array("GIF8".utf8)) || starts(Array("BM".utf8)) || starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
+            || pnm
+    }
 
     static func size(ofFile path: String) -> (width: Int, height: Int)? {
         let fd = PathText.openForReading(path)

@@ -118,27 +118,13 @@ final class StillImageStream: FrameStream, @unchecked Sendable {
     static func noImageReason(_ decoder: MediaDecoder, path: String) -> String {
         if decoder.width == 0 || decoder.height == 0 {
             // A file that does not even begin like a picture (a text file named .png) is not one.
-            if !Self.beginsLikeAnImage(path) {
+            if !ImageHeader.beginsLikeAnImage(path) {
                 return "not an image: it does not begin like a PNG, JPEG, WebP, GIF, BMP, TIFF or PNM file (a text file? a download that failed?)"
             }
             return "no picture size the decoder takes: larger than FFmpeg decodes (about 16000x16000 pixels) or a damaged header (-v shows FFmpeg's message)"
         }
         if decoder.damaged > 0 { return "the \(decoder.width)x\(decoder.height) image is damaged and could not be decoded (-v shows FFmpeg's message)" }
         return "no image in the file"
-    }
-
-    /// Whether the file's first bytes are those of an image format FFmpeg reads.
-    static func beginsLikeAnImage(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return true }  // then FFmpeg's reason stands
-        defer { try? handle.close() }
-        let head = [UInt8](handle.readData(ofLength: 12))
-        func starts(_ magic: [UInt8], at offset: Int = 0) -> Bool {
-            head.count >= offset + magic.count && Array(head[offset..<offset + magic.count]) == magic
-        }
-        let pnm = head.count >= 2 && head[0] == UInt8(ascii: "P") && (UInt8(ascii: "1")...UInt8(ascii: "7")).contains(head[1])
-        return starts([0x89, 0x50, 0x4E, 0x47]) || starts([0xFF, 0xD8, 0xFF]) || (starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8))
-            || starts(Array("GIF8".utf8)) || starts(Array("BM".utf8)) || starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A])
-            || pnm
     }
 
     func cancel() { cancelled.store(true, ordering: .relaxed) }

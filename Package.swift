@@ -117,6 +117,8 @@ let package = Package(
             name: "cvhost",
             dependencies: [
                 "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CPluginGuard",
+                // Not imported: a dependency so that `swift build` puts the bundled Python plugins beside the executable.
+                "PythonPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/cvhost"),
@@ -155,6 +157,11 @@ let package = Package(
             name: "FacePlugin", dependencies: ["CVHostPluginABI"], path: "Plugins/face", publicHeadersPath: ".",
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4", "-O2", "-DCVHOST_FACEDETECT_BUILD_DIR=\"\(facedetect)\""])],
             linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+
+        // Plugins written in Python, found by name (`--plugin detect`): each a folder of .py files, copied
+        // as they are beside the executable (cvhost_PythonPlugins.resources/NAME/NAME.py) and run by the
+        // user's python3 on cvhost's runtime. The detect plugin: the user's own ONNX model (onnxruntime).
+        .target(name: "PythonPlugins", path: "Plugins/python", resources: [.copy("detect")]),
 
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
         .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),

@@ -60,15 +60,15 @@ Maintainer: cvhost developers <cvhost@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
 Recommends: opencv-data, python3, python3-numpy
-Suggests: v4l-utils, mosquitto-clients
+Suggests: v4l-utils, mosquitto-clients, python3-opencv, python3-venv
 Section: video
 Priority: optional
 Homepage: https://github.com/cvhost/cvhost
 Description: plugin-based computer-vision host for cameras, video files and streams
  cvhost runs a capture session (V4L2 cameras, video files, still images, RTSP and HTTP
  streams, a test pattern) and hands every frame to plugins loaded at run time through a
- small, versioned C ABI: barcodes (zxing-cpp and zbar), faces (OpenCV), motion, and plugins
- of your own in C, C++, Swift, Rust or Python. Results are JSON Lines on stdout, in files or on an
+ small, versioned C ABI: barcodes (zxing-cpp and zbar), faces (OpenCV), motion, your own ONNX
+ model (detect, with onnxruntime from PyPI), and plugins of your own in C, C++, Swift, Rust or Python. Results are JSON Lines on stdout, in files or on an
  MQTT broker; --http serves a live view, Prometheus metrics and camera controls.
  .
  The Swift runtime it needs is bundled under /usr/lib/cvhost/swift. A service per camera:

@@ -24,6 +24,9 @@ packages+=(libopencv-dev opencv-data)
 # Python plugins' tests and example: Debian's python3 with numpy and OpenCV's bindings, and venv for
 # a plugin run from a virtual environment (cvhost itself needs only a python3 at run time).
 packages+=(python3-numpy python3-opencv python3-venv)
+# The detect plugin's tests build their ONNX models with python3-onnx (Debian's onnx); onnxruntime,
+# which Debian does not package, goes into a virtual environment of the project's (below).
+packages+=(python3-onnx)
 # The MQTT output: libmosquitto (the reference client); its tests run a real broker (mosquitto),
 # subscribe with mosquitto_sub and make a test CA with openssl.
 packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
@@ -68,6 +71,12 @@ if ! python3 -c 'import jsonschema' 2>/dev/null; then
   echo "install-deps: installing jsonschema for $(command -v python3)" >&2
   python3 -m pip install --quiet jsonschema >&2
 fi
+
+# The detect plugin's runtime: onnxruntime from PyPI (pinned), in .venv-onnx, a virtual environment
+# over Debian's python3 that still sees Debian's numpy and OpenCV (never pip into Debian's python3).
+# Tests run the plugin with CVHOST_PYTHON=.venv-onnx/bin/python3; it also holds NudeNet, a trained
+# YOLOv8n detector that PyPI ships inside its wheel (the real-model comparison, benchmarks/detect.py).
+scripts/make-onnx-venv.sh .venv-onnx
 
 if ! command -v swift >/dev/null; then
   echo "install-deps: swift is not on PATH: install Swift 6 from https://www.swift.org/install/linux/" >&2

@@ -4,6 +4,7 @@
 # (default /usr/local):
 #   PREFIX/bin/cvhost
 #   PREFIX/lib/cvhost/plugins/libcvhost-*.so   (where cvhost looks for plugins by name)
+#   PREFIX/lib/cvhost/plugins/NAME/NAME.py     (the plugins written in Python: detect)
 #   PREFIX/lib/cvhost/swift/*.so               (the Swift runtime cvhost and the plugins need)
 #   PREFIX/lib/cvhost/facedetect/              (the face plugin's CNN: libfacedetection and its OpenMP
 #                                               runtime, as scripts/fetch-facedetect.sh keeps them)
@@ -49,6 +50,11 @@ install -m 644 "$facedetect"/yuface.libs/* "$prefix/lib/cvhost/facedetect/yuface
 install -m 644 "$facedetect/LICENSE" "$prefix/lib/cvhost/facedetect/LICENSE"
 install -m 644 Sources/CVHostPluginABI/include/cvhost/plugin.h "$prefix/include/cvhost/plugin.h"
 install -m 644 Sources/CVHostPlugins/python/cvhost/*.py "$prefix/lib/cvhost/python/cvhost/"
+for plugin in Plugins/python/*/; do
+  name=$(basename "$plugin")
+  install -d "$prefix/lib/cvhost/plugins/$name"
+  install -m 644 "$plugin"*.py "$prefix/lib/cvhost/plugins/$name/"
+done
 install -m 644 schema/cvhost-events.schema.json "$prefix/share/cvhost/"
 install -m 644 Sources/CVHostHTTP/web/* "$prefix/share/cvhost/web/"
 echo "installed cvhost, $(ls "$prefix/lib/cvhost/plugins" | wc -l) plugins and $(wc -w <<< "$runtime") Swift runtime libraries under $prefix" >&2

@@ -39,10 +39,11 @@ public final class PixelBuffer: @unchecked Sendable {
 
     /// Keeps the memory behind `planes` alive: an allocation, a decoder's frame, a parent buffer.
     private let owner: AnyObject
-    /// What a cached copy is: a pixel format, turned or not.
+    /// What a cached copy is: a pixel format, turned or not, at its own size or scaled.
     private struct Variant: Hashable {
         let format: PixelFormat
         let orientation: VideoOrientation
+        var scaling: FrameScaling? = nil
     }
     private let conversions = Locked<[Variant: PixelBuffer]>([:])
 
@@ -120,6 +121,22 @@ public final class PixelBuffer: @unchecked Sendable {
         return conversions.withLock { cache in
             if let done = cache[key] { return done }
             let made = direct ? PixelOrienter.orient(from, orientation) : PixelConverter.convert(from, to: target)
+            cache[key] = made
+            return made
+        }
+    }
+
+    /// This image turned as `orientation` says, then scaled as `scaling` says into `target`
+    /// format: made once and cached, like a conversion (every consumer that asks for the same
+    /// size, mode and format reads the same bytes).
+    public func scaled(_ scaling: FrameScaling, to target: PixelFormat, orientation: VideoOrientation = .identity) -> PixelBuffer {
+        // Turned first (in a format that turns with no loss: its own, or I420), then scaled.
+        let from = orientation.isIdentity ? self
+            : converted(to: PixelOrienter.canOrient(format, orientation) ? format : .i420, orientation: orientation)
+        let key = Variant(format: target, orientation: orientation, scaling: scaling)
+        return conversions.withLock { cache in
+            if let done = cache[key] { return done }
+            let made = PixelScaler.scale(from, to: target, scaling)
             cache[key] = made
             return made
         }

@@ -18,7 +18,7 @@ enum PixelConverter {
     static func convert(_ source: PixelBuffer, to target: PixelFormat) -> PixelBuffer {
         let colorimetry = colorimetry(converting: source, to: target)
         let key = Scaler.Key(source: source.format, target: target, width: source.width, height: source.height,
-                             from: source.colorimetry, to: colorimetry)
+                             outWidth: source.width, outHeight: source.height, from: source.colorimetry, to: colorimetry)
         let scaler = Scaler.take(key)
         defer { Scaler.give(scaler) }
         return PixelBuffer.allocate(format: target, width: source.width, height: source.height, colorimetry: colorimetry) { dst, strides in
@@ -63,8 +63,9 @@ enum PixelConverter {
     }
 }
 
-/// One swscale context, set up for one conversion. Contexts are costly to set up and not safe
-/// to share between threads, so each conversion takes one from a pool and gives it back.
+/// One swscale context, set up for one conversion (and scaling, PixelScaler). Contexts are costly
+/// to set up and not safe to share between threads, so each conversion takes one from a pool and
+/// gives it back.
 final class Scaler: @unchecked Sendable {
     // @unchecked Sendable: a context is used by one thread at a time (taken from the pool).
     struct Key: Hashable {
@@ -72,6 +73,9 @@ final class Scaler: @unchecked Sendable {
         let target: PixelFormat
         let width: Int
         let height: Int
+        /// The size it writes (the source's, for a conversion alone).
+        let outWidth: Int
+        let outHeight: Int
         let from: Colorimetry
         let to: Colorimetry
     }
@@ -87,9 +91,9 @@ final class Scaler: @unchecked Sendable {
         self.key = key
         let w = Int32(key.width), h = Int32(key.height)
         // Every pair of cvhost's formats is one swscale converts: a nil context is a broken install.
-        guard let c = sws_getContext(w, h, PixelConverter.avFormat(key.source), w, h, PixelConverter.avFormat(key.target),
-                                     PixelConverter.flags, nil, nil, nil) else {
-            fatalError("libswscale cannot convert \(key.source) to \(key.target) at \(key.width)x\(key.height)")
+        guard let c = sws_getContext(w, h, PixelConverter.avFormat(key.source), Int32(key.outWidth), Int32(key.outHeight),
+                                     PixelConverter.avFormat(key.target), PixelConverter.flags, nil, nil, nil) else {
+            fatalError("libswscale cannot convert \(key.source) \(key.width)x\(key.height) to \(key.target) \(key.outWidth)x\(key.outHeight)")
         }
         context = c
         _ = sws_setColorspaceDetails(c, PixelConverter.coefficients(key.from.matrix), key.from.range == .full ? 1 : 0,

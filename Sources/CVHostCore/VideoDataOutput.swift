@@ -40,6 +40,9 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// luma-first format; otherwise the frame is converted to the first format, once per frame
     /// however many outputs ask for it.
     public var acceptedPixelFormats: [PixelFormat] = []
+    /// Frames at a size of the consumer's choosing, scaled (and converted) by the host on the
+    /// output's worker thread (videoSettings' width and height); nil: the source's size.
+    public var scaling: FrameScaling?
     /// nil: the source decides (drop-late for live sources, block for files and images).
     public var backpressure: BackpressurePolicy?
     /// How many frames may wait for the delegate.
@@ -68,6 +71,17 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// The policy in force when running on a source that is (or is not) live.
     public func effectiveBackpressure(liveSource: Bool) -> BackpressurePolicy {
         backpressure ?? (liveSource ? .dropLate : .block)
+    }
+
+    /// Where the picture lies in a delivered frame made from a source frame of `width` x `height`
+    /// (before it is turned), and the size of the picture it was made from: the frame itself
+    /// without `scaling`.
+    public func content(sourceWidth width: Int, sourceHeight height: Int, format: PixelFormat)
+        -> (content: FrameScaling.Content, sourceWidth: Int, sourceHeight: Int) {
+        let turned = connection.videoOrientation.swapsSides ? (height, width) : (width, height)
+        guard let scaling else { return (.init(x: 0, y: 0, width: turned.0, height: turned.1), turned.0, turned.1) }
+        return (scaling.content(sourceWidth: turned.0, sourceHeight: turned.1, evenOffsets: deliveredFormat(for: format).halvesChroma),
+                turned.0, turned.1)
     }
 
     /// The format this output's delegate receives for frames in `source` format.
@@ -128,8 +142,9 @@ public final class VideoDataOutput: @unchecked Sendable {
         counters.withLock { $0.delivered += 1 }
         guard let delegate else { return }
         let target = deliveredFormat(for: sample.pixelBuffer.format)
-        // Converted (and turned) on this worker's thread, so that never slows the capture thread.
-        let pixels = sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
+        // Converted (and turned, and scaled) on this worker's thread, so that never slows the capture thread.
+        let pixels = scaling.map { sample.pixelBuffer.scaled($0, to: target, orientation: connection.videoOrientation) }
+            ?? sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
         delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels, context: context)
     }
 

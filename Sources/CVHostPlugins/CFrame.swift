@@ -4,8 +4,11 @@ import CVHostPluginABI
 extension cvhost_frame {
     /// The C frame a plugin's process() receives for a delivered frame: borrowed pointers into
     /// `pixels`, which must outlive every use of the frame.
-    /// - Parameter deliveryIndex: the frame's place among the frames delivered to this --plugin.
-    init(_ sample: SampleBuffer, _ pixels: PixelBuffer, deliveryIndex: UInt64) {
+    /// - Parameters:
+    ///   - deliveryIndex: the frame's place among the frames delivered to this --plugin.
+    ///   - placement: where the captured picture lies in `pixels`, and its size (VideoDataOutput.content).
+    init(_ sample: SampleBuffer, _ pixels: PixelBuffer, deliveryIndex: UInt64,
+         placement: (content: FrameScaling.Content, sourceWidth: Int, sourceHeight: Int)) {
         self.init()
         struct_size = UInt32(MemoryLayout<cvhost_frame>.size)
         pixel_format = pixels.format.rawValue
@@ -19,6 +22,12 @@ extension cvhost_frame {
         color_range = pixels.colorimetry.range.rawValue
         color_matrix = pixels.format.isRGB ? CVHOST_COLOR_MATRIX_NONE.rawValue : pixels.colorimetry.matrix.rawValue
         plane_count = UInt32(min(pixels.planes.count, 4))
+        source_width = UInt32(placement.sourceWidth)
+        source_height = UInt32(placement.sourceHeight)
+        content_x = UInt32(placement.content.x)
+        content_y = UInt32(placement.content.y)
+        content_width = UInt32(placement.content.width)
+        content_height = UInt32(placement.content.height)
         withUnsafeMutableBytes(of: &planes) { raw in
             let planes = raw.bindMemory(to: cvhost_plane.self)
             for (i, p) in pixels.planes.prefix(4).enumerated() {

@@ -44,22 +44,31 @@ final class HostServices: @unchecked Sendable {
         var thread: pthread_t?
         var frame: FrameStamp?
         var results: [EmittedResult] = []
+        /// create() is running on `thread`: the only time frames may be requested.
+        var creating = false
     }
     private let call = Locked(Call())
     /// Results refused; read by the metrics writer on another thread.
     private let refused: RepeatedWarning
     var invalidResults: UInt64 { refused.total }
 
-    /// - Parameters: instance: nil for the host given to shared_create; shared: the plugin's shared state.
-    init(pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int, shared: UnsafeMutableRawPointer? = nil) {
+    /// Where the instances' frame requests go (nil for the shared stage's host, which may not ask).
+    private let requests: FrameRequests?
+
+    /// - Parameters: instance: nil for the host given to shared_create; shared: the plugin's shared
+    ///   state; requests: what the plugin's instances asked for (request_frames).
+    init(pluginIndex: Int, logSource: String, instance: Int?, instanceCount: Int, shared: UnsafeMutableRawPointer? = nil,
+         requests: FrameRequests? = nil) {
         self.pluginIndex = pluginIndex
         self.logSource = logSource
+        self.requests = requests
         refused = RepeatedWarning(source: logSource)
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
             struct_size: UInt32(MemoryLayout<cvhost_host>.size), abi_major: UInt16(CVHOST_PLUGIN_ABI_MAJOR),
             abi_minor: UInt16(CVHOST_PLUGIN_ABI_MINOR), context: nil, emit: hostEmit, log: hostLog,
-            instance_index: instance.map { UInt32($0) } ?? UInt32.max, instance_count: UInt32(instanceCount), shared: shared))
+            instance_index: instance.map { UInt32($0) } ?? UInt32.max, instance_count: UInt32(instanceCount), shared: shared,
+            request_frames: hostRequestFrames))
         host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
         HostServices.given.withLock { $0.append(self) }
     }
@@ -91,6 +100,33 @@ final class HostServices: @unchecked Sendable {
         return (result, results)
     }
 
+    /// Runs `body` (the instance's create()) as the call request_frames() is accepted in.
+    func creating<R>(_ body: () -> R) -> R {
+        call.withLock { c in
+            c.thread = pthread_self()
+            c.creating = true
+        }
+        defer { call.withLock { c in c.thread = nil; c.creating = false } }
+        return body()
+    }
+
+    func requestFrames(_ request: UnsafePointer<cvhost_frame_request>?) -> Int32 {
+        let inCreate = call.withLock { c in c.creating && c.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        guard inCreate, let requests else {
+            return reject("request_frames() refused: it is accepted only within create(), on the thread cvhost called it on", code: -EPERM)
+        }
+        guard let request else { return reject("request_frames() was called with NULL") }
+        let status = requests.take(request.pointee)
+        if status == -EINVAL {
+            Log.warning("request_frames() refused: a size of 16 to 8192 each side, CVHOST_RESIZE_STRETCH or LETTERBOX, a pad of 0-255, "
+                        + "and one of the plugin's own pixel formats (or 0)", source: logSource)
+        } else if status == -EEXIST {
+            Log.warning("request_frames() refused: another instance asked for \(requests.request.map(\.description) ?? "other frames")",
+                        source: logSource)
+        }
+        return status
+    }
+
     /// Makes `frame` the one results emitted later with no frame of their own belong to (the
     /// shared stage's flush: the last frame that went through the ordered stage).
     func remember(frame: FrameStamp) {
@@ -98,7 +134,7 @@ final class HostServices: @unchecked Sendable {
     }
 
     func emit(type: UnsafePointer<CChar>?, json: UnsafePointer<CChar>?) -> Int32 {
-        let onCallThread = call.withLock { c in c.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        let onCallThread = call.withLock { c in !c.creating && c.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
         guard onCallThread else {
             return reject("emit() refused: it is accepted only within process() or flush(), on the thread cvhost called them on",
                           code: -EPERM)
@@ -132,6 +168,11 @@ private func hostEmit(_ context: UnsafeMutableRawPointer?, _ type: UnsafePointer
                       _ json: UnsafePointer<CChar>?) -> Int32 {
     guard let context else { return -EINVAL }
     return Unmanaged<HostServices>.fromOpaque(context).takeUnretainedValue().emit(type: type, json: json)
+}
+
+private func hostRequestFrames(_ context: UnsafeMutableRawPointer?, _ request: UnsafePointer<cvhost_frame_request>?) -> Int32 {
+    guard let context else { return -EINVAL }
+    return Unmanaged<HostServices>.fromOpaque(context).takeUnretainedValue().requestFrames(request)
 }
 
 private func hostLog(_ context: UnsafeMutableRawPointer?, _ level: Int32, _ message: UnsafePointer<CChar>?) {

@@ -10,6 +10,7 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     private let instances: [PluginInstance]
     private let shared: PluginSharedStage?
     private let source: String, pluginName: String, pluginIndex: Int
+    let frameRequest: FrameRequest?
 
     /// Loads the plugin into this process and creates its shared stage (if it has one) and instances.
     /// - Throws: `PluginLoadError` (.notSharedObject, .createFailed, .badOptionValue).
@@ -18,15 +19,17 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
         pluginName = plugin.name
         pluginIndex = index
         let library = try PluginLibrary(plugin, pluginIndex: index)
-        (shared, instances) = try InProcessInstances.create(library: library, options: configuration.pluginOptions,
-                                                            count: configuration.instances, index: index, label: label)
+        (shared, instances, frameRequest) = try InProcessInstances.create(library: library, options: configuration.pluginOptions,
+                                                                          count: configuration.instances, index: index, label: label)
     }
 
     /// Creates the shared stage (if the plugin has one), then `count` instances; undoes what was
-    /// made when one fails. Also how a worker process makes them.
+    /// made when one fails. Also how a worker process makes them. - Returns: them, and the frames
+    /// they asked for (request_frames).
     static func create(library: PluginLibrary, options: [(String, String)], count: Int, index: Int, label: String) throws
-        -> (PluginSharedStage?, [PluginInstance])
+        -> (PluginSharedStage?, [PluginInstance], FrameRequest?)
     {
+        let requests = FrameRequests(declared: library.info.pixelFormats)
         let shared = try library.info.hasOrderedStage
             ? PluginSharedStage(library: library, options: options,
                                 services: HostServices(pluginIndex: index, logSource: label, instance: nil, instanceCount: count))
@@ -35,7 +38,7 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
         do {
             for worker in 0..<count {
                 let services = HostServices(pluginIndex: index, logSource: count == 1 ? label : "\(label) instance \(worker)",
-                                            instance: worker, instanceCount: count, shared: shared?.handle)
+                                            instance: worker, instanceCount: count, shared: shared?.handle, requests: requests)
                 made.append(try PluginInstance(library: library, options: options, services: services))
             }
         } catch {
@@ -43,7 +46,7 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
             shared?.destroy()
             throw error
         }
-        return (shared, made)
+        return (shared, made, requests.request)
     }
 
     var count: Int { instances.count }

@@ -18,6 +18,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     let count: Int
     let isolated = true
+    let frameRequest: FrameRequest?
     /// One supervisor for every lane, or (Python) one for each.
     let supervisors: [WorkerSupervisor]
     private let label: String
@@ -53,14 +54,18 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         let perLane = plugin.runtime == .python
         let program = perLane ? try PythonPlugin.workerProgram(path: plugin.path) : WorkerProgram.host()
         // A Python worker runs in its plugin's folder: it is given the plugin's absolute path.
-        let hello = WorkerMessage.Hello(path: perLane ? PythonPlugin.placed(plugin.path).path : plugin.path, pluginIndex: index, instances: perLane ? 1 : count, label: label,
-                                        options: configuration.pluginOptions)
+        let path = perLane ? PythonPlugin.placed(plugin.path).path : plugin.path
+        let total = configuration.instances, options = configuration.pluginOptions
+        let hellos = (0..<(perLane ? total : 1)).map { worker in
+            WorkerMessage.Hello(path: path, pluginIndex: index, instances: perLane ? 1 : total, firstInstance: worker,
+                                instanceCount: total, label: label, options: options)
+        }
         // Python's workers start side by side: each imports the plugin's modules (numpy, OpenCV: a
         // quarter of a second or more), which would else add up.
         let made = Locked([Result<WorkerSupervisor, Error>?](repeating: nil, count: perLane ? count : 1))
         DispatchQueue.concurrentPerform(iterations: perLane ? count : 1) { i in
             let r = Result {
-                try WorkerSupervisor(program: program, hello: hello, lanes: hello.instances, pluginName: plugin.name,
+                try WorkerSupervisor(program: program, hello: hellos[i], lanes: hellos[i].instances, pluginName: plugin.name,
                                      source: source, pluginIndex: index, limits: limits, report: report)
             }
             made.withLock { $0[i] = r }
@@ -72,6 +77,24 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
             throw failure
         }
         supervisors = started
+        // Every worker's instances asked for the same frames (a Python plugin's each in its own worker).
+        let asked = Set(started.map { $0.frameRequestFields.map { $0.map(String.init).joined(separator: ",") } ?? "" })
+        guard asked.count == 1, let fields = started.first?.frameRequestFields else {
+            frameRequest = nil
+            if asked.count > 1 {
+                started.forEach { $0.shutdown() }
+                throw PluginLoadError(.createFailed, "plugin \(plugin.name): its instances asked for frames of different sizes or formats "
+                                      + "(request_frames): each must ask the same")
+            }
+            return
+        }
+        guard let request = FrameRequest(width: fields[0], height: fields[1], resize: fields[2], pad: fields[3], pixelFormat: fields[4],
+                                         declared: plugin.pixelFormats) else {
+            started.forEach { $0.shutdown() }
+            throw PluginLoadError(.createFailed, "plugin \(plugin.name) asked for frames cvhost cannot make (request_frames \(fields)): "
+                                  + "a size of 16 to 8192 each side, stretch or letterbox, a pad of 0-255, and one of its own pixel formats")
+        }
+        frameRequest = request
     }
 
     /// Lane `i`'s supervisor, and its socket's index in that supervisor's worker.

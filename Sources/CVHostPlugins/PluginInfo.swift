@@ -139,6 +139,7 @@ public struct PluginInfo: Sendable {
         case CVHOST_OPTION_DOUBLE.rawValue: type = .double
         case CVHOST_OPTION_STRING.rawValue: type = .string
         case CVHOST_OPTION_ENUM.rawValue: type = .enum
+        case CVHOST_OPTION_FILE.rawValue: type = .file
         default: throw invalid("option \(name) has unknown type \(s.type): use a CVHOST_OPTION_* type")
         }
         let choices = try text(s.choices, "option \(name)'s choices")?.split(separator: "|").map(String.init) ?? []

@@ -26,8 +26,10 @@ final class PluginInstance: @unchecked Sendable {
         calls = PluginCallGuard(plugin: plugin.name, index: services.pluginIndex)
         let create = library.descriptor.create!
         let (made, message) = calls.run(CVHOST_GUARD_CREATE, "create") {
-            withOptionValues(options) { values, count in
-                callCreate { out, error, size in create(services.host, values, count, &out, error, size) }
+            services.creating {
+                withOptionValues(options) { values, count in
+                    callCreate { out, error, size in create(services.host, values, count, &out, error, size) }
+                }
             }
         }
         guard made.status == 0 else { throw createError(plugin: plugin.name, status: made.status, message: message) }

@@ -10,6 +10,8 @@ protocol PluginInstances: AnyObject, Sendable {
     var count: Int { get }
     /// True when the instances run in a worker process (isolation=process).
     var isolated: Bool { get }
+    /// The frames the instances asked for in create() (request_frames), the same for all.
+    var frameRequest: FrameRequest? { get }
     /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call).
     func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
     /// Calls ordered() (the ordered stage) for the frame `lane` just processed; the runner

@@ -4,9 +4,11 @@ import Glibc
 
 /// Finds plugins by name and reads what they say of themselves (PluginInfo), without loading them.
 ///
-/// A name (`barcode`) is looked up as `libcvhost-<name>.so` in, in this order:
+/// A name (`barcode`) is looked up as `libcvhost-<name>.so`, or as a Python plugin in a folder of
+/// its own, `<name>/<name>.py` (the `detect` plugin, with its modules beside it), in, in this order:
 ///   1. each folder of `CVHOST_PLUGIN_PATH` (colon-separated),
-///   2. the folder of the cvhost executable (where `swift build` puts plugins),
+///   2. the folder of the cvhost executable (where `swift build` puts plugins), and the build's
+///      bundled Python plugins beside it (the PythonPlugins target's resources),
 ///   3. `<prefix>/lib/cvhost/plugins`, where prefix is the executable's folder's parent
 ///      (an installed cvhost: /usr/local/bin/cvhost finds /usr/local/lib/cvhost/plugins).
 /// A path (`./libfoo.so`, anything with a '/' or ending in .so or .py) is loaded as it is; a
@@ -29,6 +31,7 @@ public final class PluginLoader: Sendable {
         }
         let exe = executableFolder()
         folders.append(exe)
+        folders.append(exe + "/cvhost_PythonPlugins.resources")
         folders.append(((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("lib/cvhost/plugins"))
         return folders
     }
@@ -74,10 +77,14 @@ public final class PluginLoader: Sendable {
             if FileManager.default.fileExists(atPath: candidate) {
                 return try open(path: candidate, expectedName: nameOrPath)
             }
+            let python = Self.pythonFile(in: folder, name: nameOrPath)
+            if FileManager.default.fileExists(atPath: python) {
+                return try openPython(path: python, expectedName: nameOrPath)
+            }
         }
         let available = discover().map(\.name)
         throw PluginLoadError(.notFound,
-                              "plugin '\(nameOrPath)' not found (looked for \(file) in \(searchPath.joined(separator: ", "))); "
+                              "plugin '\(nameOrPath)' not found (looked for \(file) and \(nameOrPath)/\(nameOrPath).py in \(searchPath.joined(separator: ", "))); "
                                   + (available.isEmpty ? "set CVHOST_PLUGIN_PATH" : "available: \(available.joined(separator: ", "))"))
     }
 
@@ -88,12 +95,19 @@ public final class PluginLoader: Sendable {
         var found: [PluginInfo] = []
         for folder in searchPath {
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
-            for file in names where file.hasPrefix("libcvhost-") && file.hasSuffix(".so") {
-                let name = String(file.dropFirst("libcvhost-".count).dropLast(".so".count))
+            for file in names {
+                let name: String, path: String
+                if file.hasPrefix("libcvhost-") && file.hasSuffix(".so") {
+                    name = String(file.dropFirst("libcvhost-".count).dropLast(".so".count))
+                    path = (folder as NSString).appendingPathComponent(file)
+                } else if PluginInfo.isValidName(file), FileManager.default.fileExists(atPath: Self.pythonFile(in: folder, name: file)) {
+                    (name, path) = (file, Self.pythonFile(in: folder, name: file))
+                } else {
+                    continue
+                }
                 guard !seen.contains(name) else { continue }
-                let path = (folder as NSString).appendingPathComponent(file)
                 do {
-                    found.append(try open(path: path, expectedName: name))
+                    found.append(try path.hasSuffix(".py") ? openPython(path: path, expectedName: name) : open(path: path, expectedName: name))
                     seen.insert(name)
                 } catch let error as PluginLoadError {
                     onFailure(path, error)
@@ -101,6 +115,22 @@ public final class PluginLoader: Sendable {
             }
         }
         return found
+    }
+
+    /// Where a Python plugin called `name` is in a folder of the search path.
+    static func pythonFile(in folder: String, name: String) -> String {
+        (folder as NSString).appendingPathComponent("\(name)/\(name).py")
+    }
+
+    /// Reads a Python plugin's info (its import, in a process of its own), once it is known that
+    /// no other user can change the file.
+    private func openPython(path: String, expectedName: String) throws -> PluginInfo {
+        try PluginFileTrust.check(path)
+        let plugin = try PythonPlugin.describe(path: path, stopRequested: stopRequested)
+        if plugin.name != expectedName {
+            throw PluginLoadError(.invalidName, "\(path) calls itself '\(plugin.name)', but its folder's name says '\(expectedName)': rename one to match")
+        }
+        return plugin
     }
 
     /// Reads a shared object's info, once it is known that no other user can change the file.

@@ -1,10 +1,15 @@
+import CVHostCore
 import CVHostOutput
 import CVHostPluginABI
+import Glibc
 
 /// One option a plugin declares (`cvhost_option_spec`), read out of the plugin's memory.
 public struct PluginOptionSpec: Sendable, Equatable {
     public enum ValueType: String, Sendable {
         case bool, int, double, string, `enum`
+        /// A file the plugin reads (a model): made absolute against the folder cvhost runs in, and
+        /// checked to be a readable file, before the plugin (whose worker runs elsewhere) sees it.
+        case file
     }
 
     public let name: String
@@ -51,7 +56,27 @@ public struct PluginOptionSpec: Sendable, Equatable {
         case .enum:
             guard choices.contains(value) else { throw bad("one of \(choices.joined(separator: ", "))") }
             return value
+        case .file:
+            if value.isEmpty { return value }
+            let path = Self.absolute(value)
+            var st = stat()
+            guard PathText.withFileSystemPath(path, { stat($0, &st) }) == 0 else {
+                throw bad("a file (\(path): \(Errno.current.rawValue == ENOENT ? "no such file" : Errno.current.description))")
+            }
+            guard st.st_mode & S_IFMT == S_IFREG else { throw bad("a file (\(path) is not a regular file)") }
+            guard PathText.withFileSystemPath(path, { access($0, R_OK) }) == 0 else {
+                throw bad("a file you can read (\(path): \(Errno.current.description))")
+            }
+            return path
         }
+    }
+
+    /// `path` against the folder cvhost was started in.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        guard let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return String(cString: cwd) + "/" + path
     }
 
     private var rangeText: String {

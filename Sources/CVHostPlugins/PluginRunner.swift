@@ -77,6 +77,11 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                               maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
                 report: { [sink] in sink.write($0) })
         }
+        // Frames of the plugin's own size and format, when its instances asked for them in create().
+        if let request = instances.frameRequest {
+            output.scaling = request.scaling
+            if let format = request.pixelFormat { output.acceptedPixelFormats = [format] }
+        }
         output.setSampleBufferDelegate(self)
     }
 
@@ -89,7 +94,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
 
     public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
                                 context: DeliveryContext) {
-        var frame = cvhost_frame(sample, pixelBuffer, deliveryIndex: context.ticket)
+        let captured = sample.pixelBuffer
+        var frame = cvhost_frame(sample, pixelBuffer, deliveryIndex: context.ticket,
+                                 placement: output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format))
         let start = HostClock.monotonicNs()
         let stamp = HostServices.FrameStamp(sample)
         // `frame` points into `pixelBuffer`, which the calls hold.

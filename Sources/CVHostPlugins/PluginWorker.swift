@@ -37,10 +37,11 @@ public enum PluginWorker {
         }
         let shared: PluginSharedStage?
         let instances: [PluginInstance]
+        let request: FrameRequest?
         do {
             let library = try PluginLibrary(PluginInfo(path: hello.path), pluginIndex: hello.pluginIndex)
-            (shared, instances) = try InProcessInstances.create(library: library, options: hello.options, count: count,
-                                                                index: hello.pluginIndex, label: hello.label)
+            (shared, instances, request) = try InProcessInstances.create(library: library, options: hello.options, count: count,
+                                                                         index: hello.pluginIndex, label: hello.label)
         } catch let e as PluginLoadError {
             channels[0].send(.failed(kind: e.kind.rawValue, message: e.message))
             return 0
@@ -48,7 +49,8 @@ public enum PluginWorker {
             channels[0].send(.failed(kind: PluginLoadError.Kind.createFailed.rawValue, message: "\(error)"))
             return 0
         }
-        channels[0].send(.ready(version: WorkerMessage.protocolVersion))
+        let f = request?.fields
+        channels[0].send(.ready(version: WorkerMessage.protocolVersion, request: f.map { [$0.width, $0.height, $0.resize, $0.pad, $0.pixelFormat] }))
         for i in 1..<count {
             SystemThread.start("\(hello.label) instance \(i)") { serve(channels[i], instances[i], shared: shared) }
         }

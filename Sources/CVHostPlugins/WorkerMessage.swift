@@ -8,8 +8,9 @@ import CVHostPluginABI
 /// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
 /// time out. Change both ends and the version together.
 package enum WorkerMessage {
-    /// 2: hello and ready carry the version. (1 had none.)
-    package static let protocolVersion: UInt32 = 2
+    /// 3: hello says which instances the worker serves of how many the plugin has; ready carries
+    /// the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
+    package static let protocolVersion: UInt32 = 3
 
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
@@ -27,8 +28,9 @@ package enum WorkerMessage {
     case destroy
 
     // worker -> cvhost
-    /// The plugin is created; the worker speaks protocol `version`.
-    case ready(version: UInt32)
+    /// The plugin is created; the worker speaks protocol `version`; its instances asked for these
+    /// frames (request_frames: width, height, resize, pad, pixel format, as cvhost_frame_request's), or none.
+    case ready(version: UInt32, request: [UInt32]?)
     /// hello failed: a PluginLoadError.Kind raw value and the message.
     case failed(kind: String, message: String)
     /// One emitted result, as the plugin gave it (checked again by cvhost).
@@ -41,7 +43,12 @@ package enum WorkerMessage {
         var version: UInt32 = WorkerMessage.protocolVersion
         var path: String
         var pluginIndex: Int
+        /// How many instances this worker serves (a socket each): all of a C plugin's, one of a Python plugin's.
         var instances: Int
+        /// The index of the first of them among all the plugin's instances, and how many it has in all
+        /// (`cvhost_host.instance_index` and `instance_count`): a Python worker's instance 2 of 3 is 2 and 3.
+        var firstInstance: Int = 0
+        var instanceCount: Int
         var label: String
         var options: [(String, String)]
     }
@@ -70,6 +77,8 @@ package enum WorkerMessage {
             w.string(h.path)
             w.u64(UInt64(h.pluginIndex))
             w.u64(UInt64(h.instances))
+            w.u64(UInt64(h.firstInstance))
+            w.u64(UInt64(h.instanceCount))
             w.string(h.label)
             w.u64(UInt64(h.options.count))
             for (k, v) in h.options {
@@ -94,9 +103,11 @@ package enum WorkerMessage {
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
         case .destroy: w.u8(Kind.destroy.rawValue)
-        case .ready(let version):
+        case .ready(let version, let request):
             w.u8(Kind.ready.rawValue)
             w.u32(version)
+            w.u8(request == nil ? 0 : 1)
+            request?.prefix(5).forEach { w.u32($0) }
         case .failed(let kind, let message):
             w.u8(Kind.failed.rawValue)
             w.string(kind)
@@ -120,15 +131,17 @@ package enum WorkerMessage {
         case .hello:
             // Counts are the sender's word: one past Int's range is not a message (it would trap).
             // The version first: a worker of another version reads that much and says so.
-            guard let version = r.u32(), let path = r.string(), let index = r.u64().flatMap({ Int(exactly: $0) }), let instances = r.u64().flatMap({ Int(exactly: $0) }),
-                  let label = r.string(), let n = r.u64(), n < 1024
+            func count() -> Int? { r.u64().flatMap { Int(exactly: $0) } }
+            guard let version = r.u32(), let path = r.string(), let index = count(), let instances = count(),
+                  let first = count(), let total = count(), let label = r.string(), let n = r.u64(), n < 1024
             else { return nil }
             var options: [(String, String)] = []
             for _ in 0..<n {
                 guard let k = r.string(), let v = r.string() else { return nil }
                 options.append((k, v))
             }
-            self = .hello(Hello(version: version, path: path, pluginIndex: index, instances: instances, label: label, options: options))
+            self = .hello(Hello(version: version, path: path, pluginIndex: index, instances: instances, firstInstance: first,
+                                instanceCount: total, label: label, options: options))
         case .memory:
             guard let id = r.u64(), let size = r.u64() else { return nil }
             self = .memory(id: id, size: size)
@@ -145,7 +158,19 @@ package enum WorkerMessage {
         case .destroy: self = .destroy
         case .ready:
             guard let version = r.u32() else { return nil }
-            self = .ready(version: version)
+            // What follows is this version's: a worker of another is told apart by its version alone.
+            guard version == WorkerMessage.protocolVersion else {
+                self = .ready(version: version, request: nil)
+                return
+            }
+            guard let has = r.u8() else { return nil }
+            var request: [UInt32]?
+            if has == 1 {
+                let fields = (0..<5).compactMap { _ in r.u32() }
+                guard fields.count == 5 else { return nil }
+                request = fields
+            }
+            self = .ready(version: version, request: request)
         case .failed:
             guard let k = r.string(), let m = r.string() else { return nil }
             self = .failed(kind: k, message: m)

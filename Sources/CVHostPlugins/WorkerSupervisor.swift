@@ -66,6 +66,10 @@ final class WorkerSupervisor: Sendable {
         var replacement: WorkerProcess?
     }
     private let state = Locked(State())
+    /// The frames the first worker's instances asked for (request_frames, as `ready` carries them):
+    /// every later worker (restarted, reloaded) must ask the same, for the output is set up for them.
+    private let requested = Locked<(known: Bool, fields: [UInt32]?)>((false, nil))
+    var frameRequestFields: [UInt32]? { requested.withLock { $0.fields } }
     /// Held while a worker is being (re)started: one start at a time.
     private let starting = SerialLock()
 
@@ -180,9 +184,19 @@ final class WorkerSupervisor: Sendable {
         let failure: String
         if worker.channels[0].send(.hello(hello)) {
             switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
-            case .message(.ready(let version), _) where version == WorkerMessage.protocolVersion:
+            case .message(.ready(let version, let request), _) where version == WorkerMessage.protocolVersion:
+                let same = requested.withLock { r in
+                    defer { r = (true, r.known ? r.fields : request) }
+                    return !r.known || r.fields == request
+                }
+                guard same else {
+                    worker.kill()
+                    worker.reap()
+                    throw PluginLoadError(.createFailed, "plugin \(pluginName) now asks for other frames (request_frames) than when it "
+                                          + "started: restart cvhost to change the size or format of its frames")
+                }
                 return worker
-            case .message(.ready(let version), _):
+            case .message(.ready(let version, _), _):
                 worker.kill()
                 worker.reap()
                 throw PluginLoadError(.abiMismatch, "plugin \(pluginName)'s worker speaks worker protocol \(version); this cvhost speaks "

@@ -87,6 +87,28 @@ struct ColourConversionTests {
         #expect(mine.colorimetry.range == .full)
     }
 
+    @Test("frames scaled and converted in one pass are pixel-exact with FFmpeg's scale (and pad, for a letterbox)")
+    func scaled() throws {
+        let source = Self.buffer(try Self.raw("yuv420p"), .i420, Colorimetry(range: .limited, matrix: .bt709))
+        let range = "in_range=tv:in_color_matrix=bt709:out_range=pc"
+        // 322x242 letterboxed into 160x160: gain 160/322, 160x120, 20 rows of pad above (round(20 - 0.1)) and below.
+        let letterbox = FrameScaling(width: 160, height: 160, mode: .letterbox(pad: 114))
+        #expect(letterbox.content(sourceWidth: Self.width, sourceHeight: Self.height) == .init(x: 0, y: 20, width: 160, height: 120))
+        let boxed = source.scaled(letterbox, to: .rgb24)
+        #expect(boxed.width == 160 && boxed.height == 160)
+        let theirs = try Self.ffmpeg("yuv420p", "rgb24", "w=160:h=120:\(range),pad=160:160:0:20:color=0x727272")
+        #expect(Self.differing(Self.packed(boxed), theirs) == 0)
+        #expect(source.scaled(letterbox, to: .rgb24) === boxed, "made once, cached")
+        let stretched = source.scaled(FrameScaling(width: 100, height: 50, mode: .stretch), to: .bgr24)
+        #expect(Self.differing(Self.packed(stretched), try Self.ffmpeg("yuv420p", "bgr24", "w=100:h=50:\(range)")) == 0)
+        // Padding in YUV: that grey's luma in the frame's range, neutral chroma; offsets even.
+        let yuv = source.scaled(FrameScaling(width: 161, height: 161, mode: .letterbox(pad: 114)), to: .i420)
+        // Limited range: 16 + 114 x 219/255 = 113.9.
+        #expect(yuv.planes[0].base.load(as: UInt8.self) == 114 && yuv.planes[1].base.load(as: UInt8.self) == 128)
+        #expect(FrameScaling(width: 161, height: 161, mode: .letterbox(pad: 0)).content(sourceWidth: Self.width, sourceHeight: Self.height,
+                                                                                        evenOffsets: true).y % 2 == 0)
+    }
+
     @Test("limited-range YUV is not read as full range: black and white come out 0 and 255")
     func limitedRangeLevels() {
         // Y = 16 (black) and 235 (white) with neutral chroma, limited range.

@@ -1,3 +1,5 @@
+import CVHostTestSupport
+import Foundation
 import Testing
 @testable import CVHostPlugins
 
@@ -34,5 +36,26 @@ struct PluginRequestTests {
         let number = PluginOptionSpec(name: "n", type: .double, defaultValue: "1", help: "", range: 0...2)
         #expect(throws: PluginLoadError.self) { try number.normalize("nan", plugin: "p") }
         #expect(throws: PluginLoadError.self) { try number.normalize("2.5", plugin: "p") }
+    }
+
+    @Test("a file option is made absolute against the current folder, and refused when it is not a readable file")
+    func fileOption() throws {
+        let folder = TestFolders.make("file-option")
+        try "x".write(toFile: folder + "/model.onnx", atomically: true, encoding: .utf8)
+        let model = PluginOptionSpec(name: "model", type: .file, defaultValue: "", help: "")
+        #expect(try model.normalize("", plugin: "p") == "")
+        #expect(try model.normalize(folder + "/model.onnx", plugin: "p") == folder + "/model.onnx")
+        // (The tests share one process: its current folder is not changed here.)
+        let cwd = FileManager.default.currentDirectoryPath
+        #expect(PluginOptionSpec.absolute("model.onnx") == cwd + "/model.onnx")
+        #expect(PluginOptionSpec.absolute("/m.onnx") == "/m.onnx")
+        for (value, says) in [("absent-\(getpid()).onnx", cwd + "/absent-\(getpid()).onnx: no such file"), (folder, "is not a regular file")] {
+            do {
+                _ = try model.normalize(value, plugin: "p")
+                Issue.record("\(value) was taken")
+            } catch let error as PluginLoadError {
+                #expect(error.kind == .badOptionValue && error.message.contains(says) && error.message.contains("option model=\(value)"), "\(error.message)")
+            }
+        }
     }
 }

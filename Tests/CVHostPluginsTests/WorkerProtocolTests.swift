@@ -22,7 +22,7 @@ struct WorkerProtocolTests {
     }
 
     static func hello(_ path: String, version: UInt32 = WorkerMessage.protocolVersion) -> WorkerMessage {
-        .hello(WorkerMessage.Hello(version: version, path: path, pluginIndex: 0, instances: 1, label: "test", options: []))
+        .hello(WorkerMessage.Hello(version: version, path: path, pluginIndex: 0, instances: 1, instanceCount: 1, label: "test", options: []))
     }
 
     @Test("hello of this version: ready carries the worker's version; a kind the worker does not know is answered with failed at once")
@@ -32,11 +32,11 @@ struct WorkerProtocolTests {
             defer { worker.kill(); worker.reap() }
             let channel = worker.channels[0]
             #expect(channel.send(Self.hello(plugin)))
-            guard case .message(.ready(let version), _) = channel.receive(timeoutMs: 30_000) else {
+            guard case .message(.ready(let version, let request), _) = channel.receive(timeoutMs: 30_000) else {
                 Issue.record("\(name): no ready")
                 continue
             }
-            #expect(version == WorkerMessage.protocolVersion, "\(name)")
+            #expect(version == WorkerMessage.protocolVersion && request == nil, "\(name)")
             // One packet: "no more follow", then kind 200, which no version has.
             let packet: [UInt8] = [0, 200]
             #expect(packet.withUnsafeBytes { Glibc.send(channel.fd, $0.baseAddress, $0.count, 0) } == 2)

@@ -81,6 +81,39 @@ struct PythonPluginTests {
         }
     }
 
+    @Test("API 1.1: each instance knows which it is of how many before __init__; OptionError and CreateError refuse in one line (exit 18, 16)")
+    func instancesAndRefusals() throws {
+        let path = try Self.plugin("which_instance", """
+            import cvhost
+
+            class Which(cvhost.Plugin):
+                api_version = (1, 1)
+                name = "which"
+                stateless = True
+                options = (cvhost.Option("refuse", str, "", "", choices=("", "option", "create")),)
+
+                def __init__(self, options):
+                    self.seen = (self.instance_index, self.instance_count)
+                    if options["refuse"] == "option":
+                        raise cvhost.OptionError("refuse=option is refused: as asked")
+                    if options["refuse"] == "create":
+                        raise cvhost.CreateError("cannot start: as asked")
+
+                def process(self, frame):
+                    self.emit("which", {"index": self.seen[0], "count": self.seen[1]})
+            """)
+        let video = try MediaFixtures.h264()
+        let r = try CVHostBinary.run(["run", "--plugin", "\(path):instances=3", "--input", video, "--metrics-interval", "0"],
+                                     timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let seen = r.events("result").compactMap { $0["data"] as? [String: Int] }
+        #expect(Set(seen.compactMap { $0["index"] }) == [0, 1, 2] && Set(seen.compactMap { $0["count"] }) == [3], "\(seen.prefix(5))")
+        for (refuse, code, says) in [("option", Int32(18), "plugin which: refuse=option is refused: as asked"), ("create", 16, "plugin which: cannot start: as asked")] {
+            let refused = try CVHostBinary.run(["run", "--plugin", "\(path):refuse=\(refuse)", "--input", video], timeout: 60, environment: Self.python)
+            #expect(refused.exitCode == code && refused.stderr.contains(says) && !refused.stderr.contains("Traceback"), "\(refused.stderr)")
+        }
+    }
+
     @Test("its options are listed (cvhost plugins FILE) and checked before it runs: an unknown one is exit 17, a bad value 18, isolation=none 18")
     func options() throws {
         let path = try Self.plugin("options", Self.meanLuma)
@@ -145,7 +178,7 @@ struct PythonPluginTests {
         let newer = try Self.plugin("newer", "import cvhost\nclass N(cvhost.Plugin):\n    api_version = (1, 99)\n    name = 'newer'\n    def process(self, frame): pass\n")
         let n = try CVHostBinary.run(["plugins", newer], environment: Self.python)
         #expect(n.exitCode == 13)
-        #expect(n.stderr.contains("written for cvhost's Python API 1.99; this cvhost has 1.0: use a newer cvhost"), "\(n.stderr)")
+        #expect(n.stderr.contains("written for cvhost's Python API 1.99; this cvhost has 1.1: use a newer cvhost"), "\(n.stderr)")
         let bad = try CVHostBinary.run(["run", "--plugin", Self.folder + "/none.py", "--input", "testsrc"], environment: Self.python)
         #expect(bad.exitCode == 10 && bad.stderr.contains("none.py does not exist"))
     }

@@ -13,7 +13,11 @@
 // session of its own (a double fork with setsid), and writes their pids to FILE, one a line;
 // -DBREAK_ABI1 one that exports its descriptor as ABI 1 did, through an entry function;
 // -DORDERED_STAGE one with an ordered stage that reports, for each frame, whether it came in order
-// (-DBREAK_ORDERED_STAGE: without shared_destroy, which the loader refuses).
+// (-DBREAK_ORDERED_STAGE: without shared_destroy, which the loader refuses);
+// -DREQUEST_FRAMES=W,H,RESIZE,PAD,FORMAT one whose create() asks for frames of that size (ABI 2.2;
+// it takes GRAY8 and RGB24) and whose process() says what came: a "frame" result with the frame's
+// size, format, source size, content rectangle, its first and middle bytes, and what a second
+// request from process() returned.
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
@@ -29,6 +33,10 @@
 #endif
 
 typedef struct state { const cvhost_host *host; } state;
+
+#ifdef REQUEST_FRAMES
+static const uint32_t requested[] = {REQUEST_FRAMES};
+#endif
 
 #ifdef EXIT_FROM_THREAD
 static void *exit_now(void *arg) {
@@ -130,6 +138,16 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
         return -EINVAL;
     }
 #endif
+#ifdef REQUEST_FRAMES
+    {
+        cvhost_frame_request r = {sizeof r, requested[0], requested[1], requested[2], requested[3], requested[4]};
+        int rc = host->request_frames(host->context, &r);
+        if (rc != 0) {
+            snprintf(error, error_size, "request_frames returned %d", rc);
+            return rc;
+        }
+    }
+#endif
     state *s = calloc(1, sizeof *s);
     s->host = host;
     *out = s;
@@ -147,6 +165,22 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
 
 static int process(void *instance, const cvhost_frame *frame) {
     state *s = instance;
+#ifdef REQUEST_FRAMES
+    {
+        cvhost_frame_request again = {sizeof again, 64, 64, CVHOST_RESIZE_STRETCH, 0, 0};
+        int rc = s->host->request_frames(s->host->context, &again);  // only create() may ask
+        const cvhost_plane *p = &frame->planes[0];
+        unsigned bpp = frame->pixel_format == CVHOST_PIXEL_FORMAT_RGB24 ? 3 : 1;
+        char json[400];
+        snprintf(json, sizeof json,
+                 "{\"width\":%u,\"height\":%u,\"format\":%u,\"source\":[%u,%u],\"content\":[%u,%u,%u,%u],"
+                 "\"first\":%u,\"middle\":%u,\"again\":%d}",
+                 frame->width, frame->height, frame->pixel_format, frame->source_width, frame->source_height, frame->content_x,
+                 frame->content_y, frame->content_width, frame->content_height, p->data[0],
+                 p->data[(size_t)(frame->height / 2) * p->stride + (frame->width / 2) * bpp], rc);
+        s->host->emit(s->host->context, "frame", json);
+    }
+#endif
 #ifdef ORDERED_STAGE
     usleep((useconds_t)((frame->sequence * 7919) % 5) * 1000); /* instances finish out of order */
 #endif
@@ -235,7 +269,11 @@ static int flush(void *instance) {
 }
 #endif
 
+#ifdef REQUEST_FRAMES
+static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8, CVHOST_PIXEL_FORMAT_RGB24};
+#else
 static const uint32_t formats[] = {CVHOST_PIXEL_FORMAT_GRAY8};
+#endif
 static const cvhost_option_spec options[] = {
 #ifdef BREAK_DEFAULT
     {"level", CVHOST_OPTION_INT, "9", "a level whose default is out of its range", 1, 5, NULL},
@@ -272,7 +310,7 @@ CVHOST_PLUGIN_EXPORT const cvhost_plugin_descriptor DESCRIPTOR = {
     .version = "0.0.1",
     .description = "deliberately broken",
     .pixel_formats = formats,
-    .pixel_format_count = 1,
+    .pixel_format_count = sizeof formats / sizeof formats[0],
 #if defined(BREAK_UNKNOWN_FLAG)
     .flags = 1u << 30, /* a flag from a newer ABI minor version */
 #elif defined(ORDERED_STAGE)

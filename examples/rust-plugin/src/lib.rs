@@ -25,6 +25,8 @@ struct Frame {
     struct_size: u32, pixel_format: u32, width: u32, height: u32,
     sequence: u64, capture_time_ns: i64, presentation_time_ns: i64, delivery_index: u64,
     flags: u32, color_range: u32, color_matrix: u32, plane_count: u32, planes: [Plane; 4],
+    // ABI 2.2: where the picture lies in the frame (for a plugin that asked for frames of its size).
+    source_width: u32, source_height: u32, content_x: u32, content_y: u32, content_width: u32, content_height: u32,
 }
 
 #[repr(C)]
@@ -35,6 +37,8 @@ struct Host {
     log: extern "C" fn(*mut c_void, c_int, *const c_char),
     instance_index: u32, instance_count: u32,
     shared: *mut c_void,
+    // ABI 2.2: frames of the plugin's size (not used here: a histogram takes the frame as it is).
+    request_frames: *const c_void,
 }
 
 #[repr(C)]

@@ -1,8 +1,10 @@
 /*
- * cvhost/plugin.h — the cvhost plugin ABI, version 2.1.
+ * cvhost/plugin.h — the cvhost plugin ABI, version 2.2.
  *
  * 2.0: the first version of ABI 2. 2.1: the ordered stage (shared_create, ordered, shared_flush,
- * shared_destroy at the end of the descriptor; cvhost_host.shared).
+ * shared_destroy at the end of the descriptor; cvhost_host.shared). 2.2: file options
+ * (CVHOST_OPTION_FILE); frames at a size the plugin asks for (cvhost_host.request_frames, and the
+ * frame's source_width ... content_height).
  *
  * This is the only header a plugin author needs. A plugin is a shared object
  * (libcvhost-<name>.so) that exports one constant DATA symbol, `cvhost_plugin`, a
@@ -119,7 +121,7 @@ extern "C" {
 
 /** The ABI version this header describes (see Versioning). */
 #define CVHOST_PLUGIN_ABI_MAJOR 2
-#define CVHOST_PLUGIN_ABI_MINOR 1
+#define CVHOST_PLUGIN_ABI_MINOR 2
 
 /** The name of the data symbol a plugin exports: its cvhost_plugin_descriptor. */
 #define CVHOST_PLUGIN_SYMBOL "cvhost_plugin"
@@ -198,6 +200,12 @@ typedef enum cvhost_option_type {
     CVHOST_OPTION_DOUBLE = 3, /**< decimal number within [min, max] */
     CVHOST_OPTION_STRING = 4, /**< any text (on the command line a comma in it is written `\,`: commas separate options) */
     CVHOST_OPTION_ENUM = 5,   /**< one of `choices`, a '|'-separated list ("near|far|none") */
+    /**
+     * ABI 2.2: a file the plugin reads (a model, a labels file). The host makes a relative path
+     * absolute against the folder cvhost runs in (a worker process runs elsewhere) and refuses a
+     * value that is not a file the user can read (exit 18) before create(). Empty: none given.
+     */
+    CVHOST_OPTION_FILE = 6,
 } cvhost_option_type;
 
 /**
@@ -292,7 +300,49 @@ typedef struct cvhost_frame {
     uint32_t color_matrix;          /**< a cvhost_color_matrix */
     uint32_t plane_count;           /**< 1..4 */
     cvhost_plane planes[4];
+
+    /* ---- ABI 2.2 (read when CVHOST_HAS_FIELD says the host has them) ---- */
+    /**
+     * The picture this frame was made from, as captured (and turned): its size. A plugin that
+     * asked for frames of its own size (cvhost_host.request_frames) gets the picture scaled into
+     * the content rectangle below; otherwise the rectangle is the whole frame and the source's size
+     * is the frame's. A point (x, y) of this frame is, in the captured picture:
+     *     ((x - content_x) * source_width / content_width, (y - content_y) * source_height / content_height)
+     */
+    uint32_t source_width;
+    uint32_t source_height;
+    /** Where the picture lies in this frame (letterbox: the part that is not padding). */
+    uint32_t content_x;
+    uint32_t content_y;
+    uint32_t content_width;
+    uint32_t content_height;
 } cvhost_frame;
+
+/** How frames are fitted to the size a plugin asks for (cvhost_frame_request.resize). */
+typedef enum cvhost_resize {
+    /** The whole picture scaled to the size; its shape is not kept. */
+    CVHOST_RESIZE_STRETCH = 1,
+    /**
+     * The whole picture scaled to fit, its shape kept, centred on a grey `pad` (Ultralytics'
+     * letterbox: one gain, the scaled size rounded, the odd pixel of padding after). Formats whose
+     * chroma is halved (I420, NV12, YUYV) have the picture's offsets rounded down to even pixels.
+     */
+    CVHOST_RESIZE_LETTERBOX = 2,
+} cvhost_resize;
+
+/**
+ * Frames at a size the plugin chooses (ABI 2.2), made by the host before they reach the plugin:
+ * scaled and converted in one pass from the captured frame (a 1080p camera frame never reaches a
+ * 640x640 model at full size). Asked for with cvhost_host.request_frames during create().
+ */
+typedef struct cvhost_frame_request {
+    uint32_t struct_size;  /**< sizeof(cvhost_frame_request) */
+    uint32_t width;        /**< pixels, 16..8192 */
+    uint32_t height;       /**< pixels, 16..8192 */
+    uint32_t resize;       /**< a cvhost_resize */
+    uint32_t pad;          /**< LETTERBOX: the grey level of the padding, 0..255 (YUV: that luma, neutral chroma) */
+    uint32_t pixel_format; /**< one of the plugin's pixel_formats, or 0: the one the host would choose */
+} cvhost_frame_request;
 
 /** Log levels for cvhost_host.log. */
 typedef enum cvhost_log_level {
@@ -351,6 +401,16 @@ typedef struct cvhost_host {
      * UINT32_MAX.
      */
     void *shared;
+
+    /* ---- ABI 2.2 ---- */
+    /**
+     * Asks for frames of a size of the plugin's own, scaled by the host (see cvhost_frame_request).
+     * Accepted only within create(), on its thread; every instance of a plugin that asks must ask
+     * the same. The frames then carry where the picture lies in them (cvhost_frame.content_*).
+     * Returns 0; -EINVAL for a size out of range, an unknown resize, or a pixel format the plugin
+     * did not declare; -EPERM outside create(); -EEXIST when another instance asked otherwise.
+     */
+    int (*request_frames)(void *context, const cvhost_frame_request *request);
 } cvhost_host;
 
 /** One option value passed to create(): every declared option, the user's value or the default. */

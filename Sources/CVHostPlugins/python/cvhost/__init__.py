@@ -34,15 +34,25 @@ worker process of its own (one per instance), with the same queues, metrics and 
 plugin. This module is shipped with cvhost and put on the worker's path; nothing is compiled.
 """
 
-API_VERSION = (1, 0)
+API_VERSION = (1, 1)
 """The version of this API: MAJOR changes break plugins, MINOR only adds. A plugin declares the
 version it was written against (`api_version`); cvhost runs it when the majors match and the
-plugin's minor is not newer than this one."""
+plugin's minor is not newer than this one. 1.1 added File options, OptionError, CreateError,
+instance_index, instance_count, request_frames and the frame's source size and content."""
 
 PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
 """The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
 
-_TYPES = {bool: "bool", int: "int", float: "double", str: "string"}
+
+
+class File(str):
+    """An option type (API 1.1): a file the plugin reads, such as a model. cvhost makes a relative
+    path absolute against the folder cvhost was started in (the worker runs in the plugin's
+    folder) and refuses one that is not a readable file (exit 18); the plugin gets the absolute
+    path, or "" when none was given."""
+
+
+_TYPES = {bool: "bool", int: "int", float: "double", str: "string", File: "file"}
 
 
 class Option:
@@ -52,7 +62,7 @@ class Option:
 
     def __init__(self, name, type, default, help="", min=None, max=None, choices=None):
         if type not in _TYPES:
-            raise TypeError(f"option {name}: type must be bool, int, float or str, not {type!r}")
+            raise TypeError(f"option {name}: type must be bool, int, float, str or cvhost.File, not {type!r}")
         if choices is not None and type is not str:
             raise TypeError(f"option {name}: choices go with type str")
         self.name, self.type, self.default, self.help = name, type, default, help
@@ -76,6 +86,18 @@ class Option:
         return self.type(text)
 
 
+class OptionError(Exception):
+    """Raised by __init__ for an option value the plugin cannot use (a model file that is not one,
+    a name not in a list): cvhost says the message as it is, in one line with the plugin's name,
+    and exits with 18 (a bad option value), as for a C plugin's CVHOST_ERROR_OPTION_VALUE."""
+
+
+class CreateError(Exception):
+    """Raised by __init__ when the plugin cannot start for a reason that is not an option's value
+    (a package missing from this Python): said in one line, exit 16. Any other exception from
+    __init__ is exit 16 too, with its traceback on stderr."""
+
+
 class Plugin:
     """The base of a Python plugin. Subclasses set the class attributes and define process();
     __init__(options), flush() and close() are optional."""
@@ -87,6 +109,10 @@ class Plugin:
     pixel_formats = ("gray8",)
     stateless = False
     options = ()
+    instance_index = 0
+    """Which of the plugin's instances this is (0-based), and how many there are (`instances=N`):
+    set before __init__ runs (API 1.1; cvhost_host's instance_index and instance_count)."""
+    instance_count = 1
 
     def __init__(self, options):
         pass
@@ -99,6 +125,24 @@ class Plugin:
 
     def close(self):
         pass
+
+    def request_frames(self, width, height, resize="letterbox", pad=114, pixel_format=None):
+        """Asks for frames of `width` x `height` (16 to 8192 each), scaled by cvhost from the frame
+        as captured, in one pass with the conversion to `pixel_format` (one of the plugin's
+        pixel_formats; None: the one cvhost chooses): `resize` "letterbox" (the whole picture
+        scaled to fit, its shape kept, centred on grey `pad`, as Ultralytics' letterbox) or
+        "stretch". Only in __init__ (API 1.1; the C ABI's host->request_frames). The frames then
+        say where the picture lies in them: `frame.content` and `frame.source_width`/`source_height`."""
+        if not getattr(self, "_cvhost_creating", False):
+            raise RuntimeError("request_frames() is accepted only in __init__")
+        if resize not in ("letterbox", "stretch"):
+            raise ValueError(f"request_frames: resize is \"letterbox\" or \"stretch\", not {resize!r}")
+        if not (16 <= int(width) <= 8192 and 16 <= int(height) <= 8192) or not 0 <= int(pad) <= 255:
+            raise ValueError(f"request_frames: a size of 16 to 8192 each side and a pad of 0-255, not {width}x{height} pad {pad}")
+        if pixel_format is not None and pixel_format not in self.pixel_formats:
+            raise ValueError(f"request_frames: pixel_format is one of the plugin's pixel_formats {tuple(self.pixel_formats)}, "
+                             f"not {pixel_format!r}")
+        self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format)
 
     def emit(self, type, result):
         """Writes one result of the frame being processed (in flush: of the last one): `type`
@@ -132,7 +176,11 @@ class Frame:
     """A frame, borrowed for the duration of process(): its planes view cvhost's memory."""
 
     __slots__ = ("width", "height", "format", "sequence", "delivery_index", "capture_time_ns",
-                 "presentation_time_ns", "independent", "color_range", "color_matrix", "planes")
+                 "presentation_time_ns", "independent", "color_range", "color_matrix", "planes",
+                 "source_width", "source_height", "content")
+    # source_width, source_height: the picture as captured (and turned); content: (x, y, width,
+    # height), where it lies in this frame (letterbox: the part that is not padding). A point
+    # (x, y) of this frame is ((x - cx) * source_width / cw, (y - cy) * source_height / ch) of it.
 
     def array(self):
         """The picture as one numpy view, no copy: (h, w) for gray8, (h, w, 3) for rgb24 and

@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional
 
 import cvhost
 
-from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MEMORY, ORDERED, PLANE, PROCESS, SHARED_FLUSH, Channel, Reader,
-                        done, failed, result)
+from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MEMORY, ORDERED, PLACEMENT, PLACEMENT_AT, PLANE, PROCESS,
+                        SHARED_FLUSH, Channel, Reader, done, failed, result)
 
 FOURCC = {0x59455247: "gray8", 0x32315559: "i420", 0x3231564E: "nv12", 0x56595559: "yuyv",
           0x33424752: "rgb24", 0x33524742: "bgr24"}
@@ -125,6 +125,8 @@ class Instance:
         f.sequence, f.delivery_index, f.capture_time_ns, f.presentation_time_ns = sequence, delivery, capture, pts
         f.independent = bool(flags & 1)
         f.color_range, f.color_matrix = RANGES.get(crange, str(crange)), MATRICES.get(matrix, str(matrix))
+        sw, sh, cx, cy, cw, ch = PLACEMENT.unpack_from(raw, PLACEMENT_AT)
+        f.source_width, f.source_height, f.content = sw, sh, (cx, cy, cw, ch)
         channels = CHANNELS.get(f.format, (1, 1, 1, 1))
         planes = []
         for i in range(min(count, 4, len(memory))):

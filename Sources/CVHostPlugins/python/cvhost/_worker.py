@@ -18,10 +18,12 @@ import json
 import sys
 import traceback
 
+import cvhost
+
 from ._loader import LoadError, describe, load, where
-from ._protocol import HELLO, PROTOCOL_VERSION, Channel, Reader, failed, ready
+from ._protocol import HELLO, PROTOCOL_VERSION, RESIZE, Channel, Reader, failed, ready
 from ._sandbox import restrict
-from ._serving import Instance
+from ._serving import FOURCC, Instance
 
 # Exit statuses (PluginWorker's): the restrictions could not be taken, or no hello came.
 RESTRICT_FAILED, NO_HELLO = 70, 71
@@ -46,7 +48,7 @@ def worker(count: int, parent: int) -> int:
             channel.send(failed("abi_mismatch", f"cvhost speaks worker protocol {version} and its Python runtime ({__file__}) "
                                 f"speaks {PROTOCOL_VERSION}: the runtime is not this cvhost's (unset CVHOST_PYTHON_RUNTIME)"))
             return 0
-        path, _, instances, label = r.string(), r.u64(), r.u64(), r.string()
+        path, _, instances, first, total, label = r.string(), r.u64(), r.u64(), r.u64(), r.u64(), r.string()
         given = dict((r.string(), r.string()) for _ in range(r.u64()))
     except Exception as e:  # a hello cut short or garbled
         sys.stderr.write(f"cvhost: a worker's hello could not be read: {e}\n")
@@ -57,9 +59,21 @@ def worker(count: int, parent: int) -> int:
     try:
         cls = load(path)
         options = {o.name: o.parse(given.get(o.name, o.describe()["default"])) for o in cls.options}
-        plugin = cls(options)
+        # Known to __init__ already (a plugin sizes its threads by them): set before it runs.
+        plugin = cls.__new__(cls)
+        plugin.instance_index, plugin.instance_count = first, total
+        plugin._cvhost_creating = True
+        try:
+            plugin.__init__(options)
+        finally:
+            plugin._cvhost_creating = False
     except LoadError as e:
         channel.send(failed(e.kind, str(e)))
+        return 0
+    except (cvhost.OptionError, cvhost.CreateError) as e:
+        # The plugin's own refusal, worded for the user: one line, no traceback.
+        kind = "bad_option_value" if isinstance(e, cvhost.OptionError) else "create_failed"
+        channel.send(failed(kind, f"plugin {cls.name}: {e}"))
         return 0
     except Exception as e:
         name = getattr(cls, "name", path)
@@ -67,7 +81,13 @@ def worker(count: int, parent: int) -> int:
         sys.stderr.write("".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next or e.__traceback__)))
         channel.send(failed("create_failed", text))
         return 0
-    channel.send(ready())
+    asked = getattr(plugin, "_cvhost_frame_request", None)
+    if asked:
+        width, height, resize, pad, pixel_format = asked
+        fourcc = next((code for code, name in FOURCC.items() if name == pixel_format), 0)
+        channel.send(ready((width, height, RESIZE[resize], pad if resize == "letterbox" else 0, fourcc)))
+    else:
+        channel.send(ready())
 
     def destroy() -> None:
         try:

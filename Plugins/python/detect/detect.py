@@ -1,0 +1,245 @@
+"""detect: the user's own ONNX model, with no code: a detector (YOLOv5/v7, YOLOv8/v9/v11, end-to-end
+YOLOv10 exports, SSD-style) or a classifier, run with onnxruntime on the frames cvhost gives it.
+
+    cvhost run --plugin detect:model=yolov8n.onnx --input rtsp://...
+
+What the model is, what its input takes and its labels are read from the model file (its shapes and
+the metadata Ultralytics exports carry); options set what the file cannot say. Its parts:
+detect_model (the model and its layout), detect_prepare (frame to input, boxes back), detect_decode
+(outputs to boxes, NMS), detect_runtime (the packages it needs, and how many cores it may use)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Optional
+
+import cvhost
+
+from detect_model import LAYOUTS, Model
+from detect_runtime import cores, require
+
+BACKGROUND = {"background", "__background__"}
+"""Labels that mean "no object" in SSD-style models' class lists: never reported."""
+
+
+def number_list(text: str, what: str) -> Optional[list[float]]:
+    """`0.485+0.456+0.406` (or one number for all three channels)."""
+    if not text:
+        return None
+    try:
+        values = [float(v) for v in text.split("+")]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values *= 3
+    if len(values) != 3 or (what == "std" and any(v <= 0 for v in values)):
+        raise cvhost.OptionError(f"{what}={text} is not {'three numbers above 0' if what == 'std' else 'three numbers'} "
+                                 f"joined with + (one for each of R, G, B: 0.485+0.456+0.406), or one for all")
+    return values
+
+
+def read_labels(path: str, what: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise cvhost.OptionError(f"{what}={path} cannot be read: {e}") from None
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise cvhost.OptionError(f"{what}={path} holds no labels: write one a line, class 0 first")
+    return [line.strip() for line in lines]
+
+
+class Classes:
+    """A model's labels: the labels file's, else the model's own (Ultralytics' names), else numbers."""
+
+    def __init__(self, model: Model, path: str, what: str) -> None:
+        given = read_labels(path, what) if path else None
+        if given is not None and model.classes is not None and len(given) != model.classes:
+            raise cvhost.OptionError(f"{what}={path} has {len(given)} labels and the model {model.path} has "
+                                     f"{model.classes} classes: give one label a line for each class, class 0 first")
+        self.names = given or model.names or []
+
+    def label(self, class_id: int) -> str:
+        return self.names[class_id] if 0 <= class_id < len(self.names) else str(class_id)
+
+    def ids(self, wanted: str, what: str) -> Optional[set[int]]:
+        """The class numbers of `classes=person+car`, or None for all."""
+        if not wanted:
+            return None
+        ids, unknown = set(), []
+        for name in (w.strip() for w in wanted.split("+")):
+            found = {i for i, n in enumerate(self.names) if n == name}
+            if not found and name.isdigit():
+                found = {int(name)}
+            if not found:
+                unknown.append(name)
+            ids |= found
+        if unknown:
+            known = ", ".join(self.names[:12]) + (", ..." if len(self.names) > 12 else "") if self.names else "numbers only: the model has no labels"
+            raise cvhost.OptionError(f"{what}: {', '.join(unknown)} is not a label of the model (its labels: {known})")
+        return ids
+
+
+class Detect(cvhost.Plugin):
+    api_version = (1, 1)
+    name = "detect"
+    version = "1.0.0"
+    description = "your own ONNX model (onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
+    pixel_formats = ("bgr24", "rgb24")
+    stateless = True
+    options = (
+        cvhost.Option("model", cvhost.File, "", "the ONNX model file (required): a detector or a classifier"),
+        cvhost.Option("type", str, "auto", "how to read its outputs; auto: from its shapes and metadata: yolov5 [1,N,5+C], "
+                      "yolov8 [1,4+C,N], end2end [1,N,6], ssd (boxes and scores), classify [1,C]",
+                      choices=("auto",) + tuple(LAYOUTS)),
+        cvhost.Option("labels", cvhost.File, "", "labels file, one a line, class 0 first (default: the model's own names, else class numbers)"),
+        cvhost.Option("confidence", float, 0.25, "lowest score reported (0-1)", min=0, max=1),
+        cvhost.Option("iou", float, 0.45, "NMS: a box overlapping a better one of its class by more than this (intersection over union) is dropped", min=0, max=1),
+        cvhost.Option("agnostic", bool, False, "NMS across classes: a box is dropped for a better one of any class"),
+        cvhost.Option("max_detections", int, 300, "most objects reported a frame (best first)", min=1, max=10000),
+        cvhost.Option("classes", str, "", "report only these labels, joined with + (person+car); default all"),
+        cvhost.Option("size", str, "", "input size WIDTHxHEIGHT (or one number) for a model whose input size is not fixed "
+                      "(default: the size it was exported at, from its metadata)"),
+        cvhost.Option("resize", str, "auto", "how a frame is fitted to the input; auto: letterbox for detectors, crop for classifiers",
+                      choices=("auto", "letterbox", "stretch", "crop")),
+        cvhost.Option("pad", int, 114, "letterbox: the grey level of the padding", min=0, max=255),
+        cvhost.Option("color", str, "rgb", "channel order the model was trained on (Ultralytics, PyTorch: rgb; OpenCV, Caffe: bgr)",
+                      choices=("rgb", "bgr")),
+        cvhost.Option("mean", str, "", "float inputs: subtracted after scaling to 0..1, per channel R+G+B (0.485+0.456+0.406); default 0"),
+        cvhost.Option("std", str, "", "float inputs: divided by after the mean, per channel R+G+B (0.229+0.224+0.225); default 1"),
+        cvhost.Option("ssd_boxes", str, "auto", "ssd: the order of a box's four numbers; auto: yxyx for TensorFlow's detection_boxes, else xyxy",
+                      choices=("auto", "xyxy", "yxyx", "cxcywh")),
+        cvhost.Option("top_k", int, 5, "classifiers: how many of the best labels are reported", min=1, max=1000),
+        cvhost.Option("classify", cvhost.File, "", "a second stage: a classifier run on each object's box; its best label is added to the object"),
+        cvhost.Option("classify_labels", cvhost.File, "", "the second stage's labels file (default: its own names)"),
+        cvhost.Option("threads", int, 0, "onnxruntime's threads for each instance; 0: the cores cvhost may use, shared among the instances",
+                      min=0, max=256),
+    )
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        if not options["model"]:
+            raise cvhost.OptionError("give the model to run: --plugin detect:model=FILE.onnx")
+        require("onnxruntime", "numpy", "cv2")
+        import numpy
+        import detect_decode
+        import detect_prepare
+        self.np, self.decode, self.prepare = numpy, detect_decode, detect_prepare
+        threads = options["threads"] or max(1, cores() // self.instance_count)
+        self.model = Model(options["model"], "model", threads, options["type"], options["size"])
+        self.classes = Classes(self.model, options["labels"], "labels")
+        self.wanted = self.classes.ids(options["classes"], "classes")
+        self.confidence, self.iou = options["confidence"], options["iou"]
+        self.agnostic, self.max_detections, self.top_k = options["agnostic"], options["max_detections"], options["top_k"]
+        self.model.ssd_order = self.ssd_order(self.model, options["ssd_boxes"])
+        mean, std = number_list(options["mean"], "mean"), number_list(options["std"], "std")
+        classifier = self.model.type == "classify"
+        resize = options["resize"] if options["resize"] != "auto" else ("crop" if classifier else "letterbox")
+        rgb = options["color"] == "rgb"
+        self.input = detect_prepare.InputFormat(self.model, rgb, mean, std, options["pad"], resize)
+        self.geometry = None
+        self.second = None
+        # The host makes each frame the model's input picture (scaled, letterboxed, in the model's
+        # channel order) in one pass from the captured frame, unless the plugin needs the frame at
+        # its own size: for a second stage's crops, or to crop the middle (which the host does not do).
+        self.scaled = not options["classify"] and resize in ("letterbox", "stretch")
+        if self.scaled:
+            self.request_frames(self.model.width, self.model.height, resize, options["pad"], "rgb24" if rgb else "bgr24")
+        # benchmarks/detect.py: where each frame's time goes (preparing the input, session.run,
+        # decoding), said on stderr at the end.
+        self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
+        if options["classify"]:
+            if classifier:
+                raise cvhost.OptionError("classify= runs a classifier on each object a detector finds, and model= is a classifier itself")
+            second = Model(options["classify"], "classify", threads, "classify", "")
+            self.second = (second, Classes(second, options["classify_labels"], "classify_labels"),
+                           detect_prepare.InputFormat(second, rgb, mean, std, options["pad"], "stretch"))
+
+    @staticmethod
+    def ssd_order(model: Model, given: str) -> str:
+        if given != "auto":
+            return given
+        boxes = getattr(model, "ssd", None) or {}
+        return "yxyx" if "boxes" in boxes and boxes["boxes"].name == "detection_boxes" else "xyxy"
+
+    def process(self, frame: cvhost.Frame) -> None:
+        picture = frame.array()
+        # The picture as captured: what boxes are mapped back to.
+        width, height = (frame.source_width, frame.source_height) if self.scaled else (frame.width, frame.height)
+        if self.geometry is None or (self.geometry.width, self.geometry.height) != (width, height):
+            self.geometry = self.input.geometry(width, height)
+        start = time.perf_counter()
+        rgb = frame.format == "rgb24"
+        tensor = self.input.tensor(picture, self.geometry, rgb, placed=self.scaled)
+        prepared = time.perf_counter()
+        outputs = self.model.run(tensor)
+        ran = time.perf_counter()
+        try:
+            self.report(width, height, picture, rgb, outputs)
+        finally:
+            if self.timing is not None:
+                t = self.timing
+                t[0], t[1], t[2], t[3] = t[0] + 1, t[1] + prepared - start, t[2] + ran - prepared, t[3] + time.perf_counter() - ran
+
+    def close(self) -> None:
+        if self.timing and self.timing[0]:
+            n, prepare, run, decode = self.timing
+            sys.stderr.write(f"detect: instance {self.instance_index}: {n} frames: prepare {prepare / n * 1e3:.2f} ms, "
+                             f"run {run / n * 1e3:.2f} ms, decode {decode / n * 1e3:.2f} ms (means)\n")
+
+    def report(self, width: int, height: int, picture: Any, rgb: bool, outputs: list[Any]) -> None:
+        """The model's outputs as results: decoded, merged, mapped back to the captured picture
+        (`width` x `height`)."""
+        if self.model.type == "classify":
+            self.report_classes(outputs[0])
+            return
+        boxes, needs_nms = self.decode.decode(self.model.type, outputs, self.model, self.confidence)
+        if self.wanted is not None:
+            boxes = boxes.take(self.np.isin(boxes.classes, list(self.wanted)))
+        if self.classes.names:
+            boxes = boxes.take(self.np.array([self.classes.label(int(c)).lower() not in BACKGROUND for c in boxes.classes], bool))
+        if needs_nms:
+            boxes = self.decode.suppress(boxes, self.iou, self.agnostic, self.max_detections)
+        else:
+            boxes = self.decode.best_first(boxes, self.max_detections)
+        corners = self.geometry.to_picture(boxes.corners)
+        for (x1, y1, x2, y2), score, class_id in zip(corners, boxes.scores, boxes.classes):
+            if x2 <= x1 or y2 <= y1:
+                continue  # wholly outside the picture (in the padding)
+            result = {
+                "label": self.classes.label(int(class_id)),
+                "class_id": int(class_id),
+                "confidence": round(float(score), 4),
+                "bounds": box(x1, y1, x2 - x1, y2 - y1, 2),
+                "normalized": {"bounds": box(x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height, 6)},
+            }
+            if self.second is not None:
+                result["classification"] = self.classify(picture, rgb, x1, y1, x2, y2)
+            self.emit("object", result)
+
+    def report_classes(self, scores: Any) -> None:
+        best = self.decode.top(scores, self.top_k, self.confidence, self.wanted)
+        if not best:
+            return
+        ranked = [{"label": self.classes.label(c), "class_id": c, "confidence": round(p, 4)} for c, p in best]
+        self.emit("classification", dict(ranked[0], top=ranked))
+
+    def classify(self, picture: Any, rgb: bool, x1: float, y1: float, x2: float, y2: float) -> Optional[dict[str, Any]]:
+        """The second stage's best label for the box's pixels (the full frame's, not the model's input)."""
+        model, classes, form = self.second
+        crop = picture[int(y1):max(int(y1) + 1, int(round(y2))), int(x1):max(int(x1) + 1, int(round(x2)))]
+        geometry = form.geometry(crop.shape[1], crop.shape[0])
+        best = self.decode.top(model.run(form.tensor(crop, geometry, rgb))[0], 1, 0.0)
+        if not best:
+            return None
+        c, p = best[0]
+        return {"label": classes.label(c), "class_id": c, "confidence": round(p, 4)}
+
+
+def box(x: float, y: float, w: float, h: float, decimals: int) -> dict[str, float]:
+    return {"x": round(float(x), decimals), "y": round(float(y), decimals),
+            "width": round(float(w), decimals), "height": round(float(h), decimals)}
+

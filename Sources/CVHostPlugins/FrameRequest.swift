@@ -1,0 +1,68 @@
+import CVHostCore
+import CVHostPluginABI
+import Glibc
+
+/// Frames at a size a plugin asked for in create() (ABI 2.2, `host->request_frames`; a Python
+/// plugin's `self.request_frames`): what the runner sets its output's scaling and format to.
+public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
+    public let scaling: FrameScaling
+    /// One of the plugin's declared formats; nil: the one cvhost chooses.
+    public let pixelFormat: PixelFormat?
+
+    public var description: String { scaling.description + (pixelFormat.map { " \($0)" } ?? "") }
+
+    /// The request a plugin made, checked: nil for a size out of range, an unknown resize, a pad
+    /// over 255, or a format the plugin did not declare.
+    init?(width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32, declared: [PixelFormat]) {
+        guard FrameScaling.sides.contains(Int(width)), FrameScaling.sides.contains(Int(height)), pad <= 255 else { return nil }
+        let mode: FrameScaling.Mode
+        switch resize {
+        case CVHOST_RESIZE_STRETCH.rawValue: mode = .stretch
+        case CVHOST_RESIZE_LETTERBOX.rawValue: mode = .letterbox(pad: UInt8(pad))
+        default: return nil
+        }
+        if pixelFormat == 0 {
+            self.pixelFormat = nil
+        } else {
+            guard let f = PixelFormat(rawValue: pixelFormat), declared.contains(f) else { return nil }
+            self.pixelFormat = f
+        }
+        scaling = FrameScaling(width: Int(width), height: Int(height), mode: mode)
+    }
+
+    /// The fields of the worker protocol's `ready` (and of cvhost_frame_request).
+    var fields: (width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32) {
+        let (resize, pad): (UInt32, UInt32) = switch scaling.mode {
+        case .stretch: (CVHOST_RESIZE_STRETCH.rawValue, 0)
+        case .letterbox(let pad): (CVHOST_RESIZE_LETTERBOX.rawValue, UInt32(pad))
+        }
+        return (UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0)
+    }
+}
+
+/// What the instances of one plugin in one process asked for: the first request, which every
+/// other instance's must equal. Requests are taken only while create() runs (HostServices).
+final class FrameRequests: @unchecked Sendable {
+    // @unchecked Sendable: the request is behind a lock.
+    let declared: [PixelFormat]
+    private let made = Locked<FrameRequest?>(nil)
+
+    init(declared: [PixelFormat]) {
+        self.declared = declared
+    }
+
+    var request: FrameRequest? { made.withLock { $0 } }
+
+    /// - Returns: 0, -EINVAL for a request that is not valid, -EEXIST for one that differs from another instance's.
+    func take(_ r: cvhost_frame_request) -> Int32 {
+        guard r.struct_size >= UInt32(MemoryLayout<cvhost_frame_request>.size),
+              let request = FrameRequest(width: r.width, height: r.height, resize: r.resize, pad: r.pad, pixelFormat: r.pixel_format,
+                                         declared: declared)
+        else { return -EINVAL }
+        return made.withLock { made in
+            if let made, made != request { return -EEXIST }
+            made = request
+            return 0
+        }
+    }
+}

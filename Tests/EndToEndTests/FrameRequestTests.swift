@@ -1,0 +1,94 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// Frames at the plugin's own size (ABI 2.2's host->request_frames, Python's self.request_frames):
+/// scaled by the host in one pass, letterboxed or stretched, in the format asked for, with where
+/// the picture lies in them; asked for only in create(), the same by every instance.
+@Suite("Frames at the plugin's size")
+struct FrameRequestTests {
+    static let folder = TestFolders.make("frame-request")
+    static let rgb24 = "0x33424752", gray8 = 0x5945_5247
+
+    static func plugin(_ name: String, request: String) throws -> String {
+        try PluginFixtures.build(name: name, defines: ["REQUEST_FRAMES=\(request)"], in: folder)
+    }
+
+    /// The "frame" results of a run on a 160x120 test pattern.
+    static func frames(_ spec: String, _ extra: [String] = []) throws -> (CommandResult, [[String: Any]]) {
+        let r = try CVHostBinary.run(["run", "--plugin", spec, "--input", "testsrc:160x120:unpaced", "--max-frames", "3", "--metrics-interval", "0"] + extra,
+                                     timeout: 60, environment: ["CVHOST_PYTHON": "/usr/bin/python3"])
+        return (r, r.events("result").compactMap { $0["data"] as? [String: Any] })
+    }
+
+    @Test("a C plugin's request, in cvhost's process and in a worker: the size and format asked for, the picture letterboxed or stretched, where it lies; turned before it is scaled")
+    func cPlugin() throws {
+        let letterbox = try Self.plugin("letterbox", request: "64,64,CVHOST_RESIZE_LETTERBOX,114,\(Self.rgb24)")
+        let stretch = try Self.plugin("stretch", request: "32,32,CVHOST_RESIZE_STRETCH,0,0")
+        for isolation in ["none", "process"] {
+            // 160x120 into 64x64: scaled by 0.4 to 64x48, 8 rows of grey 114 above and below.
+            let (r1, boxed) = try Self.frames("\(letterbox):isolation=\(isolation)")
+            #expect(r1.exitCode == 0 && boxed.count == 3, "\(r1.stderr)")
+            for f in boxed {
+                #expect(f["width"] as? Int == 64 && f["height"] as? Int == 64 && f["format"] as? Int == 0x3342_4752, "\(f)")
+                #expect(f["source"] as? [Int] == [160, 120] && f["content"] as? [Int] == [0, 8, 64, 48], "\(f)")
+                #expect(f["first"] as? Int == 114 && f["middle"] as? Int != 114, "\(f)")
+                #expect(f["again"] as? Int == -Int(EPERM), "request_frames outside create(): \(f)")
+            }
+            // Turned a quarter first: 120x160 into 64x64 is 48x64, 8 columns of pad each side.
+            let (r2, turned) = try Self.frames("\(letterbox):isolation=\(isolation),rotate=90")
+            #expect(r2.exitCode == 0 && turned.first?["source"] as? [Int] == [120, 160] && turned.first?["content"] as? [Int] == [8, 0, 48, 64],
+                    "\(r2.stderr) \(turned)")
+            // Format 0: the host's choice among the plugin's (GRAY8 first); the whole frame is the picture.
+            let (r3, stretched) = try Self.frames("\(stretch):isolation=\(isolation)")
+            #expect(r3.exitCode == 0, "\(r3.stderr)")
+            #expect(stretched.first?["width"] as? Int == 32 && stretched.first?["height"] as? Int == 32 && stretched.first?["format"] as? Int == Self.gray8)
+            #expect(stretched.first?["content"] as? [Int] == [0, 0, 32, 32] && stretched.first?["source"] as? [Int] == [160, 120], "\(stretched)")
+        }
+    }
+
+    @Test("a request cvhost cannot make is refused in create(): a format the plugin did not declare, a size out of range")
+    func refused() throws {
+        for (name, request) in [("undeclared", "64,64,CVHOST_RESIZE_STRETCH,0,0x33524742"), ("tiny", "8,64,CVHOST_RESIZE_STRETCH,0,0"),
+                                ("noresize", "64,64,7,0,0")] {
+            let path = try Self.plugin(name, request: request)
+            let (r, _) = try Self.frames(path)
+            #expect(r.exitCode == 16 && r.stderr.contains("request_frames returned -22"), "\(name): \(r.stderr)")
+        }
+    }
+
+    @Test("a Python plugin's request in __init__: frames of its size, where the picture lies; outside __init__ it raises")
+    func python() throws {
+        let path = Self.folder + "/sized.py"
+        try """
+            import cvhost
+
+            class Sized(cvhost.Plugin):
+                api_version = (1, 1)
+                name = "sized"
+                pixel_formats = ("gray8", "bgr24")
+                stateless = True
+
+                def __init__(self, options):
+                    self.request_frames(100, 100, "letterbox", 7, "bgr24")
+
+                def process(self, frame):
+                    try:
+                        self.request_frames(10, 10)
+                        again = "taken"
+                    except RuntimeError as e:
+                        again = str(e)
+                    a = frame.array()
+                    self.emit("frame", {"shape": list(a.shape), "format": frame.format, "content": list(frame.content),
+                                        "source": [frame.source_width, frame.source_height], "first": int(a[0, 0, 0]), "again": again})
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let (r, frames) = try Self.frames(path + ":instances=2")
+        #expect(r.exitCode == 0 && frames.count == 3, "\(r.stderr)")
+        // 160x120 into 100x100: 100x75 (gain 0.625), 12 rows above (round(12.5 - 0.1)), 13 below.
+        for f in frames {
+            #expect(f["shape"] as? [Int] == [100, 100, 3] && f["format"] as? String == "bgr24" && f["content"] as? [Int] == [0, 12, 100, 75], "\(f)")
+            #expect(f["source"] as? [Int] == [160, 120] && f["first"] as? Int == 7, "\(f)")
+            #expect((f["again"] as? String)?.contains("only in __init__") == true, "\(f)")
+        }
+    }
+}

@@ -12,16 +12,23 @@ import time
 import xml.etree.ElementTree as ET
 
 
-def timed(cmd):
-    """Runs cmd; returns (stdout, wall seconds, CPU seconds of the child). Exits on failure."""
+def run(cmd, env=None):
+    """Runs cmd; returns (stdout, stderr, wall seconds, CPU seconds of the child and its children).
+    Exits on failure."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    return proc.stdout, proc.stderr, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def timed(cmd):
+    """Runs cmd; returns (stdout, wall seconds, CPU seconds of the child). Exits on failure."""
+    out, _, wall, cpu = run(cmd)
+    return out, wall, cpu
 
 
 def gst_element_messages(out, *markers, fps=30):

@@ -18,12 +18,12 @@ session.run, and decoding the outputs; `pre+post` is their share of session.run'
 import argparse
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -74,18 +74,6 @@ while True:
     frames += 1
 print(frames, objects, run_s / max(frames, 1) * 1e3)
 """
-
-
-def run(cmd, env=None):
-    """(stdout, stderr, wall seconds, CPU seconds of the command and its children)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
-    return proc.stdout, proc.stderr, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():

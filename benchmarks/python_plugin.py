@@ -19,12 +19,12 @@ threads) leaves less for N workers to win on a machine of few cores.
 """
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -47,18 +47,6 @@ while True:
     n += 1
 print(n)
 """
-
-
-def run(cmd, env=None):
-    """(stdout, wall seconds, CPU seconds of the command and its children)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
-    return proc.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():
@@ -92,7 +80,7 @@ def main():
         cpus = {name: [] for name in runs}
         for _ in range(a.repeat):
             for name, (cmd, e) in runs.items():
-                out, wall, cpu = run(cmd, e)
+                out, _, wall, cpu = run(cmd, e)
                 frames = int(out.strip()) if name == "loop" else out.count('"type":"sharpness"')
                 if frames != a.frames:
                     sys.exit(f"{name}: {frames} frames measured, not {a.frames}")

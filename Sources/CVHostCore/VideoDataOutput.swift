@@ -1,3 +1,5 @@
+import Dispatch
+
 /// Receives frames from a video data output. All calls for one output come from that output's
 /// worker thread(s): with one worker, strictly one at a time and in frame order.
 public protocol VideoDataOutputDelegate: AnyObject, Sendable {
@@ -127,7 +129,30 @@ public final class VideoDataOutput: @unchecked Sendable {
             return
         }
         guard let q = queue.withLock({ $0 }) else { return }
+        // The frame's conversion (or scaling) is begun now, on another thread, so that it is made
+        // while the delegate still works on the frame before: the delivery thread then finds it
+        // made (or waits for it: a buffer's conversions are made once, under its lock). Only for
+        // a frame that will be delivered: every frame when frames wait for the delegate (block), and
+        // otherwise one that finds no other waiting (a late one may yet be dropped for a newer).
+        if needsMaking(sample.pixelBuffer), q.policy == .block || q.depth == 0 {
+            DispatchQueue.global(qos: .userInitiated).async { [self] in _ = pixels(for: sample) }
+        }
         q.enqueue(sample)
+    }
+
+    /// Whether the delegate's pixels are made from the frame's (converted, turned, scaled) rather
+    /// than the frame's own or its luma plane.
+    private func needsMaking(_ pixels: PixelBuffer) -> Bool {
+        if scaling != nil || !connection.videoOrientation.isIdentity { return true }
+        let target = deliveredFormat(for: pixels.format)
+        return target != pixels.format && !(target == .gray8 && pixels.format.firstPlaneIsLuma)
+    }
+
+    /// The pixels the delegate receives for `sample`: its own, or converted (turned, scaled) and cached on its buffer.
+    private func pixels(for sample: SampleBuffer) -> PixelBuffer {
+        let target = deliveredFormat(for: sample.pixelBuffer.format)
+        return scaling.map { sample.pixelBuffer.scaled($0, to: target, orientation: connection.videoOrientation) }
+            ?? sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
     }
 
     /// Drains and stops the workers; returns when the delegate has seen its last frame.
@@ -141,11 +166,9 @@ public final class VideoDataOutput: @unchecked Sendable {
     private func deliver(_ sample: SampleBuffer, context: DeliveryContext) {
         counters.withLock { $0.delivered += 1 }
         guard let delegate else { return }
-        let target = deliveredFormat(for: sample.pixelBuffer.format)
-        // Converted (and turned, and scaled) on this worker's thread, so that never slows the capture thread.
-        let pixels = scaling.map { sample.pixelBuffer.scaled($0, to: target, orientation: connection.videoOrientation) }
-            ?? sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
-        delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels, context: context)
+        // Converted (and turned, and scaled) off the capture thread, so that never slows it: begun
+        // when the frame was offered, else made here.
+        delegate.videoDataOutput(self, didOutput: sample, pixelBuffer: pixels(for: sample), context: context)
     }
 
     /// Counts a frame the delegate was handed but could not take (its consumer restarting, or

@@ -29,7 +29,8 @@ struct DetectPluginTests {
         for _ in 0..<480 {
             for x in 0..<640 { bytes += halves && x >= 320 ? blue : red }
         }
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        // Whole or not at all: tests side by side write the same picture while others read it.
+        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
         return path
     }
 
@@ -194,6 +195,24 @@ struct DetectPluginTests {
             #expect(says.allSatisfy { line.contains($0) }, "\(spec): \(r.stderr)")
             #expect(!r.stderr.contains("Traceback"), "\(spec): \(r.stderr)")
             #expect(r.events("result").isEmpty)
+        }
+    }
+
+    @Test("onnxruntime's threads: the cores cvhost may use (its affinity) shared among the instances, or threads=N; said once at start with what was read from the model")
+    func threads() throws {
+        let cases: [(cpus: String, options: String, says: String)] = [
+            ("0,1", "", "2 onnxruntime threads for each of 1 instance(s), 2 cores"),
+            ("0,1", ",instances=2", "1 onnxruntime thread for each of 2 instance(s), 2 cores"),
+            ("0", "", "1 onnxruntime thread for each of 1 instance(s), 1 cores"),
+            ("0", ",threads=3", "3 onnxruntime threads for each of 1 instance(s), 1 cores"),
+        ]
+        for (cpus, options, says) in cases {
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(Self.model("yolov8"))\(options)", "--input", try Self.picture("halves", halves: true),
+                                          "--metrics-interval", "0"], timeout: 120, environment: Self.python, under: ["taskset", "-c", cpus],
+                                         withStdin: false, onRunning: nil)
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            let said = r.stderr.split(separator: "\n").filter { $0.hasPrefix("detect: yolov8.onnx: yolov8, 2 classes; input 320x320 float32 NCHW RGB, letterbox on 114 (made by cvhost); ") }
+            #expect(said.count == 1 && said.first?.hasSuffix(says) == true, "\(cpus)\(options): \(r.stderr)")
         }
     }
 

@@ -151,12 +151,24 @@ class Detect(cvhost.Plugin):
         # benchmarks/detect.py: where each frame's time goes (preparing the input, session.run,
         # decoding), said on stderr at the end.
         self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
+        if self.instance_index == 0:
+            # What was read from the model and what it is fed, once: where a wrong guess shows first.
+            self.describe(rgb, resize, options["pad"], threads)
         if options["classify"]:
             if classifier:
                 raise cvhost.OptionError("classify= runs a classifier on each object a detector finds, and model= is a classifier itself")
             second = Model(options["classify"], "classify", threads, "classify", "")
             self.second = (second, Classes(second, options["classify_labels"], "classify_labels"),
                            detect_prepare.InputFormat(second, rgb, mean, std, options["pad"], "stretch"))
+
+    def describe(self, rgb: bool, resize: str, pad: int, threads: int) -> None:
+        m = self.model
+        classes = len(self.classes.names) or m.classes or "an unknown number of"
+        fitted = f"letterbox on {pad}" if resize == "letterbox" else resize
+        made = " (made by cvhost)" if self.scaled else ""
+        per = f"{threads} onnxruntime thread{'s' if threads > 1 else ''} for each of {self.instance_count} instance(s), {cores()} cores"
+        sys.stderr.write(f"detect: {os.path.basename(m.path)}: {m.type}, {classes} classes; input {m.width}x{m.height} {m.element} "
+                         f"{'NCHW' if m.nchw else 'NHWC'} {'RGB' if rgb else 'BGR'}, {fitted}{made}; {per}\n")
 
     @staticmethod
     def ssd_order(model: Model, given: str) -> str:

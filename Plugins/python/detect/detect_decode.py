@@ -42,12 +42,12 @@ def centres_to_corners(b: Any) -> Any:
 def decode(kind: str, outputs: list[Any], model: Any, threshold: float) -> tuple[Boxes, bool]:
     """The boxes over `threshold`, in the model input's pixels, and whether they still need NMS."""
     if kind == "yolov8":
-        rows = outputs[0][0].T  # [N, 4+C]
-        scores = rows[:, 4:]
-        classes = scores.argmax(axis=1)
-        best = scores[np.arange(len(rows)), classes]
-        keep = best > threshold
-        return Boxes(centres_to_corners(rows[keep, :4]), best[keep], classes[keep]), True
+        columns = outputs[0][0]  # [4+C, N]: the best score of each candidate, along rows in memory
+        keep = columns[4:].max(axis=0) > threshold
+        rows = columns[:, keep].T  # the candidates only, [M, 4+C]
+        classes = rows[:, 4:].argmax(axis=1)
+        best = rows[np.arange(len(rows)), 4 + classes]
+        return Boxes(centres_to_corners(rows[:, :4]), best, classes), True
     if kind == "yolov5":
         rows = outputs[0][0]  # [N, 5+C]
         rows = rows[rows[:, 4] > threshold]

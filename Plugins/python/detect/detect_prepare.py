@@ -74,8 +74,14 @@ class InputFormat:
     def __init__(self, model: Any, rgb: bool, mean: Optional[list[float]], std: Optional[list[float]], pad: int, resize: str) -> None:
         self.width, self.height, self.nchw, self.element = model.width, model.height, model.nchw, model.element
         self.rgb, self.pad, self.resize = rgb, pad, resize
-        self.mean = np.array(mean or [0, 0, 0], np.float32) * 255
+        # x / 255, less mean, over std: (x - 255 mean) x 1 / (255 std), per channel.
+        self.mean = None if not mean or not any(mean) else np.array(mean, np.float32) * 255
         self.scale = 1 / (np.array(std or [1, 1, 1], np.float32) * 255)
+        self.uniform = len(set(self.scale.tolist())) == 1
+        # The tensor is written into the same memory every frame: one pass over the picture, no
+        # allocation (session.run is done with it when it returns).
+        shape = (1, 3, self.height, self.width) if self.nchw else (1, self.height, self.width, 3)
+        self.buffer = np.empty(shape, np.float32) if self.element != "uint8" else None
 
     def geometry(self, width: int, height: int) -> Geometry:
         return Geometry(width, height, self.width, self.height, self.resize)
@@ -88,11 +94,16 @@ class InputFormat:
         if rgb != self.rgb:
             picture = picture[:, :, ::-1]
         if self.element == "uint8":
-            t = picture
-        else:
-            t = (picture.astype(np.float32) - self.mean) * self.scale
-            if self.element == "float16":
-                t = t.astype(np.float16)
+            return np.ascontiguousarray((picture.transpose(2, 0, 1) if self.nchw else picture)[None])
+        out = self.buffer[0]
+        # Channels last (h, w, 3): the scale per channel broadcasts over the last axis.
+        source = picture if self.mean is None else picture.astype(np.float32) - self.mean
         if self.nchw:
-            t = t.transpose(2, 0, 1)
-        return np.ascontiguousarray(t[None])
+            if self.uniform:
+                np.multiply(source.transpose(2, 0, 1), self.scale[0], out=out, casting="unsafe")
+            else:
+                for c in range(3):
+                    np.multiply(source[:, :, c], self.scale[c], out=out[c], casting="unsafe")
+        else:
+            np.multiply(source, self.scale, out=out, casting="unsafe")
+        return self.buffer.astype(np.float16) if self.element == "float16" else self.buffer

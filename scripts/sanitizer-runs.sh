@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds cvhost and its plugins with a sanitizer (address: ASan + LeakSanitizer; thread: TSan) and
 # runs the representative runs under it: the bundled plugins in and out of cvhost's process,
-# parallel instances and the ordered stage, several inputs at once, the broken fixture plugins
+# parallel instances and the ordered stage, several inputs at once, frames scaled for the plugins
+# that ask (begun on other threads as they are queued), the detect plugin, the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
 # a reload, and an MQTT output to a real broker. Run it after any change to threads or locks.
@@ -25,7 +26,8 @@ bin=$scratch/debug/cvhost
 fixtures=$scratch/fixtures
 mkdir -p "$fixtures"
 # The fixtures with the toolchain's clang: the sanitizer runtime must be the one cvhost carries.
-for f in "emitthread EMIT_FROM_THREAD" "crash CRASH_ON_FRAME" "hang HANG_ON_FRAME" "ordered ORDERED_STAGE"; do
+for f in "emitthread EMIT_FROM_THREAD" "crash CRASH_ON_FRAME" "hang HANG_ON_FRAME" "ordered ORDERED_STAGE" \
+         "sized REQUEST_FRAMES=64,64,CVHOST_RESIZE_LETTERBOX,114,0x33424752"; do
   set -- $f
   clang -shared -fPIC -g -O1 -fsanitize=$cflag -ISources/CVHostPluginABI/include -DPLUGIN_NAME="\"$1\"" -D"$2" \
     Tests/Fixtures/broken-plugin.c -o "$fixtures/libcvhost-$1.so" -lpthread
@@ -61,6 +63,18 @@ run emit-from-thread 0 --plugin "$fixtures/libcvhost-emitthread.so" --plugin nul
 run ordered-stage 0 --plugin "$fixtures/libcvhost-ordered.so:instances=3" --input testsrc:160x120@30:unpaced --max-frames 100
 run crash-contained 0 --plugin "$fixtures/libcvhost-crash.so:isolation=process" --plugin null:results=1 --input testsrc:160x120@30 --max-frames 60
 run hang-held-stop 20 --plugin "$fixtures/libcvhost-hang.so" --plugin null:results=1 --input testsrc:160x120@30 --duration 3
+# Frames at the plugins' size: two instances, and the same plugin turned in a worker, on one video.
+# (A few frames: a quarter turn is made in Swift, which the sanitizer slows a hundredfold.)
+run scaled-frames 0 --plugin "$fixtures/libcvhost-sized.so:instances=2" --plugin "$fixtures/libcvhost-sized.so:isolation=process,rotate=90" \
+  --input examples/demo/codes.mp4 --max-frames 12
+# The detect plugin (onnxruntime in .venv-onnx, scripts/install-deps.sh) on a test model, two instances.
+if [ -x .venv-onnx/bin/python3 ]; then
+  /usr/bin/python3 Tests/Fixtures/detect_models.py "$log"
+  CVHOST_PYTHON=.venv-onnx/bin/python3 run detect 0 --plugin "detect:model=$log/yolov8.onnx,instances=2" --input examples/demo/codes.mp4
+else
+  echo "FAIL detect: no .venv-onnx (run scripts/install-deps.sh)"
+  failed=1
+fi
 # free_port: a loopback port nobody listens on now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

@@ -127,4 +127,13 @@ public enum PathText {
             buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
         }
     }
+
+    /// `path` made absolute against the folder this process runs in (a worker started elsewhere
+    /// must be given paths that do not depend on the folder it runs in).
+    public static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        guard let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return text(cString: cwd) + "/" + path
+    }
 }

@@ -42,8 +42,8 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// luma-first format; otherwise the frame is converted to the first format, once per frame
     /// however many outputs ask for it.
     public var acceptedPixelFormats: [PixelFormat] = []
-    /// Frames at a size of the consumer's choosing, scaled (and converted) by the host on the
-    /// output's worker thread (videoSettings' width and height); nil: the source's size.
+    /// Frames at a size of the consumer's choosing, scaled and converted in one pass off the
+    /// capture thread (videoSettings' width and height); nil: the source's size.
     public var scaling: FrameScaling?
     /// nil: the source decides (drop-late for live sources, block for files and images).
     public var backpressure: BackpressurePolicy?

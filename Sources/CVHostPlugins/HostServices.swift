@@ -51,6 +51,8 @@ final class HostServices: @unchecked Sendable {
     /// Results refused; read by the metrics writer on another thread.
     private let refused: RepeatedWarning
     var invalidResults: UInt64 { refused.total }
+    /// request_frames() outside create(): said once, then counted (not results, so not in invalidResults).
+    private let misplacedRequests: RepeatedWarning
 
     /// Where the instances' frame requests go (nil for the shared stage's host, which may not ask).
     private let requests: FrameRequests?
@@ -63,6 +65,7 @@ final class HostServices: @unchecked Sendable {
         self.logSource = logSource
         self.requests = requests
         refused = RepeatedWarning(source: logSource)
+        misplacedRequests = RepeatedWarning(source: logSource)
         host = .allocate(capacity: 1)
         host.initialize(to: cvhost_host(
             struct_size: UInt32(MemoryLayout<cvhost_host>.size), abi_major: UInt16(CVHOST_PLUGIN_ABI_MAJOR),
@@ -112,10 +115,11 @@ final class HostServices: @unchecked Sendable {
 
     func requestFrames(_ request: UnsafePointer<cvhost_frame_request>?) -> Int32 {
         let inCreate = call.withLock { c in c.creating && c.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-        guard inCreate, let requests else {
-            return reject("request_frames() refused: it is accepted only within create(), on the thread cvhost called it on", code: -EPERM)
+        guard inCreate, let requests, let request else {
+            misplacedRequests.record { "request_frames() refused: it is accepted only within create(), on the thread cvhost called it on, "
+                + "with a request (\($0) so far)" }
+            return inCreate && requests != nil ? -EINVAL : -EPERM
         }
-        guard let request else { return reject("request_frames() was called with NULL") }
         let status = requests.take(request.pointee)
         if status == -EINVAL {
             Log.warning("request_frames() refused: a size of 16 to 8192 each side, CVHOST_RESIZE_STRETCH or LETTERBOX, a pad of 0-255, "

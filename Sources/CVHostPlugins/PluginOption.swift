@@ -58,7 +58,7 @@ public struct PluginOptionSpec: Sendable, Equatable {
             return value
         case .file:
             if value.isEmpty { return value }
-            let path = Self.absolute(value)
+            let path = PathText.absolute(value)
             var st = stat()
             guard PathText.withFileSystemPath(path, { stat($0, &st) }) == 0 else {
                 throw bad("a file (\(path): \(Errno.current.rawValue == ENOENT ? "no such file" : Errno.current.description))")
@@ -69,14 +69,6 @@ public struct PluginOptionSpec: Sendable, Equatable {
             }
             return path
         }
-    }
-
-    /// `path` against the folder cvhost was started in.
-    static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        guard let cwd = getcwd(nil, 0) else { return path }
-        defer { free(cwd) }
-        return String(cString: cwd) + "/" + path
     }
 
     private var rangeText: String {

@@ -24,7 +24,7 @@ public enum PythonPlugin {
             return found
         }
         if let venv = environment["VIRTUAL_ENV"], !venv.isEmpty, access(venv + "/bin/python3", X_OK) == 0 {
-            return venv + "/bin/python3"
+            return PathText.absolute(venv + "/bin/python3")
         }
         guard let found = resolve("python3", environment: environment) else {
             throw PluginLoadError(.notFound, "a Python plugin needs python3, and there is none on the PATH: install it (apt-get install python3) or set CVHOST_PYTHON")
@@ -32,10 +32,11 @@ public enum PythonPlugin {
         return found
     }
 
+    /// The program's absolute path (its workers run in the plugin's folder, not this one).
     private static func resolve(_ program: String, environment: [String: String]) -> String? {
-        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+        if program.contains("/") { return access(program, X_OK) == 0 ? PathText.absolute(program) : nil }
         let folders = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
-        return folders.map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }
+        return folders.map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }.map(PathText.absolute)
     }
 
     /// The folder holding the runtime's `cvhost` package: $CVHOST_PYTHON_RUNTIME, the build's

@@ -1,3 +1,4 @@
+import CVHostCore
 import CVHostTestSupport
 import Foundation
 import Testing
@@ -47,8 +48,8 @@ struct PluginRequestTests {
         #expect(try model.normalize(folder + "/model.onnx", plugin: "p") == folder + "/model.onnx")
         // (The tests share one process: its current folder is not changed here.)
         let cwd = FileManager.default.currentDirectoryPath
-        #expect(PluginOptionSpec.absolute("model.onnx") == cwd + "/model.onnx")
-        #expect(PluginOptionSpec.absolute("/m.onnx") == "/m.onnx")
+        #expect(PathText.absolute("model.onnx") == cwd + "/model.onnx")
+        #expect(PathText.absolute("/m.onnx") == "/m.onnx")
         for (value, says) in [("absent-\(getpid()).onnx", cwd + "/absent-\(getpid()).onnx: no such file"), (folder, "is not a regular file")] {
             do {
                 _ = try model.normalize(value, plugin: "p")

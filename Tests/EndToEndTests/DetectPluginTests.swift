@@ -216,6 +216,47 @@ struct DetectPluginTests {
         }
     }
 
+    @Test("CVHOST_PYTHON and model= relative to the folder cvhost runs in, though its workers run in the plugin's")
+    func relativePaths() throws {
+        _ = Self.models
+        // From the test's folder: up to / and down to the project's virtual environment.
+        let up = String(repeating: "../", count: Self.folder.split(separator: "/").count)
+        let r = try CVHostBinary.run(["run", "--plugin", "detect:model=yolov8.onnx", "--input", try Self.picture("halves", halves: true),
+                                      "--metrics-interval", "0"],
+                                     timeout: 120, environment: ["CVHOST_PYTHON": up + Self.venvPython.dropFirst()], inFolder: Self.folder)
+        #expect(r.exitCode == 0 && r.events("result").count == 3, "\(r.stderr)")
+    }
+
+    @Test("the live view draws each object's box (a screenshot by headless Chromium) and lists it with its label, score and second-stage label")
+    func liveView() throws {
+        let port = freeLoopbackPort()
+        let shot = Self.folder + "/live-view.png"
+        var drawn = 0
+        var dom = ""
+        let page = "http://127.0.0.1:\(port)/"
+        let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(Self.model("yolov8")),classify=\(Self.model("colour"))",
+                                      "--input", try Self.picture("halves", halves: true), "--http", "127.0.0.1:\(port)", "--metrics-interval", "0"],
+                                     timeout: 180, environment: Self.python, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
+            // The page opened after the end shows the last picture and its results (the replay of
+            // /events). A browser renders when it renders: a few tries, until the boxes show.
+            let chromium = ["40", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800"]
+            for _ in 0..<5 {
+                _ = try? Tool.run("timeout", chromium + ["--timeout=5000", "--screenshot=\(shot)", page])
+                // The boxes' magenta (#e040fb), on neither the red nor the blue half nor the page.
+                drawn = (try? Screenshot(shot, width: 1280, height: 800)).map { s in
+                    (0..<s.height).reduce(0) { n, y in n + (0..<s.width).filter { x in let (r, g, b) = s.pixel(x, y); return r > 180 && g < 110 && b > 200 }.count }
+                } ?? 0
+                if drawn > 300 { break }
+            }
+            dom = (try? Tool.run("timeout", chromium + ["--timeout=10000", "--dump-dom", page]).output) ?? ""
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(drawn > 300, "\(drawn) pixels of the boxes' colour")
+        for label in ["cat 90% · red", "dog 85% · red", "cat 60% · blue"] { #expect(dom.contains(label), "\(label): \(dom.suffix(1200))") }
+    }
+
     /// NudeNet's trained YOLOv8n (its wheel, in the project's virtual environment): 18 classes, faces among them.
     static let realModel = PluginFixtures.packageRoot + "/.venv-onnx/lib/python3.11/site-packages/nudenet/320n.onnx"
 

@@ -204,6 +204,12 @@ function placeLabel(svg, x, y, text) {
   return [x, y];
 }
 
+// "person 87%", and a second stage's label after it.
+function objectLabel(d) {
+  const score = typeof d.confidence === 'number' ? ` ${Math.round(d.confidence * 100)}%` : '';
+  return `${d.label}${score}${d.classification && d.classification.label ? ' · ' + d.classification.label : ''}`;
+}
+
 function drawResult(svg, plugin, r) {
   const d = r.data || {};
   if ((r.type === 'barcode' || r.type === 'barcode.update') && Array.isArray(d.corners)) {
@@ -233,6 +239,16 @@ function drawResult(svg, plugin, r) {
     const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${Math.round(d.yaw_angle)}°` : null]
       .filter(Boolean).join(' ');
     svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
+  } else if (r.type === 'object' && d.bounds && typeof d.label === 'string') {
+    // Any plugin's object with a box and a label (the detect plugin's), with its score.
+    const b = d.bounds;
+    const corners = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map((p) => toFrame(plugin, p));
+    const x = Math.min(corners[0][0], corners[1][0]), y = Math.min(corners[0][1], corners[1][1]);
+    svg.append(el('rect', {
+      class: 'object', 'data-plugin': plugin.plugin, 'data-seq': r.seq,
+      x, y, width: Math.abs(corners[1][0] - corners[0][0]), height: Math.abs(corners[1][1] - corners[0][1]),
+    }));
+    svg.append(el('text', { x, y: Math.max(18, y - 12) }, objectLabel(d)));
   } else if (r.type === 'motion' && d.motion) {
     svg.append(el('text', { class: 'motion', 'data-plugin': plugin.plugin, x: 8, y: frame.height - 10 },
       `motion ${(d.changed_fraction * 100).toFixed(1)}%`));
@@ -276,6 +292,7 @@ function addResultLine(line) {
   if (line.source !== current) return;
   const d = line.data || {};
   const what = d.text !== undefined ? `${d.symbology}: ${d.text}` : d.face_id !== undefined ? `face ${d.face_id}` :
+    line.type === 'object' && typeof d.label === 'string' ? objectLabel(d) :
     d.motion !== undefined ? (d.started ? 'motion started' : d.stopped ? 'motion stopped' : `motion ${d.motion}`) :
     JSON.stringify(d).slice(0, 60);
   // The plugin's name once; the result's type only where it says more than the name (barcode.lost).

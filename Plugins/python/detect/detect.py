@@ -127,14 +127,13 @@ class Detect(cvhost.Plugin):
         import numpy
         import detect_decode
         import detect_prepare
-        self.np, self.decode, self.prepare = numpy, detect_decode, detect_prepare
+        self.np, self.decode = numpy, detect_decode
         threads = options["threads"] or max(1, cores() // self.instance_count)
-        self.model = Model(options["model"], "model", threads, options["type"], options["size"])
+        self.model = Model(options["model"], "model", threads, options["type"], options["size"], options["ssd_boxes"])
         self.classes = Classes(self.model, options["labels"], "labels")
         self.wanted = self.classes.ids(options["classes"], "classes")
         self.confidence, self.iou = options["confidence"], options["iou"]
         self.agnostic, self.max_detections, self.top_k = options["agnostic"], options["max_detections"], options["top_k"]
-        self.model.ssd_order = self.ssd_order(self.model, options["ssd_boxes"])
         mean, std = number_list(options["mean"], "mean"), number_list(options["std"], "std")
         classifier = self.model.type == "classify"
         resize = options["resize"] if options["resize"] != "auto" else ("crop" if classifier else "letterbox")
@@ -169,13 +168,6 @@ class Detect(cvhost.Plugin):
         per = f"{threads} onnxruntime thread{'s' if threads > 1 else ''} for each of {self.instance_count} instance(s), {cores()} cores"
         sys.stderr.write(f"detect: {os.path.basename(m.path)}: {m.type}, {classes} classes; input {m.width}x{m.height} {m.element} "
                          f"{'NCHW' if m.nchw else 'NHWC'} {'RGB' if rgb else 'BGR'}, {fitted}{made}; {per}\n")
-
-    @staticmethod
-    def ssd_order(model: Model, given: str) -> str:
-        if given != "auto":
-            return given
-        boxes = getattr(model, "ssd", None) or {}
-        return "yxyx" if "boxes" in boxes and boxes["boxes"].name == "detection_boxes" else "xyxy"
 
     def process(self, frame: cvhost.Frame) -> None:
         picture = frame.array()

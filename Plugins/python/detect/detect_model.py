@@ -50,7 +50,7 @@ class Output:
 class Model:
     """One model file, loaded. `what` is the option that named it (model, classify), for errors."""
 
-    def __init__(self, path: str, what: str, threads: int, forced_type: str, size: str) -> None:
+    def __init__(self, path: str, what: str, threads: int, forced_type: str, size: str, ssd_boxes: str = "auto") -> None:
         import onnxruntime as ort
         self.path, self.what = path, what
         options = ort.SessionOptions()
@@ -67,8 +67,12 @@ class Model:
         self.metadata = dict(self.session.get_modelmeta().custom_metadata_map)
         self.read_input(size)
         self.outputs = [Output(o.name, list(o.shape), o.type) for o in self.session.get_outputs()]
+        self.ssd: Optional[dict[str, Output]] = None
         self.type, self.classes = self.layout(forced_type)
         self.names = self.metadata_names()
+        # An SSD's box order: TensorFlow's object detection API writes detection_boxes y first.
+        boxes = self.ssd["boxes"].name if self.ssd else ""
+        self.ssd_order = ssd_boxes if ssd_boxes != "auto" else ("yxyx" if boxes == "detection_boxes" else "xyxy")
 
     def refuse(self, why: str) -> cvhost.OptionError:
         return cvhost.OptionError(f"{self.what}={self.path}: {why}")

@@ -44,7 +44,6 @@ PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
 """The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
 
 
-
 class File(str):
     """An option type (API 1.1): a file the plugin reads, such as a model. cvhost makes a relative
     path absolute against the folder cvhost was started in (the worker runs in the plugin's

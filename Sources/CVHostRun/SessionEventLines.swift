@@ -84,6 +84,20 @@ public enum SessionEventLines {
               decimals: 3)
         o.set("mirror", r.output.connection.isVideoMirrored)
         o.set("rotate", r.output.connection.videoRotationAngle)
+        // The frames it asked for (request_frames): what it sees of the picture.
+        if let scaling = r.output.scaling {
+            var frames = JSONObject()
+            frames.set("width", scaling.width)
+            frames.set("height", scaling.height)
+            switch scaling.mode {
+            case .stretch: frames.set("resize", "stretch")
+            case .letterbox(let pad):
+                frames.set("resize", "letterbox")
+                frames.set("pad", Int(pad))
+            }
+            frames.set("pixel_formats", strings: r.output.acceptedPixelFormats.map(\.name))
+            o.set("frames", object: frames)
+        }
         // Each value as its type says: a number is a number, a flag true or false.
         var options = JSONObject()
         for (k, v) in r.resolvedOptions {

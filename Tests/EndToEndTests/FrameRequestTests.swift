@@ -29,6 +29,11 @@ struct FrameRequestTests {
             // 160x120 into 64x64: scaled by 0.4 to 64x48, 8 rows of grey 114 above and below.
             let (r1, boxed) = try Self.frames("\(letterbox):isolation=\(isolation)")
             #expect(r1.exitCode == 0 && boxed.count == 3, "\(r1.stderr)")
+            // What it asked for is in session.started, and the lines pass the schema.
+            let started = (r1.events("session.started").first?["plugins"] as? [[String: Any]])?.first
+            #expect(started?["frames"] as? NSDictionary == ["width": 64, "height": 64, "resize": "letterbox", "pad": 114, "pixel_formats": ["rgb24"]],
+                    "\(started ?? [:])")
+            #expect(try CVHostBinary.schemaProblems(r1.stdout) == nil)
             for f in boxed {
                 #expect(f["width"] as? Int == 64 && f["height"] as? Int == 64 && f["format"] as? Int == 0x3342_4752, "\(f)")
                 #expect(f["source"] as? [Int] == [160, 120] && f["content"] as? [Int] == [0, 8, 64, 48], "\(f)")

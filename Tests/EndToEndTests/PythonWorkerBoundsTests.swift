@@ -425,4 +425,34 @@ struct PythonPluginMistakeTests {
         #expect((failed["reason"] as? String)?.contains("changed pixel_formats (gray8 -> bgr24)") == true, "\(failed)")
         #expect(!r.stdout.contains("\"format\":\"bgr24\""))
     }
+
+    @Test("a reload whose plugin asks for frames of another size (request_frames) is refused: the output is set up at start; the old code goes on")
+    func reloadChangingFrameRequest() throws {
+        let folder = TestFolders.make("reload-frames")
+        let path = try PythonWorkerBoundsTests.plugin(folder, "f", """
+            import cvhost
+
+            class F(cvhost.Plugin):
+                api_version = (1, 1)
+                name = "f"
+
+                def __init__(self, options):
+                    self.request_frames(32, 32, "stretch")
+
+                def process(self, frame):
+                    self.emit("v", {"width": frame.width})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
+                                     timeout: 90, environment: Self.python, withStdin: true) { running in
+            #expect(running.wait { $0.contains("\"width\":32") })
+            try? String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "request_frames(32, 32", with: "request_frames(48, 48")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(running.wait { $0.contains("plugin.reload_failed") })
+            running.send(#"{"command":"stop"}"#)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let failed = try #require(r.events("plugin.reload_failed").first)
+        #expect((failed["reason"] as? String)?.contains("asks for other frames") == true, "\(failed)")
+        #expect(!r.stdout.contains("\"width\":48"))
+    }
 }

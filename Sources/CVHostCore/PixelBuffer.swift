@@ -96,7 +96,7 @@ public final class PixelBuffer: @unchecked Sendable {
     /// or a converted copy made once and cached for every later caller.
     public func converted(to target: PixelFormat) -> PixelBuffer {
         if target == format { return self }
-        if target == .gray8 && format.firstPlaneIsLuma {
+        if format.readsAs(target) {
             // The Y plane as it is: no copy. The view keeps this buffer alive.
             return PixelBuffer(format: .gray8, width: width, height: height, planes: [planes[0]], colorimetry: colorimetry, owner: self)
         }

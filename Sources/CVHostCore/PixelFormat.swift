@@ -43,6 +43,10 @@ public enum PixelFormat: UInt32, CaseIterable, Sendable, CustomStringConvertible
     /// `gray8` without any conversion (as GStreamer's zbar element reads I420 and NV12).
     public var firstPlaneIsLuma: Bool { self == .gray8 || self == .i420 || self == .nv12 }
 
+    /// Whether a picture in this format is read as `target` with no conversion: it is `target`,
+    /// or `target` is gray8 and this format's first plane is the luma.
+    public func readsAs(_ target: PixelFormat) -> Bool { target == self || (target == .gray8 && firstPlaneIsLuma) }
+
     /// The geometry of each plane for a frame of the given size: (bytes per row, rows, samples per row).
     public func planeLayout(width: Int, height: Int) -> [(rowBytes: Int, rows: Int, samplesPerRow: Int)] {
         let cw = (width + 1) / 2, ch = (height + 1) / 2

@@ -143,9 +143,7 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// Whether the delegate's pixels are made from the frame's (converted, turned, scaled) rather
     /// than the frame's own or its luma plane.
     private func needsMaking(_ pixels: PixelBuffer) -> Bool {
-        if scaling != nil || !connection.videoOrientation.isIdentity { return true }
-        let target = deliveredFormat(for: pixels.format)
-        return target != pixels.format && !(target == .gray8 && pixels.format.firstPlaneIsLuma)
+        scaling != nil || !connection.videoOrientation.isIdentity || !pixels.format.readsAs(deliveredFormat(for: pixels.format))
     }
 
     /// The pixels the delegate receives for `sample`: its own, or converted (turned, scaled) and cached on its buffer.

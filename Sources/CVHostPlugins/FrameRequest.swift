@@ -30,13 +30,20 @@ public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
         scaling = FrameScaling(width: Int(width), height: Int(height), mode: mode)
     }
 
-    /// The fields of the worker protocol's `ready` (and of cvhost_frame_request).
-    var fields: (width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32) {
+    /// As the worker protocol's `ready` carries it: cvhost_frame_request's width, height, resize,
+    /// pad and pixel format.
+    var fields: [UInt32] {
         let (resize, pad): (UInt32, UInt32) = switch scaling.mode {
         case .stretch: (CVHOST_RESIZE_STRETCH.rawValue, 0)
         case .letterbox(let pad): (CVHOST_RESIZE_LETTERBOX.rawValue, UInt32(pad))
         }
-        return (UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0)
+        return [UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0]
+    }
+
+    /// The request `ready` carried (`fields`), checked as a plugin's own request is.
+    init?(fields f: [UInt32], declared: [PixelFormat]) {
+        guard f.count == 5 else { return nil }
+        self.init(width: f[0], height: f[1], resize: f[2], pad: f[3], pixelFormat: f[4], declared: declared)
     }
 }
 

@@ -78,7 +78,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         }
         supervisors = started
         // Every worker's instances asked for the same frames (a Python plugin's each in its own worker).
-        let asked = Set(started.map { $0.frameRequestFields.map { $0.map(String.init).joined(separator: ",") } ?? "" })
+        let asked = Set(started.map(\.frameRequestFields))
         guard asked.count == 1, let fields = started.first?.frameRequestFields else {
             frameRequest = nil
             if asked.count > 1 {
@@ -88,8 +88,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
             }
             return
         }
-        guard let request = FrameRequest(width: fields[0], height: fields[1], resize: fields[2], pad: fields[3], pixelFormat: fields[4],
-                                         declared: plugin.pixelFormats) else {
+        guard let request = FrameRequest(fields: fields, declared: plugin.pixelFormats) else {
             started.forEach { $0.shutdown() }
             throw PluginLoadError(.createFailed, "plugin \(plugin.name) asked for frames cvhost cannot make (request_frames \(fields)): "
                                   + "a size of 16 to 8192 each side, stretch or letterbox, a pad of 0-255, and one of its own pixel formats")

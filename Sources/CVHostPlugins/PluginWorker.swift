@@ -49,8 +49,7 @@ public enum PluginWorker {
             channels[0].send(.failed(kind: PluginLoadError.Kind.createFailed.rawValue, message: "\(error)"))
             return 0
         }
-        let f = request?.fields
-        channels[0].send(.ready(version: WorkerMessage.protocolVersion, request: f.map { [$0.width, $0.height, $0.resize, $0.pad, $0.pixelFormat] }))
+        channels[0].send(.ready(version: WorkerMessage.protocolVersion, request: request?.fields))
         for i in 1..<count {
             SystemThread.start("\(hello.label) instance \(i)") { serve(channels[i], instances[i], shared: shared) }
         }

@@ -398,10 +398,28 @@ struct PythonPluginMistakeTests {
         #expect(m.exitCode == 14 && m.stderr.contains("with /usr/bin/python3") && m.stderr.contains("CVHOST_PYTHON"), "\(m.stderr)")
     }
 
+    /// Runs the plugin `body`, waits for a line with `seen`, changes its file (`from` to `to`) and
+    /// expects the reload refused, `reason` in plugin.reload_failed, and no line with `notSeen`.
+    static func expectReloadRefused(_ name: String, _ body: String, seen: String, change from: String, to: String,
+                                    reason: String, notSeen: String) throws {
+        let path = try PythonWorkerBoundsTests.plugin(TestFolders.make("reload-\(name)"), name, body)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
+                                     timeout: 90, environment: Self.python, withStdin: true) { running in
+            #expect(running.wait { $0.contains(seen) })
+            try? String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: from, with: to)
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(running.wait { $0.contains("plugin.reload_failed") })
+            running.send(#"{"command":"stop"}"#)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let failed = try #require(r.events("plugin.reload_failed").first)
+        #expect((failed["reason"] as? String)?.contains(reason) == true, "\(failed)")
+        #expect(!r.stdout.contains(notSeen))
+    }
+
     @Test("a reload whose file changes pixel_formats or options is refused (plugin.reload_failed naming what changed): they are applied at start")
     func reloadChangingDeclarations() throws {
-        let folder = TestFolders.make("reload-declarations")
-        let path = try PythonWorkerBoundsTests.plugin(folder, "d", """
+        try Self.expectReloadRefused("d", """
             import cvhost
 
             class D(cvhost.Plugin):
@@ -411,25 +429,13 @@ struct PythonPluginMistakeTests {
 
                 def process(self, frame):
                     self.emit("v", {"format": frame.format})
-            """)
-        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
-                                     timeout: 90, environment: Self.python, withStdin: true) { running in
-            #expect(running.wait { $0.contains("\"format\":\"gray8\"") })
-            try? String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "(\"gray8\",)", with: "(\"bgr24\",)")
-                .write(toFile: path, atomically: true, encoding: .utf8)
-            #expect(running.wait { $0.contains("plugin.reload_failed") })
-            running.send(#"{"command":"stop"}"#)
-        }
-        #expect(r.exitCode == 0, "\(r.stderr)")
-        let failed = try #require(r.events("plugin.reload_failed").first)
-        #expect((failed["reason"] as? String)?.contains("changed pixel_formats (gray8 -> bgr24)") == true, "\(failed)")
-        #expect(!r.stdout.contains("\"format\":\"bgr24\""))
+            """, seen: "\"format\":\"gray8\"", change: "(\"gray8\",)", to: "(\"bgr24\",)",
+            reason: "changed pixel_formats (gray8 -> bgr24)", notSeen: "\"format\":\"bgr24\"")
     }
 
     @Test("a reload whose plugin asks for frames of another size (request_frames) is refused: the output is set up at start; the old code goes on")
     func reloadChangingFrameRequest() throws {
-        let folder = TestFolders.make("reload-frames")
-        let path = try PythonWorkerBoundsTests.plugin(folder, "f", """
+        try Self.expectReloadRefused("f", """
             import cvhost
 
             class F(cvhost.Plugin):
@@ -441,18 +447,7 @@ struct PythonPluginMistakeTests {
 
                 def process(self, frame):
                     self.emit("v", {"width": frame.width})
-            """)
-        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
-                                     timeout: 90, environment: Self.python, withStdin: true) { running in
-            #expect(running.wait { $0.contains("\"width\":32") })
-            try? String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "request_frames(32, 32", with: "request_frames(48, 48")
-                .write(toFile: path, atomically: true, encoding: .utf8)
-            #expect(running.wait { $0.contains("plugin.reload_failed") })
-            running.send(#"{"command":"stop"}"#)
-        }
-        #expect(r.exitCode == 0, "\(r.stderr)")
-        let failed = try #require(r.events("plugin.reload_failed").first)
-        #expect((failed["reason"] as? String)?.contains("asks for other frames") == true, "\(failed)")
-        #expect(!r.stdout.contains("\"width\":48"))
+            """, seen: "\"width\":32", change: "request_frames(32, 32", to: "request_frames(48, 48",
+            reason: "asks for other frames", notSeen: "\"width\":48")
     }
 }

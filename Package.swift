@@ -45,7 +45,13 @@ let package = Package(
 
         // Session, devices, formats, connections, video data output, pixel buffers, events; pixel
         // conversions and frames decoded by FFmpeg as pixel buffers (libswscale, libavutil).
-        .target(name: "CVHostCore", dependencies: ["CFFmpeg", "CSharedMemory"], path: "Sources/CVHostCore"),
+        .target(name: "CVHostCore", dependencies: ["CFFmpeg", "CSharedMemory", "CYUV", "CColourMatrix"], path: "Sources/CVHostCore"),
+
+        // libyuv (Debian's libyuv-dev): chroma upsampled (bilinear) and split out of NV12 and YUYV, for YUV to RGB.
+        .systemLibrary(name: "CYUV", path: "Sources/CYUV", providers: [.apt(["libyuv-dev"])]),
+
+        // The matrix step of YUV to RGB (C: vectorized by the compiler, an AVX2 build chosen at load time).
+        .target(name: "CColourMatrix", path: "Sources/CColourMatrix", cSettings: [.unsafeFlags(["-O2"])]),
 
         // The signal handler that names a plugin that crashed the process (C: async-signal-safe).
         .target(name: "CPluginGuard", path: "Sources/CPluginGuard"),

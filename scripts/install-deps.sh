@@ -8,6 +8,8 @@ packages=(
   pkg-config
   # FFmpeg's libraries: decoding of video files and still images.
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+  # libyuv: chroma upsampling for YUV to RGB (the conversion plugins ask for on every frame).
+  libyuv-dev
   # Real encoders for test fixtures and demo media; the schema validator's library.
   ffmpeg qrencode python3-jsonschema
 )

@@ -1,9 +1,10 @@
 import CFFmpeg
 
-/// Pixel format conversions between the formats cvhost knows, with FFmpeg's libswscale: the
-/// conversions the field relies on (SIMD, every pair of formats), honouring the frame's range
-/// and matrix, and the same results as `ffmpeg -vf scale=flags=bilinear+accurate_rnd+full_chroma_int+full_chroma_inp`
-/// given the same range and matrix (tested pixel for pixel).
+/// Pixel format conversions between the formats cvhost knows, honouring the frame's range and
+/// matrix. YUV to RGB, the one plugins ask for on every frame, is YUVToRGB's (within 2 levels of
+/// the exact conversion, tested against it); every other pair is FFmpeg's libswscale's, the same
+/// as `ffmpeg -vf scale=flags=bilinear+accurate_rnd+full_chroma_int+full_chroma_inp` given the
+/// same range and matrix (tested pixel for pixel).
 ///
 /// What a converted buffer's colorimetry is:
 /// - YUV or grey from YUV: the source's, values untouched (grey is the luma as it is).
@@ -17,13 +18,19 @@ enum PixelConverter {
 
     static func convert(_ source: PixelBuffer, to target: PixelFormat) -> PixelBuffer {
         let colorimetry = colorimetry(converting: source, to: target)
+        if YUVToRGB.converts(source.format, to: target) { return YUVToRGB.convert(source, to: target, colorimetry: colorimetry) }
+        return swscale(source, to: target, colorimetry: colorimetry)
+    }
+
+    /// `source` in `target` by libswscale, with the colorimetry given.
+    static func swscale(_ source: PixelBuffer, to target: PixelFormat, colorimetry: Colorimetry) -> PixelBuffer {
         let key = Scaler.Key(source: source.format, target: target, width: source.width, height: source.height,
                              outWidth: source.width, outHeight: source.height, from: source.colorimetry, to: colorimetry)
-        let scaler = Scaler.take(key)
-        defer { Scaler.give(scaler) }
-        return PixelBuffer.allocate(format: target, width: source.width, height: source.height, colorimetry: colorimetry) { dst, strides in
-            scale(scaler.context, source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) }, source.planes.map(\.bytesPerRow),
-                  height: source.height, into: dst, strides)
+        return Scaler.with(key) { scaler in
+            PixelBuffer.allocate(format: target, width: source.width, height: source.height, colorimetry: colorimetry) { dst, strides in
+                scale(scaler.context, source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) }, source.planes.map(\.bytesPerRow),
+                      height: source.height, into: dst, strides)
+            }
         }
     }
 
@@ -80,15 +87,16 @@ final class Scaler: @unchecked Sendable {
         let to: Colorimetry
     }
 
-    let key: Key
     let context: OpaquePointer
 
-    private static let pool = Locked<[Key: [Scaler]]>([:])
-    /// Idle contexts kept per conversion: enough for a few plugins converting at once.
-    private static let keptPerKey = 4
+    private static let pool = ReusePool<Key, Scaler>(make: Scaler.init)
+
+    /// Runs `body` with a context for `key`.
+    static func with<Result>(_ key: Key, _ body: (Scaler) throws -> Result) rethrows -> Result {
+        try pool.with(key, body)
+    }
 
     private init(_ key: Key) {
-        self.key = key
         let w = Int32(key.width), h = Int32(key.height)
         // Every pair of cvhost's formats is one swscale converts: a nil context is a broken install.
         guard let c = sws_getContext(w, h, PixelConverter.avFormat(key.source), Int32(key.outWidth), Int32(key.outHeight),
@@ -102,16 +110,6 @@ final class Scaler: @unchecked Sendable {
     }
 
     deinit { sws_freeContext(context) }
-
-    static func take(_ key: Key) -> Scaler {
-        pool.withLock { $0[key]?.popLast() } ?? Scaler(key)
-    }
-
-    static func give(_ scaler: Scaler) {
-        pool.withLock { pool in
-            if pool[scaler.key, default: []].count < keptPerKey { pool[scaler.key, default: []].append(scaler) }
-        }
-    }
 }
 
 extension PixelFormat {

@@ -15,15 +15,15 @@ enum PixelScaler {
         let content = scaling.content(sourceWidth: source.width, sourceHeight: source.height, evenOffsets: target.halvesChroma)
         let key = Scaler.Key(source: source.format, target: target, width: source.width, height: source.height,
                              outWidth: content.width, outHeight: content.height, from: source.colorimetry, to: colorimetry)
-        let scaler = Scaler.take(key)
-        defer { Scaler.give(scaler) }
-        return PixelBuffer.allocate(format: target, width: scaling.width, height: scaling.height, colorimetry: colorimetry) { dst, strides in
-            if case .letterbox(let pad) = scaling.mode, content != .init(x: 0, y: 0, width: scaling.width, height: scaling.height) {
-                fill(dst, strides, format: target, width: scaling.width, height: scaling.height, grey: pad, range: colorimetry.range)
+        return Scaler.with(key) { scaler in
+            PixelBuffer.allocate(format: target, width: scaling.width, height: scaling.height, colorimetry: colorimetry) { dst, strides in
+                if case .letterbox(let pad) = scaling.mode, content != .init(x: 0, y: 0, width: scaling.width, height: scaling.height) {
+                    fill(dst, strides, format: target, width: scaling.width, height: scaling.height, grey: pad, range: colorimetry.range)
+                }
+                let placed = dst.indices.map { i in dst[i] + target.byteOffset(plane: i, x: content.x, y: content.y, stride: strides[i]) }
+                PixelConverter.scale(scaler.context, source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) },
+                                     source.planes.map(\.bytesPerRow), height: source.height, into: placed, strides)
             }
-            let placed = dst.indices.map { i in dst[i] + target.byteOffset(plane: i, x: content.x, y: content.y, stride: strides[i]) }
-            PixelConverter.scale(scaler.context, source.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) },
-                                 source.planes.map(\.bytesPerRow), height: source.height, into: placed, strides)
         }
     }
 

@@ -18,9 +18,13 @@ public final class PluginLoader: Sendable {
     /// Whether the run was asked to stop: a Python plugin whose import is under way is then ended
     /// at once (an import may take a minute, or never end).
     let stopRequested: @Sendable () -> Bool
+    /// Whether a Python plugin found by `find` has its first worker started while it is described,
+    /// for a run that will create it (WarmWorkers; the run ends those it did not take).
+    let warmsWorkers: Bool
 
-    public init(searchPath: [String]? = nil, stopRequested: @escaping @Sendable () -> Bool = { false }) {
+    public init(searchPath: [String]? = nil, warmsWorkers: Bool = false, stopRequested: @escaping @Sendable () -> Bool = { false }) {
         self.searchPath = searchPath ?? PluginLoader.defaultSearchPath()
+        self.warmsWorkers = warmsWorkers
         self.stopRequested = stopRequested
     }
 
@@ -63,7 +67,7 @@ public final class PluginLoader: Sendable {
             }
             if PythonPlugin.isPythonFile(nameOrPath) {
                 try PluginFileTrust.check(nameOrPath)
-                return try PythonPlugin.describe(path: nameOrPath, stopRequested: stopRequested)
+                return try PythonPlugin.describe(path: nameOrPath, warm: warmsWorkers, stopRequested: stopRequested)
             }
             return try open(path: nameOrPath, expectedName: nil)
         }
@@ -79,7 +83,7 @@ public final class PluginLoader: Sendable {
             }
             let python = Self.pythonFile(in: folder, name: nameOrPath)
             if FileManager.default.fileExists(atPath: python) {
-                return try openPython(path: python, expectedName: nameOrPath)
+                return try openPython(path: python, expectedName: nameOrPath, warm: warmsWorkers)
             }
         }
         let available = discover().map(\.name)
@@ -124,9 +128,9 @@ public final class PluginLoader: Sendable {
 
     /// Reads a Python plugin's info (its import, in a process of its own), once it is known that
     /// no other user can change the file.
-    private func openPython(path: String, expectedName: String) throws -> PluginInfo {
+    private func openPython(path: String, expectedName: String, warm: Bool = false) throws -> PluginInfo {
         try PluginFileTrust.check(path)
-        let plugin = try PythonPlugin.describe(path: path, stopRequested: stopRequested)
+        let plugin = try PythonPlugin.describe(path: path, warm: warm, stopRequested: stopRequested)
         if plugin.name != expectedName {
             throw PluginLoadError(.invalidName, "\(path) calls itself '\(plugin.name)', but its folder's name says '\(expectedName)': rename one to match")
         }

@@ -81,24 +81,39 @@ public enum PythonPlugin {
         return (absolute, (absolute as NSString).deletingLastPathComponent)
     }
 
-    /// The worker that runs the plugin at `path`: `python3 RUNTIME/cvhost/__main__.py worker CHANNELS PARENT_PID`.
+    /// The worker that runs the plugin at `path`: `python3 RUNTIME/cvhost/__main__.py worker --preload
+    /// FILE CHANNELS PARENT_PID`. It imports the file as it starts, before cvhost's hello comes.
     static func workerProgram(path: String) throws(PluginLoadError) -> WorkerProgram {
         let runtime = try runtimeFolder()
-        return WorkerProgram(executable: try interpreter(), arguments: runtimeArguments(runtime: runtime, ["worker"]),
-                             environment: environment(runtime: runtime), workingFolder: placed(path).folder)
+        let (absolute, folder) = placed(path)
+        return WorkerProgram(executable: try interpreter(), arguments: runtimeArguments(runtime: runtime, ["worker", "--preload", absolute]),
+                             environment: environment(runtime: runtime), workingFolder: folder)
     }
 
     /// How long importing a plugin may take to describe it (a model library's import can be slow).
     static let describeTimeoutSeconds = 60.0
 
     /// Imports the plugin in the runtime (in a process of its own) and reads what it declares.
+    /// - Parameter warm: also start the plugin's first worker meanwhile, importing it too (WarmWorkers).
     /// - Throws: `PluginLoadError`: a syntax error or failed import names the file and line
     ///   (.invalidDescriptor, exit 14); an API version this runtime does not have (.abiMismatch, 13).
     ///   A stop asked for meanwhile (`stopRequested`) ends the import at once (.createFailed).
-    static func describe(path: String, stopRequested: () -> Bool = { false }) throws(PluginLoadError) -> PluginInfo {
+    static func describe(path: String, warm: Bool = false, stopRequested: () -> Bool = { false }) throws(PluginLoadError) -> PluginInfo {
         let runtime = try runtimeFolder()
         let python = try interpreter()
         let (absolute, folder) = placed(path)
+        // A worker that cannot start now is started later, as any other: nothing is said of it here.
+        let program = warm ? try? workerProgram(path: path) : nil
+        let worker = program.flatMap { try? WorkerProcess(program: $0, instances: 1, generation: 1) }
+        var described = false
+        defer {
+            if let worker, let program, described {
+                WarmWorkers.park(worker, of: program)
+            } else if let worker {
+                worker.kill()
+                worker.reap()
+            }
+        }
         let ending: CapturedRun.Ending
         do {
             ending = try CapturedRun.run(python, runtimeArguments(runtime: runtime, ["describe", absolute]), environment: environment(runtime: runtime),
@@ -133,7 +148,9 @@ public enum PythonPlugin {
         if let kind = json["error"] as? String {
             throw PluginLoadError(PluginLoadError.Kind(rawValue: kind) ?? .invalidDescriptor, json["message"] as? String ?? "plugin \(path) is not valid")
         }
-        return try PluginInfo(python: json, path: path)
+        let info = try PluginInfo(python: json, path: path)
+        described = true
+        return info
     }
 }
 

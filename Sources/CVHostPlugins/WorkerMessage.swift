@@ -8,9 +8,10 @@ import CVHostPluginABI
 /// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
 /// time out. Change both ends and the version together.
 package enum WorkerMessage {
-    /// 3: hello says which instances the worker serves of how many the plugin has; ready carries
-    /// the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
-    package static let protocolVersion: UInt32 = 3
+    /// 4: a Python worker is started with `--preload FILE` and imports it before the hello (the
+    /// messages are 3's). 3: hello says which instances the worker serves of how many the plugin
+    /// has; ready carries the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
+    package static let protocolVersion: UInt32 = 4
 
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).

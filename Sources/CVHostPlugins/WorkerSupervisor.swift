@@ -180,7 +180,9 @@ final class WorkerSupervisor: Sendable {
     /// checked again (a reload or restart must not run code another user could change since).
     private func start(generation: UInt64) throws -> WorkerProcess {
         try PluginFileTrust.check(hello.path)
-        let worker = try WorkerProcess(program: program, instances: lanes, generation: generation)
+        // The first worker may have been started while the plugin was described.
+        let worker = try (generation == 1 ? WarmWorkers.take(program) : nil)
+            ?? WorkerProcess(program: program, instances: lanes, generation: generation)
         let failure: String
         if worker.channels[0].send(.hello(hello)) {
             switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {

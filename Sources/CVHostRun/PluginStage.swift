@@ -50,8 +50,10 @@ final class PluginStage: Sendable {
         var runners: [[PluginRunner]] = []
         // The spec being read or created, for an error about it (and where a config file gives it).
         var current = ""
+        // Python workers started while their plugins were described, and not taken: stopped.
+        defer { WarmWorkers.discardAll() }
         do {
-            let loader = PluginLoader(stopRequested: { stop.requested != nil })
+            let loader = PluginLoader(warmsWorkers: true, stopRequested: { stop.requested != nil })
             let requests = try s.plugins.map { spec in
                 current = spec
                 let request = try PluginRequest(parsing: spec)

@@ -114,6 +114,42 @@ struct PythonPluginTests {
         }
     }
 
+    @Test("the first worker imports the plugin while it is described, side by side; two imports in all; none left after a refused run")
+    func warmStart() throws {
+        let folder = TestFolders.make("warm-start")
+        let log = folder + "/imports"
+        // Each import appends its process's role and when it began and ended (a slow import: a model library's).
+        let path = try PythonWorkerBoundsTests.plugin(folder, "slow", """
+            import sys, time
+            import cvhost
+            began = time.monotonic()
+            time.sleep(1.5)
+            with open(\(log.debugDescription), "a") as f:
+                f.write(f"{'describe' if 'describe' in sys.argv else 'worker'} {began} {time.monotonic()}\\n")
+
+            class Slow(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "slow"
+                options = (cvhost.Option("n", int, 1, "a number", min=0, max=5),)
+
+                def process(self, frame):
+                    self.emit("ok", {})
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", path, "--input", "testsrc", "--max-frames", "2"], environment: Self.python)
+        #expect(r.exitCode == 0 && r.events("result").count == 2, "\(r.stderr)")
+        let imports = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
+        #expect(imports.map { String($0[0]) }.sorted() == ["describe", "worker"], "\(imports)")
+        let describe = try #require(imports.first { $0[0] == "describe" }), worker = try #require(imports.first { $0[0] == "worker" })
+        // Side by side: the worker's import began before the description's ended (each takes 1.5 s).
+        #expect(Double(worker[1])! < Double(describe[2])!, "\(imports)")
+        // A run refused after the description (a bad option value) leaves no worker behind.
+        try? FileManager.default.removeItem(atPath: log)
+        let refused = try CVHostBinary.run(["run", "--plugin", path + ":n=9", "--input", "testsrc", "--max-frames", "1"], environment: Self.python)
+        #expect(refused.exitCode == 18, "\(refused.stderr)")
+        let left = try Tool.run("pgrep", ["-f", "preload " + path])
+        #expect(left.status == 1, "still running: \(left.output)")
+    }
+
     @Test("its options are listed (cvhost plugins FILE) and checked before it runs: an unknown one is exit 17, a bad value 18, isolation=none 18")
     func options() throws {
         let path = try Self.plugin("options", Self.meanLuma)

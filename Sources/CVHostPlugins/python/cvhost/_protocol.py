@@ -13,7 +13,7 @@ import socket
 import struct
 from typing import Optional
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """The version of the messages below. Hello carries cvhost's; the worker answers a hello of
 another version with `failed` (and its own version in the message), and `ready` carries the
 worker's, which cvhost checks in turn. 3: hello says which instance the worker is of how many;

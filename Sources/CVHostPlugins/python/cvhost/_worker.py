@@ -1,7 +1,10 @@
 """The worker process of a Python plugin, and the description of one (`cvhost plugins ./x.py`).
 
-    python3 RUNTIME/cvhost/__main__.py describe FILE            the plugin's info as one JSON object
-    python3 RUNTIME/cvhost/__main__.py worker CHANNELS PARENT   serve cvhost on descriptors 3..
+    python3 RUNTIME/cvhost/__main__.py describe FILE                           the plugin's info as one JSON object
+    python3 RUNTIME/cvhost/__main__.py worker [--preload FILE] CHANNELS PARENT   serve cvhost on descriptors 3..
+
+A worker given --preload imports FILE as it starts, before cvhost's hello comes: cvhost starts a
+plugin's first worker while it describes the plugin, and the two imports run side by side.
 
 cvhost runs these by path (never `-m cvhost`, which puts the current folder first on sys.path), with
 PYTHONSAFEPATH=1, in the plugin's folder: what is imported is the runtime, the plugin's own folder
@@ -29,12 +32,18 @@ from ._serving import FOURCC, Instance
 RESTRICT_FAILED, NO_HELLO = 70, 71
 
 
-def worker(count: int, parent: int) -> int:
+def worker(count: int, parent: int, preload: str | None = None) -> int:
     """One instance per process: cvhost starts a worker for each (no GIL between them)."""
     if not restrict(parent):
         return RESTRICT_FAILED
     if count != 1:
         return NO_HELLO
+    preloaded = None
+    if preload:
+        try:
+            preloaded = (preload, load(preload))
+        except Exception:
+            pass  # imported again when the hello comes, and the error answered then
     channel = Channel(3)
     got = channel.receive()
     if got is None:
@@ -57,7 +66,7 @@ def worker(count: int, parent: int) -> int:
         return NO_HELLO
     cls = None
     try:
-        cls = load(path)
+        cls = preloaded[1] if preloaded and preloaded[0] == path else load(path)
         options = {o.name: o.parse(given.get(o.name, o.describe()["default"])) for o in cls.options}
         # Known to __init__ already (a plugin sizes its threads by them): set before it runs.
         plugin = cls.__new__(cls)
@@ -107,7 +116,9 @@ def main(argv: list[str]) -> int:
             return 0
         print(json.dumps(info))
         return 0
+    if len(argv) == 5 and argv[0] == "worker" and argv[1] == "--preload":
+        return worker(int(argv[3]), int(argv[4]), preload=argv[2])
     if len(argv) == 3 and argv[0] == "worker":
         return worker(int(argv[1]), int(argv[2]))
-    sys.stderr.write("usage: cvhost/__main__.py describe FILE | worker CHANNELS PARENT_PID (cvhost runs these)\n")
+    sys.stderr.write("usage: cvhost/__main__.py describe FILE | worker [--preload FILE] CHANNELS PARENT_PID (cvhost runs these)\n")
     return 2

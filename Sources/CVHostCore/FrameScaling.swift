@@ -36,6 +36,9 @@ public struct FrameScaling: Hashable, Sendable, CustomStringConvertible {
         public let y: Int
         public let width: Int
         public let height: Int
+
+        /// The whole of a frame of that size: a frame that is not scaled.
+        public static func whole(width: Int, height: Int) -> Content { Content(x: 0, y: 0, width: width, height: height) }
     }
 
     /// Where a source picture of `sourceWidth` x `sourceHeight` lies in the scaled frame.

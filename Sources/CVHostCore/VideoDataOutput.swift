@@ -45,6 +45,9 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// Frames at a size of the consumer's choosing, scaled and converted in one pass off the
     /// capture thread (videoSettings' width and height); nil: the source's size.
     public var scaling: FrameScaling?
+    /// With `scaling`: the delegate also reads each frame at its captured size, in the same format
+    /// (`fullPixels(for:)`), made off the capture thread as the scaled one is.
+    public var deliversFullFrame = false
     /// nil: the source decides (drop-late for live sources, block for files and images).
     public var backpressure: BackpressurePolicy?
     /// How many frames may wait for the delegate.
@@ -135,7 +138,10 @@ public final class VideoDataOutput: @unchecked Sendable {
         // a frame that will be delivered: every frame when frames wait for the delegate (block), and
         // otherwise one that finds no other waiting (a late one may yet be dropped for a newer).
         if needsMaking(sample.pixelBuffer), q.policy == .block || q.depth == 0 {
-            DispatchQueue.global(qos: .userInitiated).async { [self] in _ = pixels(for: sample) }
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                _ = pixels(for: sample)
+                _ = fullPixels(for: sample)
+            }
         }
         q.enqueue(sample)
     }
@@ -151,6 +157,13 @@ public final class VideoDataOutput: @unchecked Sendable {
         let target = deliveredFormat(for: sample.pixelBuffer.format)
         return scaling.map { sample.pixelBuffer.scaled($0, to: target, orientation: connection.videoOrientation) }
             ?? sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)
+    }
+
+    /// The frame at its captured size (turned) in the delegate's format, when the output scales
+    /// frames and delivers the full one too; made once and cached on the frame's buffer.
+    public func fullPixels(for sample: SampleBuffer) -> PixelBuffer? {
+        guard scaling != nil, deliversFullFrame else { return nil }
+        return sample.pixelBuffer.converted(to: deliveredFormat(for: sample.pixelBuffer.format), orientation: connection.videoOrientation)
     }
 
     /// Drains and stops the workers; returns when the delegate has seen its last frame.

@@ -32,6 +32,8 @@ LP64_PIN(offsetof(cvhost_plugin_descriptor, shared_create) == 104 && sizeof(cvho
 // ABI 2.2: frames of the plugin's size (the request at the end of cvhost_host, where the picture
 // lies at the end of cvhost_frame); file options.
 LP64_PIN(offsetof(cvhost_host, request_frames) == 48 && sizeof(cvhost_host) == 56, "cvhost_host 2.2");
-LP64_PIN(offsetof(cvhost_frame, content_height) == 244 && sizeof(cvhost_frame) == 248, "cvhost_frame 2.2");
-_Static_assert(sizeof(cvhost_frame_request) == 24, "cvhost_frame_request layout");
+LP64_PIN(offsetof(cvhost_frame, content_height) == 244, "cvhost_frame 2.2");
+LP64_PIN(offsetof(cvhost_frame, full) == 248 && sizeof(cvhost_frame) == 256, "cvhost_frame 2.3");
+_Static_assert(offsetof(cvhost_frame_request, pixel_format) == 20, "cvhost_frame_request 2.2");
+_Static_assert(offsetof(cvhost_frame_request, flags) == 24 && sizeof(cvhost_frame_request) == 28, "cvhost_frame_request 2.3");
 _Static_assert(CVHOST_OPTION_FILE == 6, "file options");

@@ -8,13 +8,17 @@ public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
     public let scaling: FrameScaling
     /// One of the plugin's declared formats; nil: the one cvhost chooses.
     public let pixelFormat: PixelFormat?
+    /// The captured picture at its own size as well, in the same format (ABI 2.3, cvhost_frame.full).
+    public let fullFrame: Bool
 
-    public var description: String { scaling.description + (pixelFormat.map { " \($0)" } ?? "") }
+    public var description: String { scaling.description + (pixelFormat.map { " \($0)" } ?? "") + (fullFrame ? " and the full frame" : "") }
 
     /// The request a plugin made, checked: nil for a size out of range, an unknown resize, a pad
-    /// over 255, or a format the plugin did not declare.
-    init?(width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32, declared: [PixelFormat]) {
-        guard FrameScaling.sides.contains(Int(width)), FrameScaling.sides.contains(Int(height)), pad <= 255 else { return nil }
+    /// over 255, a format the plugin did not declare, or a flag cvhost does not know.
+    init?(width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32, flags: UInt32, declared: [PixelFormat]) {
+        guard FrameScaling.sides.contains(Int(width)), FrameScaling.sides.contains(Int(height)), pad <= 255,
+              flags & ~UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) == 0 else { return nil }
+        fullFrame = flags & UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) != 0
         let mode: FrameScaling.Mode
         switch resize {
         case CVHOST_RESIZE_STRETCH.rawValue: mode = .stretch
@@ -31,19 +35,23 @@ public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// As the worker protocol's `ready` carries it: cvhost_frame_request's width, height, resize,
-    /// pad and pixel format.
+    /// pad, pixel format and flags.
     var fields: [UInt32] {
         let (resize, pad): (UInt32, UInt32) = switch scaling.mode {
         case .stretch: (CVHOST_RESIZE_STRETCH.rawValue, 0)
         case .letterbox(let pad): (CVHOST_RESIZE_LETTERBOX.rawValue, UInt32(pad))
         }
-        return [UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0]
+        return [UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0,
+                fullFrame ? UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) : 0]
     }
+
+    /// How many `fields` there are.
+    static let fieldCount = 6
 
     /// The request `ready` carried (`fields`), checked as a plugin's own request is.
     init?(fields f: [UInt32], declared: [PixelFormat]) {
-        guard f.count == 5 else { return nil }
-        self.init(width: f[0], height: f[1], resize: f[2], pad: f[3], pixelFormat: f[4], declared: declared)
+        guard f.count == Self.fieldCount else { return nil }
+        self.init(width: f[0], height: f[1], resize: f[2], pad: f[3], pixelFormat: f[4], flags: f[5], declared: declared)
     }
 }
 
@@ -62,8 +70,10 @@ final class FrameRequests: @unchecked Sendable {
 
     /// - Returns: 0, -EINVAL for a request that is not valid, -EEXIST for one that differs from another instance's.
     func take(_ r: cvhost_frame_request) -> Int32 {
-        guard r.struct_size >= UInt32(MemoryLayout<cvhost_frame_request>.size),
+        // A 2.2 plugin's request ends before `flags` (offset 24): read as none.
+        guard r.struct_size >= 24,
               let request = FrameRequest(width: r.width, height: r.height, resize: r.resize, pad: r.pad, pixelFormat: r.pixel_format,
+                                         flags: r.struct_size >= UInt32(MemoryLayout<cvhost_frame_request>.size) ? r.flags : 0,
                                          declared: declared)
         else { return -EINVAL }
         return made.withLock { made in

@@ -4,12 +4,17 @@ import CVHostPluginABI
 /// How one instance's frames reach its worker process. A frame whose planes all lie in shared
 /// memory (cvhost's pooled pixel buffers, a camera's exported buffers) goes as it is: the worker
 /// is sent each piece of memory once and maps it, and later frames in it cost no copy. Any other
-/// frame is copied once into the instance's slot. Memory cvhost has released is forgotten by the
-/// worker the next time new memory is sent, so the worker holds no more than cvhost does.
+/// frame is copied once into the instance's slot (one for the frame, one for the full frame beside
+/// it, when the plugin asked for both). Memory cvhost has released is forgotten by the worker the
+/// next time new memory is sent, so the worker holds no more than cvhost does.
 ///
 /// Used only from the instance's delivery worker thread.
 final class FrameTransfer {
-    private var slot: FrameSlot?
+    /// Which of a call's frames: the one the plugin processes, or the full frame beside it.
+    enum Slot: Int {
+        case frame = 0, full
+    }
+    private var slots: [FrameSlot?] = [nil, nil]
     /// What the current worker process has mapped, by id (SharedMemory.exists tells what was released since).
     private var sent: Set<UInt64> = []
     /// The worker process the memory was sent to.
@@ -24,11 +29,13 @@ final class FrameTransfer {
 
     /// Points `frame`'s planes at shared memory (offsets, no pointers), copying it into the slot if
     /// it is not in shared memory already, and sends the worker what it has not mapped yet.
-    /// - Parameter generation: the worker process's (a new process has nothing mapped).
+    /// - Parameters:
+    ///   - generation: the worker process's (a new process has nothing mapped).
+    ///   - slot: where a copy goes (the frame's memory is remembered, for ordered(), only for `.frame`).
     /// - Returns: how the frame went, and its planes' memory ids; nil when the worker is gone.
     /// - Throws: `PluginLoadError` when no shared memory can be had for a copy.
     func prepare(_ frame: inout cvhost_frame, pixels: PixelBuffer, channel: WorkerChannel,
-                 generation: UInt64) throws(PluginLoadError) -> (way: Way, memory: [UInt64])? {
+                 generation: UInt64, slot which: Slot = .frame) throws(PluginLoadError) -> (way: Way, memory: [UInt64])? {
         if generation != self.generation {
             sent = []
             self.generation = generation
@@ -49,23 +56,24 @@ final class FrameTransfer {
             }
         } else {
             way = .copied
-            let slot = try slot(for: frame)
+            let slot = try slot(which, for: frame)
             slot.copy(into: &frame)
             memory = Array(repeating: slot.memory, count: count)
         }
         for m in memory where !sent.contains(m.id) {
             guard send(m, on: channel) else { return nil }
         }
-        lastMemory = memory.map(\.id)
-        return (way, lastMemory)
+        let ids = memory.map(\.id)
+        if which == .frame { lastMemory = ids }
+        return (way, ids)
     }
 
     /// The slot, replaced by a larger one when the frame does not fit.
-    private func slot(for frame: cvhost_frame) throws(PluginLoadError) -> FrameSlot {
+    private func slot(_ which: Slot, for frame: cvhost_frame) throws(PluginLoadError) -> FrameSlot {
         let needed = FrameSlot.bytes(for: frame)
-        if let slot, slot.memory.size >= needed { return slot }
+        if let slot = slots[which.rawValue], slot.memory.size >= needed { return slot }
         let made = try FrameSlot(size: max(needed, 64 * 1024))
-        slot = made
+        slots[which.rawValue] = made
         return made
     }
 

@@ -54,7 +54,8 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     let workerMetrics: JSONObject? = nil
     let isQuarantined = false
 
-    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
+                 stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         returned(instances[lane].process(&frame, stamp: stamp))
     }
 

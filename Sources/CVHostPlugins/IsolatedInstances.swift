@@ -103,18 +103,27 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     // MARK: - Calls
 
-    func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+    func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
+                 stamp: HostServices.FrameStamp) -> PluginCallOutcome {
         let (supervisor, c) = route(i)
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         lanes[i].lastStamp = stamp
         do {
-            guard let (way, memory) = try lanes[i].transfer.prepare(&frame, pixels: pixels, channel: w.channels[c], generation: w.generation)
+            let transfer = lanes[i].transfer
+            guard let (way, memory) = try transfer.prepare(&frame, pixels: pixels, channel: w.channels[c], generation: w.generation)
             else { return supervisor.failed(w, .closed, "process", frame.sequence) }
             switch way {
             case .shared: sharedFrames.add(1, ordering: .relaxed)
             case .copied: copiedFrames.add(1, ordering: .relaxed)
             }
-            return call(i, on: w, .process(.init(memory: memory, frame: frame)), "process", frame.sequence, stamp)
+            var message = WorkerMessage.FrameMessage(memory: memory, frame: frame)
+            if let full, var fullFrame = frame.full?.pointee {
+                guard let (_, fullMemory) = try transfer.prepare(&fullFrame, pixels: full, channel: w.channels[c], generation: w.generation,
+                                                                 slot: .full)
+                else { return supervisor.failed(w, .closed, "process", frame.sequence) }
+                message.full = .init(memory: fullMemory, frame: fullFrame)
+            }
+            return call(i, on: w, .process(message), "process", frame.sequence, stamp)
         } catch {
             Log.error("\(error)", source: label)
             return .dropped(supervisor.droppedReason)

@@ -12,8 +12,10 @@ protocol PluginInstances: AnyObject, Sendable {
     var isolated: Bool { get }
     /// The frames the instances asked for in create() (request_frames), the same for all.
     var frameRequest: FrameRequest? { get }
-    /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call).
-    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
+    /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call);
+    /// its `full`, when set, is `full` as C sees it (the captured frame the plugin asked for too).
+    func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
+                 stamp: HostServices.FrameStamp) -> PluginCallOutcome
     /// Calls ordered() (the ordered stage) for the frame `lane` just processed; the runner
     /// makes these calls one at a time, in frame order.
     func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome

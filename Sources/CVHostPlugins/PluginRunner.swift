@@ -80,6 +80,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         // Frames of the plugin's own size and format, when its instances asked for them in create().
         if let request = instances.frameRequest {
             output.scaling = request.scaling
+            output.deliversFullFrame = request.fullFrame
             if let format = request.pixelFormat { output.acceptedPixelFormats = [format] }
         }
         output.setSampleBufferDelegate(self)
@@ -99,8 +100,17 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                                  placement: output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format))
         let start = HostClock.monotonicNs()
         let stamp = HostServices.FrameStamp(sample)
-        // `frame` points into `pixelBuffer`, which the calls hold.
-        var outcome = instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, stamp: stamp)
+        // `frame` points into `pixelBuffer`, which the calls hold; and to the full frame, when asked
+        // for (ABI 2.3), which points into `full` (held here) and lives for the process() call.
+        let full = output.fullPixels(for: sample)
+        var fullFrame = full.map { p in
+            cvhost_frame(sample, p, deliveryIndex: context.ticket, placement: (.whole(width: p.width, height: p.height), p.width, p.height))
+        } ?? cvhost_frame()
+        var outcome = withUnsafePointer(to: &fullFrame) { p -> PluginCallOutcome in
+            frame.full = full == nil ? nil : p
+            defer { frame.full = nil }
+            return instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, full: full, stamp: stamp)
+        }
         if plugin.hasOrderedStage {
             outcome = turns.take(context.ticket) {
                 // Only a frame the plugin processed (well or not) goes on to the ordered stage.

@@ -75,8 +75,10 @@ public enum PluginWorker {
             for r in call.1 { channel.send(.result(type: Array(r.type.utf8), json: r.json)) }
             channel.send(.done(status: call.0))
         }
-        func frame(_ m: WorkerMessage.FrameMessage) -> (cvhost_frame, HostServices.FrameStamp)? {
+        /// The frame with its planes' pointers into what is mapped; nil when a plane lies outside it.
+        func placed(_ m: WorkerMessage.PlacedFrame) -> cvhost_frame? {
             var f = m.frame
+            f.full = nil
             let count = Int(min(f.plane_count, 4))
             guard m.memory.count >= count else { return nil }
             var inside = true
@@ -93,7 +95,16 @@ public enum PluginWorker {
                     planes[i].fd = memory.fd
                 }
             }
-            guard inside else { return nil }
+            return inside ? f : nil
+        }
+        /// The full frame the plugin asked for besides, where `process` points it (it lives as long as the call).
+        var full = cvhost_frame()
+        func frame(_ m: WorkerMessage.FrameMessage) -> (cvhost_frame, HostServices.FrameStamp)? {
+            guard let f = placed(.init(memory: m.memory, frame: m.frame)) else { return nil }
+            if let given = m.full {
+                guard let placedFull = placed(given) else { return nil }
+                full = placedFull
+            }
             return (f, HostServices.FrameStamp(sequence: f.sequence, captureTimeNs: f.capture_time_ns,
                                                presentationTimeNs: f.presentation_time_ns, imagePath: nil))
         }
@@ -114,7 +125,10 @@ public enum PluginWorker {
                 ids.forEach(unmap)
             case .message(.process(let m), _):
                 guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
-                reply(instance.process(&f, stamp: stamp))
+                reply(withUnsafePointer(to: &full) { p in
+                    f.full = m.full == nil ? nil : p
+                    return instance.process(&f, stamp: stamp)
+                })
             case .message(.ordered(let m), _):
                 guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
                 reply(instance.ordered(shared: shared?.handle, &f, stamp: stamp))

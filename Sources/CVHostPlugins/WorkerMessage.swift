@@ -8,8 +8,8 @@ import CVHostPluginABI
 /// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
 /// time out. Change both ends and the version together.
 package enum WorkerMessage {
-    /// 4: a Python worker is started with `--preload FILE` and imports it before the hello (the
-    /// messages are 3's). 3: hello says which instances the worker serves of how many the plugin
+    /// 4: a Python worker is started with `--preload FILE` and imports it before the hello; ready's
+    /// request has the flags too, and a frame may carry the full frame after it. 3: hello says which instances the worker serves of how many the plugin
     /// has; ready carries the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
     package static let protocolVersion: UInt32 = 4
 
@@ -30,7 +30,7 @@ package enum WorkerMessage {
 
     // worker -> cvhost
     /// The plugin is created; the worker speaks protocol `version`; its instances asked for these
-    /// frames (request_frames: width, height, resize, pad, pixel format, as cvhost_frame_request's), or none.
+    /// frames (request_frames: width, height, resize, pad, pixel format, flags, as cvhost_frame_request's), or none.
     case ready(version: UInt32, request: [UInt32]?)
     /// hello failed: a PluginLoadError.Kind raw value and the message.
     case failed(kind: String, message: String)
@@ -55,8 +55,16 @@ package enum WorkerMessage {
     }
 
     /// A frame in shared memory: the C frame's fields, each plane's `offset` into the memory
-    /// `memory[plane]` in place of its pointer.
+    /// `memory[plane]` in place of its pointer; and the full frame, when the plugin asked for it,
+    /// the same way (its `full` pointer, as the frame's, is meaningless here: the worker sets it).
     package struct FrameMessage {
+        var memory: [UInt64]
+        var frame: cvhost_frame
+        var full: PlacedFrame? = nil
+    }
+
+    /// A frame's fields and the memory its planes lie in (the full frame of a FrameMessage).
+    package struct PlacedFrame {
         var memory: [UInt64]
         var frame: cvhost_frame
     }
@@ -101,6 +109,12 @@ package enum WorkerMessage {
             // The C frame as bytes: the same executable on both ends, so the same layout. The
             // planes' `data` are NULL and their `offset` is into their memory: the worker sets `data`.
             withUnsafeBytes(of: f.frame) { w.bytes.append(contentsOf: $0) }
+            w.u8(f.full == nil ? 0 : 1)
+            if let full = f.full {
+                w.u64(UInt64(full.memory.count))
+                full.memory.forEach { w.u64($0) }
+                withUnsafeBytes(of: full.frame) { w.bytes.append(contentsOf: $0) }
+            }
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
         case .destroy: w.u8(Kind.destroy.rawValue)
@@ -108,7 +122,7 @@ package enum WorkerMessage {
             w.u8(Kind.ready.rawValue)
             w.u32(version)
             w.u8(request == nil ? 0 : 1)
-            request?.prefix(5).forEach { w.u32($0) }
+            request?.prefix(FrameRequest.fieldCount).forEach { w.u32($0) }
         case .failed(let kind, let message):
             w.u8(Kind.failed.rawValue)
             w.string(kind)
@@ -150,9 +164,16 @@ package enum WorkerMessage {
             guard let ids = r.u64s() else { return nil }
             self = .forget(ids: ids)
         case .process, .ordered:
-            guard let memory = r.u64s(), memory.count <= 4, let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
-            let frame = raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) }
-            let message = FrameMessage(memory: memory, frame: frame)
+            func readFrame() -> PlacedFrame? {
+                guard let memory = r.u64s(), memory.count <= 4, let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
+                return PlacedFrame(memory: memory, frame: raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) })
+            }
+            guard let first = readFrame(), let hasFull = r.u8(), hasFull <= 1 else { return nil }
+            var message = FrameMessage(memory: first.memory, frame: first.frame)
+            if hasFull == 1 {
+                guard let full = readFrame() else { return nil }
+                message.full = full
+            }
             self = kind == .process ? .process(message) : .ordered(message)
         case .flush: self = .flush
         case .sharedFlush: self = .sharedFlush
@@ -167,8 +188,8 @@ package enum WorkerMessage {
             guard let has = r.u8() else { return nil }
             var request: [UInt32]?
             if has == 1 {
-                let fields = (0..<5).compactMap { _ in r.u32() }
-                guard fields.count == 5 else { return nil }
+                let fields = (0..<FrameRequest.fieldCount).compactMap { _ in r.u32() }
+                guard fields.count == FrameRequest.fieldCount else { return nil }
                 request = fields
             }
             self = .ready(version: version, request: request)

@@ -96,6 +96,7 @@ public enum SessionEventLines {
                 frames.set("pad", Int(pad))
             }
             frames.set("pixel_formats", strings: r.output.acceptedPixelFormats.map(\.name))
+            frames.set("full_frame", r.output.deliversFullFrame)
             o.set("frames", object: frames)
         }
         // Each value as its type says: a number is a number, a flag true or false.

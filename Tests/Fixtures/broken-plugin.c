@@ -17,7 +17,9 @@
 // -DREQUEST_FRAMES=W,H,RESIZE,PAD,FORMAT one whose create() asks for frames of that size (ABI 2.2;
 // it takes GRAY8 and RGB24) and whose process() says what came: a "frame" result with the frame's
 // size, format, source size, content rectangle, its first and middle bytes, and what a second
-// request from process() returned.
+// request from process() returned. With -DREQUEST_FLAGS=F too, the request's flags (ABI 2.3;
+// CVHOST_FRAME_REQUEST_FULL_FRAME: the result adds the full frame's size, format and whether its own
+// `full` is NULL, and the first frame's full picture is written, rows packed, to $DUMP_FULL).
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
@@ -140,7 +142,10 @@ static int create(const cvhost_host *host, const cvhost_option_value *options, u
 #endif
 #ifdef REQUEST_FRAMES
     {
-        cvhost_frame_request r = {sizeof r, requested[0], requested[1], requested[2], requested[3], requested[4]};
+#ifndef REQUEST_FLAGS
+#define REQUEST_FLAGS 0
+#endif
+        cvhost_frame_request r = {sizeof r, requested[0], requested[1], requested[2], requested[3], requested[4], REQUEST_FLAGS};
         int rc = host->request_frames(host->context, &r);
         if (rc != 0) {
             snprintf(error, error_size, "request_frames returned %d", rc);
@@ -171,13 +176,27 @@ static int process(void *instance, const cvhost_frame *frame) {
         int rc = s->host->request_frames(s->host->context, &again);  // only create() may ask
         const cvhost_plane *p = &frame->planes[0];
         unsigned bpp = frame->pixel_format == CVHOST_PIXEL_FORMAT_RGB24 ? 3 : 1;
-        char json[400];
+        char full[160] = "";
+        const cvhost_frame *f = CVHOST_HAS_FIELD(frame, cvhost_frame, full) ? frame->full : NULL;
+        if (f) {
+            snprintf(full, sizeof full, ",\"full\":[%u,%u,%u],\"full_has_full\":%s,\"full_source\":[%u,%u],\"full_content\":[%u,%u,%u,%u]",
+                     f->width, f->height, f->pixel_format, f->full ? "true" : "false", f->source_width, f->source_height,
+                     f->content_x, f->content_y, f->content_width, f->content_height);
+            const char *dump = getenv("DUMP_FULL");
+            if (dump && frame->sequence == 0) {
+                FILE *out = fopen(dump, "wb");
+                unsigned row = f->width * (f->pixel_format == CVHOST_PIXEL_FORMAT_RGB24 ? 3 : 1);
+                for (unsigned y = 0; out && y < f->height; y++) fwrite(f->planes[0].data + (size_t)y * f->planes[0].stride, 1, row, out);
+                if (out) fclose(out);
+            }
+        }
+        char json[600];
         snprintf(json, sizeof json,
                  "{\"width\":%u,\"height\":%u,\"format\":%u,\"source\":[%u,%u],\"content\":[%u,%u,%u,%u],"
-                 "\"first\":%u,\"middle\":%u,\"again\":%d}",
+                 "\"first\":%u,\"middle\":%u,\"again\":%d%s}",
                  frame->width, frame->height, frame->pixel_format, frame->source_width, frame->source_height, frame->content_x,
                  frame->content_y, frame->content_width, frame->content_height, p->data[0],
-                 p->data[(size_t)(frame->height / 2) * p->stride + (frame->width / 2) * bpp], rc);
+                 p->data[(size_t)(frame->height / 2) * p->stride + (frame->width / 2) * bpp], rc, full);
         s->host->emit(s->host->context, "frame", json);
     }
 #endif

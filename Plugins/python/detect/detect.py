@@ -85,7 +85,7 @@ class Classes:
 
 
 class Detect(cvhost.Plugin):
-    api_version = (1, 1)
+    api_version = (1, 2)
     name = "detect"
     version = "1.0.0"
     description = "your own ONNX model (onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
@@ -142,11 +142,13 @@ class Detect(cvhost.Plugin):
         self.geometry = None
         self.second = None
         # The host makes each frame the model's input picture (scaled, letterboxed, in the model's
-        # channel order) in one pass from the captured frame, unless the plugin needs the frame at
-        # its own size: for a second stage's crops, or to crop the middle (which the host does not do).
-        self.scaled = not options["classify"] and resize in ("letterbox", "stretch")
+        # channel order) in one pass from the captured frame, unless the model crops the middle
+        # (which the host does not do); a second stage crops the frame as captured, which the host
+        # hands over beside it (frame.full).
+        self.scaled = resize in ("letterbox", "stretch")
         if self.scaled:
-            self.request_frames(self.model.width, self.model.height, resize, options["pad"], "rgb24" if rgb else "bgr24")
+            self.request_frames(self.model.width, self.model.height, resize, options["pad"], "rgb24" if rgb else "bgr24",
+                                full=bool(options["classify"]))
         # benchmarks/detect.py: where each frame's time goes (preparing the input, session.run,
         # decoding), said on stderr at the end.
         self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
@@ -182,7 +184,7 @@ class Detect(cvhost.Plugin):
         outputs = self.model.run(tensor)
         ran = time.perf_counter()
         try:
-            self.report(width, height, picture, rgb, outputs)
+            self.report(frame, width, height, picture, rgb, outputs)
         finally:
             if self.timing is not None:
                 t = self.timing
@@ -194,7 +196,7 @@ class Detect(cvhost.Plugin):
             sys.stderr.write(f"detect: instance {self.instance_index}: {n} frames: prepare {prepare / n * 1e3:.2f} ms, "
                              f"run {run / n * 1e3:.2f} ms, decode {decode / n * 1e3:.2f} ms (means)\n")
 
-    def report(self, width: int, height: int, picture: Any, rgb: bool, outputs: list[Any]) -> None:
+    def report(self, frame: cvhost.Frame, width: int, height: int, picture: Any, rgb: bool, outputs: list[Any]) -> None:
         """The model's outputs as results: decoded, merged, mapped back to the captured picture
         (`width` x `height`)."""
         if self.model.type == "classify":
@@ -221,7 +223,9 @@ class Detect(cvhost.Plugin):
                 "normalized": {"bounds": box(x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height, 6)},
             }
             if self.second is not None:
-                result["classification"] = self.classify(picture, rgb, x1, y1, x2, y2)
+                # The box's pixels in the picture as captured: the full frame beside a scaled one.
+                whole = frame.full.array() if self.scaled else picture
+                result["classification"] = self.classify(whole, rgb, x1, y1, x2, y2)
             self.emit("object", result)
 
     def report_classes(self, scores: Any) -> None:

@@ -27,6 +27,8 @@ struct Frame {
     flags: u32, color_range: u32, color_matrix: u32, plane_count: u32, planes: [Plane; 4],
     // ABI 2.2: where the picture lies in the frame (for a plugin that asked for frames of its size).
     source_width: u32, source_height: u32, content_x: u32, content_y: u32, content_width: u32, content_height: u32,
+    // ABI 2.3: the captured frame beside a scaled one, when asked for (NULL here).
+    full: *const Frame,
 }
 
 #[repr(C)]

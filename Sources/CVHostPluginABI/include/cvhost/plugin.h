@@ -1,10 +1,11 @@
 /*
- * cvhost/plugin.h — the cvhost plugin ABI, version 2.2.
+ * cvhost/plugin.h — the cvhost plugin ABI, version 2.3.
  *
  * 2.0: the first version of ABI 2. 2.1: the ordered stage (shared_create, ordered, shared_flush,
  * shared_destroy at the end of the descriptor; cvhost_host.shared). 2.2: file options
  * (CVHOST_OPTION_FILE); frames at a size the plugin asks for (cvhost_host.request_frames, and the
- * frame's source_width ... content_height).
+ * frame's source_width ... content_height). 2.3: the captured frame beside the scaled one
+ * (cvhost_frame_request.flags, CVHOST_FRAME_REQUEST_FULL_FRAME; cvhost_frame.full).
  *
  * This is the only header a plugin author needs. A plugin is a shared object
  * (libcvhost-<name>.so) that exports one constant DATA symbol, `cvhost_plugin`, a
@@ -121,7 +122,7 @@ extern "C" {
 
 /** The ABI version this header describes (see Versioning). */
 #define CVHOST_PLUGIN_ABI_MAJOR 2
-#define CVHOST_PLUGIN_ABI_MINOR 2
+#define CVHOST_PLUGIN_ABI_MINOR 3
 
 /** The name of the data symbol a plugin exports: its cvhost_plugin_descriptor. */
 #define CVHOST_PLUGIN_SYMBOL "cvhost_plugin"
@@ -316,6 +317,15 @@ typedef struct cvhost_frame {
     uint32_t content_y;
     uint32_t content_width;
     uint32_t content_height;
+
+    /* ---- ABI 2.3 ---- */
+    /**
+     * The captured picture at its own size (source_width x source_height, turned as this frame
+     * is), in this frame's pixel format, when the plugin asked for it (CVHOST_FRAME_REQUEST_FULL_FRAME):
+     * a detector reads this frame, a second stage crops the full one. NULL otherwise, and in
+     * ordered(). Valid for the call, as this frame is; its own `full` is NULL.
+     */
+    const struct cvhost_frame *full;
 } cvhost_frame;
 
 /** How frames are fitted to the size a plugin asks for (cvhost_frame_request.resize). */
@@ -342,7 +352,15 @@ typedef struct cvhost_frame_request {
     uint32_t resize;       /**< a cvhost_resize */
     uint32_t pad;          /**< LETTERBOX: the grey level of the padding, 0..255 (YUV: that luma, neutral chroma) */
     uint32_t pixel_format; /**< one of the plugin's pixel_formats, or 0: the one the host would choose */
+    /* ---- ABI 2.3 (a 2.2 plugin's request, without it, is read as flags 0) ---- */
+    uint32_t flags;        /**< CVHOST_FRAME_REQUEST_* */
 } cvhost_frame_request;
+
+/** cvhost_frame_request.flags. */
+enum {
+    /** Also hand each frame's captured picture at its own size: cvhost_frame.full (ABI 2.3). */
+    CVHOST_FRAME_REQUEST_FULL_FRAME = 1u << 0,
+};
 
 /** Log levels for cvhost_host.log. */
 typedef enum cvhost_log_level {
@@ -407,8 +425,10 @@ typedef struct cvhost_host {
      * Asks for frames of a size of the plugin's own, scaled by the host (see cvhost_frame_request).
      * Accepted only within create(), on its thread; every instance of a plugin that asks must ask
      * the same. The frames then carry where the picture lies in them (cvhost_frame.content_*).
-     * Returns 0; -EINVAL for a size out of range, an unknown resize, or a pixel format the plugin
-     * did not declare; -EPERM outside create(); -EEXIST when another instance asked otherwise.
+     * With CVHOST_FRAME_REQUEST_FULL_FRAME (2.3), frames also carry the captured one (cvhost_frame.full).
+     * Returns 0; -EINVAL for a size out of range, an unknown resize, a pixel format the plugin did
+     * not declare, or a flag the host does not know; -EPERM outside create(); -EEXIST when another
+     * instance asked otherwise.
      */
     int (*request_frames)(void *context, const cvhost_frame_request *request);
 } cvhost_host;

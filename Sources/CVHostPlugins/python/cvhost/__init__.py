@@ -34,11 +34,12 @@ worker process of its own (one per instance), with the same queues, metrics and 
 plugin. This module is shipped with cvhost and put on the worker's path; nothing is compiled.
 """
 
-API_VERSION = (1, 1)
+API_VERSION = (1, 2)
 """The version of this API: MAJOR changes break plugins, MINOR only adds. A plugin declares the
 version it was written against (`api_version`); cvhost runs it when the majors match and the
 plugin's minor is not newer than this one. 1.1 added File options, OptionError, CreateError,
-instance_index, instance_count, request_frames and the frame's source size and content."""
+instance_index, instance_count, request_frames and the frame's source size and content. 1.2 added
+request_frames(full=True) and frame.full."""
 
 PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
 """The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
@@ -125,13 +126,15 @@ class Plugin:
     def close(self):
         pass
 
-    def request_frames(self, width, height, resize="letterbox", pad=114, pixel_format=None):
+    def request_frames(self, width, height, resize="letterbox", pad=114, pixel_format=None, full=False):
         """Asks for frames of `width` x `height` (16 to 8192 each), scaled by cvhost from the frame
         as captured, in one pass with the conversion to `pixel_format` (one of the plugin's
         pixel_formats; None: the one cvhost chooses): `resize` "letterbox" (the whole picture
         scaled to fit, its shape kept, centred on grey `pad`, as Ultralytics' letterbox) or
         "stretch". Only in __init__ (API 1.1; the C ABI's host->request_frames). The frames then
-        say where the picture lies in them: `frame.content` and `frame.source_width`/`source_height`."""
+        say where the picture lies in them: `frame.content` and `frame.source_width`/`source_height`.
+        `full=True` (API 1.2): each frame's `frame.full` is also the picture at its captured size, in
+        the same format (a detector reads the frame, a second stage crops the full one)."""
         if not getattr(self, "_cvhost_creating", False):
             raise RuntimeError("request_frames() is accepted only in __init__")
         if resize not in ("letterbox", "stretch"):
@@ -141,7 +144,7 @@ class Plugin:
         if pixel_format is not None and pixel_format not in self.pixel_formats:
             raise ValueError(f"request_frames: pixel_format is one of the plugin's pixel_formats {tuple(self.pixel_formats)}, "
                              f"not {pixel_format!r}")
-        self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format)
+        self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format, bool(full))
 
     def emit(self, type, result):
         """Writes one result of the frame being processed (in flush: of the last one): `type`
@@ -176,10 +179,12 @@ class Frame:
 
     __slots__ = ("width", "height", "format", "sequence", "delivery_index", "capture_time_ns",
                  "presentation_time_ns", "independent", "color_range", "color_matrix", "planes",
-                 "source_width", "source_height", "content")
+                 "source_width", "source_height", "content", "full")
     # source_width, source_height: the picture as captured (and turned); content: (x, y, width,
     # height), where it lies in this frame (letterbox: the part that is not padding). A point
     # (x, y) of this frame is ((x - cx) * source_width / cw, (y - cy) * source_height / ch) of it.
+    # full: the picture at its captured size, a Frame in the same format, when the plugin asked
+    # for it (request_frames(full=True)); else None.
 
     def array(self):
         """The picture as one numpy view, no copy: (h, w) for gray8, (h, w, 3) for rgb24 and

@@ -16,9 +16,11 @@ from typing import Optional
 PROTOCOL_VERSION = 4
 """The version of the messages below. Hello carries cvhost's; the worker answers a hello of
 another version with `failed` (and its own version in the message), and `ready` carries the
-worker's, which cvhost checks in turn. 3: hello says which instance the worker is of how many;
-ready carries the frames the plugin asked for (request_frames); frames say where the picture lies
-in them. Version 1 had no version."""
+worker's, which cvhost checks in turn. 4: the worker imports its plugin before the hello
+(--preload); ready's request ends with its flags; a frame is followed by a byte saying whether the
+full frame follows it (its memory and fields, as a frame's). 3: hello says which instance the
+worker is of how many; ready carries the frames the plugin asked for (request_frames); frames say
+where the picture lies in them. Version 1 had no version."""
 
 # Message kinds (WorkerMessage.Kind).
 HELLO, MEMORY, FORGET, PROCESS, ORDERED, FLUSH, SHARED_FLUSH, DESTROY = 1, 2, 3, 4, 5, 6, 7, 8
@@ -26,15 +28,17 @@ READY, FAILED, RESULT, DONE = 64, 65, 66, 67
 PACKET_PAYLOAD = 32 * 1024
 
 # cvhost_frame and cvhost_plane as Sources/CVHostPluginABI/abi_layout.c pins them (LP64): the 2.0
-# fields, four planes, then 2.2's source size and content rectangle.
+# fields, four planes, then 2.2's source size and content rectangle, then 2.3's `full` pointer
+# (meaningless in a message: the full frame follows the frame).
 FRAME = struct.Struct("<IIIIQqqQIIII")
 PLANE = struct.Struct("<QIIIiQQ")
 PLACEMENT = struct.Struct("<IIIIII")
 PLACEMENT_AT = FRAME.size + 4 * PLANE.size
-FRAME_SIZE = PLACEMENT_AT + PLACEMENT.size
-assert FRAME.size == 64 and PLANE.size == 40 and FRAME_SIZE == 248
-# cvhost_resize.
+FRAME_SIZE = PLACEMENT_AT + PLACEMENT.size + 8
+assert FRAME.size == 64 and PLANE.size == 40 and FRAME_SIZE == 256
+# cvhost_resize; cvhost_frame_request's flags.
 RESIZE = {"stretch": 1, "letterbox": 2}
+FRAME_REQUEST_FULL_FRAME = 1
 
 
 class Channel:
@@ -109,10 +113,10 @@ def data(b: bytes) -> bytes:
     return struct.pack("<Q", len(b)) + b
 
 
-def ready(request: Optional[tuple[int, int, int, int, int]] = None) -> bytes:
-    """`request`: the frames asked for (width, height, resize, pad, pixel format fourcc or 0)."""
+def ready(request: Optional[tuple[int, int, int, int, int, int]] = None) -> bytes:
+    """`request`: the frames asked for (width, height, resize, pad, pixel format fourcc or 0, flags)."""
     body = bytes([READY]) + struct.pack("<I", PROTOCOL_VERSION)
-    return body + (b"\x01" + struct.pack("<5I", *request) if request else b"\x00")
+    return body + (b"\x01" + struct.pack("<6I", *request) if request else b"\x00")
 
 
 def failed(kind: str, message: str) -> bytes:

@@ -115,12 +115,25 @@ class Instance:
                 pass  # the plugin kept a view: the map goes when the last view does
 
     def frame(self, r: Reader) -> Optional[cvhost.Frame]:
+        """A frame message's frame, with its full frame when one follows; None when a plane lies outside what is mapped."""
+        f = self.placed(r)
+        if f is None:
+            return None
+        if r.u8() == 1:
+            f.full = self.placed(r)
+            if f.full is None:
+                return None
+        return f
+
+    def placed(self, r: Reader) -> Optional[cvhost.Frame]:
         memory = [r.u64() for _ in range(r.u64())]
         raw = r.data[r.at:r.at + FRAME_SIZE]
         if len(raw) != FRAME_SIZE:
             return None
+        r.at += FRAME_SIZE
         (_, fourcc, width, height, sequence, capture, pts, delivery, flags, crange, matrix, count) = FRAME.unpack_from(raw)
         f = cvhost.Frame()
+        f.full = None
         f.width, f.height, f.format = width, height, FOURCC.get(fourcc, "0x%08x" % fourcc)
         f.sequence, f.delivery_index, f.capture_time_ns, f.presentation_time_ns = sequence, delivery, capture, pts
         f.independent = bool(flags & 1)
@@ -140,6 +153,8 @@ class Instance:
         return f
 
     def release(self, frame: cvhost.Frame) -> None:
+        if frame.full is not None:
+            self.release(frame.full)
         for p in frame.planes:
             try:
                 p.data.release()

@@ -4,7 +4,7 @@
 // Floors (each uses only the floors below it):
 //   cvhost (CLI)
 //   CVHostRun
-//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2
+//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics
 //   CVHostOutput
 //   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CPluginGuard, CWorkerIPC, CSharedMemory)
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
@@ -60,6 +60,9 @@ let package = Package(
         // needs, descriptors over unix sockets (SCM_RIGHTS), no_new_privs (C: macros Swift cannot import).
         .target(name: "CWorkerIPC", path: "Sources/CWorkerIPC"),
 
+        // What boxes do across frames: followed (ByteTrack), entering and leaving zones, crossing lines.
+        .target(name: "CVHostAnalytics", dependencies: ["CVHostCore", "CVHostOutput"], path: "Sources/CVHostAnalytics"),
+
         // FFmpeg's libav* (decoding of video files, streams, still images and MJPEG; pixel conversions).
         .systemLibrary(
             name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
@@ -113,7 +116,7 @@ let package = Package(
         .target(
             name: "CVHostRun",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CPluginGuard",
                 .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/CVHostRun"),
@@ -172,6 +175,7 @@ let package = Package(
         // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
         .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostOutput", "CVHostTestSupport"]),
         .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),

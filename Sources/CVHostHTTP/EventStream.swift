@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostOutput
+import Foundation
 import NIOCore
 
 /// `GET /events`: the run's JSON lines as Server-Sent Events (`data: <line>`), the same lines as
@@ -9,7 +10,8 @@ import NIOCore
 /// A client that connects late first gets what it needs to make sense of what follows, as it
 /// stands: each input's session.started (its plugins and their options, the region of interest
 /// among them), the latest metrics of each plugin, the results of each plugin's latest frame with
-/// results, and how each input stopped, if it has.
+/// results, what each zone and line counts (the latest zone.occupancy and line.crossed of each
+/// zone or line and label: they carry the running counts), and how each input stopped, if it has.
 public final class EventStream: OutputSink {
     private let clients = StreamingClients()
     private let replay = Locked(Replay())
@@ -43,6 +45,12 @@ public final class EventStream: OutputSink {
                 }
             case "session.stopped", "session.interrupted", "session.interruption_ended", "session.error":
                 set(who + "\u{0}state", [line])
+            case "line.crossed", "zone.occupancy":
+                // Rare lines (a crossing, a change of occupancy): read for which zone or line and label they count.
+                guard let o = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any],
+                      let data = o["data"] as? [String: Any], let name = (data["line"] ?? data["zone"]) as? String,
+                      let label = data["label"] as? String else { break }
+                set("\(who)\u{0}\(r.event)\u{0}\(name)\u{0}\(label)", [line])
             default:
                 break
             }

@@ -40,6 +40,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()
     let sink: OutputSink
+    /// What each frame's results go through before they are written (the analytics stage), if anything.
+    public let resultStage: FrameResultStage?
     private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
 
@@ -51,13 +53,18 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     ///   - queueDepth, backpressure: the session-wide defaults (`--queue-depth`, `--backpressure`).
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed, .notSharedObject).
     ///   - isolation: the run-wide default (`--isolation`), for a plugin whose options do not say.
+    ///   - resultStage: what each frame's results go through before they are written (the analytics stage), if anything.
     public init(plugin: PluginInfo, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
-                backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, sink: OutputSink) throws {
+                backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, sink: OutputSink,
+                resultStage: FrameResultStage? = nil) throws {
         self.plugin = plugin
+        self.resultStage = resultStage
         self.source = source
         self.index = index
         self.sink = sink
-        sequencer = ResultSequencer(write: { [sink] line in sink.write(line) })
+        sequencer = ResultSequencer(write: { [sink, resultStage] lines, frame in
+            (frame.flatMap { f in resultStage?.frame(lines, f) } ?? lines).forEach { sink.write($0) }
+        })
         let name = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
         let label = [logPrefix, name].compactMap { $0 }.joined(separator: " ")
         configuration = try PluginConfiguration(plugin: plugin, options: options, isolation: isolation, warn: {
@@ -96,8 +103,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
                                 context: DeliveryContext) {
         let captured = sample.pixelBuffer
-        var frame = cvhost_frame(sample, pixelBuffer, deliveryIndex: context.ticket,
-                                 placement: output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format))
+        let placement = output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format)
+        var frame = cvhost_frame(sample, pixelBuffer, deliveryIndex: context.ticket, placement: placement)
         let start = HostClock.monotonicNs()
         let stamp = HostServices.FrameStamp(sample)
         // `frame` points into `pixelBuffer`, which the calls hold; and to the full frame, when asked
@@ -144,7 +151,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                                                   results: lines.count, failed: !outcome.succeeded))
             }
         }
-        sequencer.submit(ticket: context.ticket, lines: lines)
+        sequencer.submit(ticket: context.ticket, lines: lines,
+                         frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {
@@ -172,6 +180,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             release! += shared
         }
         release?.forEach { sink.write($0) }
+        // After the input's last frame and its flush: what the result stage still has open.
+        if release != nil { resultStage?.finish().forEach { sink.write($0) } }
     }
 
     // MARK: - Metrics

@@ -3,25 +3,26 @@ import CVHostOutput
 
 /// Puts the results of frames processed by parallel instances back in frame order before
 /// they are written: results of ticket n are written only after those of every ticket < n.
-/// With one instance, every ticket arrives in order and passes straight through.
+/// With one instance, every ticket arrives in order and passes straight through. Each ticket's
+/// lines go to `write` together, with the frame they are of (nil: none was processed).
 final class ResultSequencer: @unchecked Sendable {
     // @unchecked Sendable: all state is behind `lock`.
     private let lock = ConditionLock()
     private var nextTicket: UInt64 = 0
-    private var held: [UInt64: [OutputLine]] = [:]
-    private let write: @Sendable (OutputLine) -> Void
+    private var held: [UInt64: (lines: [OutputLine], frame: ProcessedFrame?)] = [:]
+    private let write: @Sendable ([OutputLine], ProcessedFrame?) -> Void
 
-    init(write: @escaping @Sendable (OutputLine) -> Void) {
+    init(write: @escaping @Sendable ([OutputLine], ProcessedFrame?) -> Void) {
         self.write = write
     }
 
-    /// Hands in the lines of one ticket (possibly none). Writes every line that is now in order.
-    func submit(ticket: UInt64, lines: [OutputLine]) {
+    /// Hands in the lines of one ticket (possibly none). Writes every ticket that is now in order.
+    func submit(ticket: UInt64, lines: [OutputLine], frame: ProcessedFrame?) {
         lock.withLock {
-            held[ticket] = lines
+            held[ticket] = (lines, frame)
             // Written with the lock held, so that two workers cannot reorder their releases.
             while let ready = held.removeValue(forKey: nextTicket) {
-                for line in ready { write(line) }
+                write(ready.lines, ready.frame)
                 nextTicket += 1
             }
         }

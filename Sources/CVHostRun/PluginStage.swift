@@ -59,6 +59,16 @@ final class PluginStage: Sendable {
                 let request = try PluginRequest(parsing: spec)
                 return (request, try loader.find(request.nameOrPath, isPath: request.isPath))
             }
+            // Whose boxes are followed, and where: known once the plugins are found and the inputs named.
+            let names = requests.map(\.1.name)
+            if let missing = s.analytics.tracked.first(where: { !names.contains($0.plugin) }) {
+                throw fail("--track \(missing.plugin): no --plugin is called \(missing.plugin) (this run's: \(names.joined(separator: ", ")))",
+                           code: ExitCodes.usage)
+            }
+            if let unknown = s.analytics.unknownInputs(sourceIDs).first {
+                throw fail("input=\(unknown) of a --zone or --line: this run has no input called \(unknown) (its inputs: "
+                           + "\(sourceIDs.joined(separator: ", ")); name one with --input NAME=...)", code: ExitCodes.usage)
+            }
             for id in sourceIDs {
                 var forInput: [PluginRunner] = []
                 for (index, (request, plugin)) in requests.enumerated() {
@@ -67,7 +77,8 @@ final class PluginStage: Sendable {
                     do {
                         forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: sourceIDs.count > 1 ? id : nil, index: index,
                                                          options: request.options, queueDepth: s.queueDepth, backpressure: s.backpressure,
-                                                         isolation: s.isolation, sink: sink))
+                                                         isolation: s.isolation, sink: sink,
+                                                         resultStage: s.analytics.stage(plugin: plugin.name, index: index, source: id)))
                     } catch {
                         _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()))
                         throw error

@@ -21,6 +21,7 @@ public struct RunConfigFile {
     /// Every option of `cvhost run` but --config itself (a test checks this against `run --help`).
     public static let keys: [String: Kind] = [
         "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
+        "track": .list, "zone": .list, "line": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
         "isolation": .string, "http": .string, "http-token-file": .string, "field": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
@@ -119,13 +120,13 @@ public struct RunConfigFile {
         return "\(path):\(setting.line): \(setting.key): \(message)"
     }
 
-    /// Where the file gives the plugin `spec` (`FILE:LINE: plugin`), when the run's plugins are
-    /// the file's (the command line gives no --plugin): an error about the plugin then names it.
-    public func origin(ofPlugin spec: String, commandLine: [String]) -> String? {
-        guard !Self.flagsGiven(commandLine).contains("plugin"), let setting = settings.first(where: { $0.key == "plugin" }) else { return nil }
+    /// Where the file gives `value` of the list `key` (`FILE:LINE: KEY`: a plugin spec, a zone),
+    /// when the run's are the file's (the command line does not give that option): an error about it then names it.
+    public func origin(of key: String, value: String, commandLine: [String]) -> String? {
+        guard !Self.flagsGiven(commandLine).contains(key), let setting = settings.first(where: { $0.key == key }) else { return nil }
         let values = stride(from: 1, to: setting.arguments.count, by: 2).map { setting.arguments[$0] }
-        guard let i = values.firstIndex(of: spec) else { return nil }
-        return "\(path):\(i < setting.itemLines.count ? setting.itemLines[i] : setting.line): plugin"
+        guard let i = values.firstIndex(of: value) else { return nil }
+        return "\(path):\(i < setting.itemLines.count ? setting.itemLines[i] : setting.line): \(key)"
     }
 
     /// FILE of `--config FILE` or `--config=FILE` in `run`'s arguments.

@@ -32,7 +32,10 @@ enum RunMetrics {
                           l + [("reason", why.rawValue)], lost[why] ?? 0)
             }
         }
-        for r in sources.flatMap(\.runners) { r.expose(into: &p) }
+        for r in sources.flatMap(\.runners) {
+            r.expose(into: &p)
+            (r.resultStage as? TrackedResults)?.expose(into: &p)
+        }
         for o in output.statistics {
             let l = [("output", o.output)]
             p.counter("cvhost_output_lines_delivered_total", "Lines an output delivered (written, or acknowledged by the broker).", l,

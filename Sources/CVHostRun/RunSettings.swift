@@ -46,6 +46,8 @@ public struct RunSettings: Sendable {
     public var verbose: Bool
     public var quiet: Bool
     public var liveView: LiveViewSettings?
+    /// `--track`, `--zone`, `--line`.
+    public var analytics = AnalyticsSettings()
 
     /// - Throws: UsageError naming the option whose value cannot be run.
     public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],

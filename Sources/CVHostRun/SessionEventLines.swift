@@ -79,6 +79,8 @@ public enum SessionEventLines {
         o.set("path", r.plugin.path)
         o.set("instances", r.instanceCount)
         o.set("queue_depth", r.output.maxQueuedFrames)
+        // Its boxes followed (--track), and the zones and lines watched on this input.
+        if let tracked = r.resultStage as? TrackedResults { o.set("analytics", object: tracked.summary) }
         o.set("backpressure", r.output.statistics.policy?.rawValue)
         o.set("max_fps", r.output.connection.videoMinFrameDuration > 0 ? 1 / r.output.connection.videoMinFrameDuration : nil,
               decimals: 3)

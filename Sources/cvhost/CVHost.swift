@@ -43,7 +43,7 @@ struct CVHost: ParsableCommand {
             parsed = ["run"] + file.merged(with: commandLine)
             // An error about a value from the file names the file, line and key.
             locate = { file.locate($0, commandLine: commandLine) }
-            RunCommand.pluginOrigin = { file.origin(ofPlugin: $0, commandLine: commandLine) }
+            RunCommand.origin = { file.origin(of: $0, value: $1, commandLine: commandLine) }
         }
         if parsed.first == "run" && parsed.count - 1 > RunConfigFile.maxArguments {
             Log.error("\(parsed.count - 1) arguments: cvhost run takes at most \(RunConfigFile.maxArguments) (a list of at most "

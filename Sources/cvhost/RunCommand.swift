@@ -60,6 +60,14 @@ struct RunCommand: ParsableCommand {
               timeout_ms=N      process: a call longer than N ms is a hang (5000)
               max_rss_mb=N      process: restart the worker above N MiB resident
 
+            TRACKS, ZONES AND LINES (--track, --zone, --line)
+              cvhost run --plugin detect:model=yolov8n.onnx --input gate.mp4 \\
+                         --track detect \\
+                         --zone 'bay=800,300 1100,300 1100,650 800,650:dwell=600' \\
+                         --line 'door=0.5,0.1 0.5,0.9:in=left'
+            --track PLUGIN follows the boxes (`bounds`) of that plugin's results from frame to frame, per label (ByteTrack: a motion model, overlap matching, a second pass for weak boxes): a track is reported after min_hits frames in a row, with track.started and a track_id in each of its results, and ends with track.ended after `lost` seconds unseen (media time, not frames). Boxes at or above `high` confidence start and keep tracks; from `low` up they only keep them.
+            A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) is tested: zone.entered and zone.exited (with its seconds inside) once it has been on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second) and the running counts per label, once a track has been on the other side min_frames frames (2) and once min_distance pixels from it (a tenth of the box's height): a box that jitters or stops on the line is counted once. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
+
             ISOLATION
             none (the default): a plugin runs in cvhost's process; a crash or exit() in it ends the run (exit 19). process: each --plugin runs in a worker process of its own (this executable, run again), frames shared through memory, results checked by cvhost as always. A crash, exit(), a call hung past timeout_ms or memory past max_rss_mb gives plugin.crashed; the frames meanwhile are dropped (reason restarting), the worker is started again after a backoff (0.1 s, doubling) and plugin.restarted follows; 5 crashes within 60 s quarantine it (plugin.quarantined): the run goes on without it and ends with exit 21.
 
@@ -81,6 +89,21 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("plugin"), help: ArgumentHelp("A plugin to run, with options: NAME[:key=value,...]. Repeatable.",
                                                             valueName: "spec"))
     var plugins: [String] = []
+
+    @Option(name: .customLong("track"), help: ArgumentHelp(
+        "Follow a plugin's boxes across frames: PLUGIN [:high=0.4, low=0.1, min_hits=3, lost=1.5, iou=0.2]. Its results get track_id; track.started, track.ended (see TRACKS, ZONES AND LINES). Repeatable.",
+        valueName: "plugin"))
+    var track: [String] = []
+
+    @Option(name: .customLong("zone"), help: ArgumentHelp(
+        "A zone tracks are watched in: NAME=X,Y X,Y X,Y... [:dwell=S, anchor=A, min_frames=N, input=ID, units=U]. Repeatable.",
+        valueName: "zone"))
+    var zones: [String] = []
+
+    @Option(name: .customLong("line"), help: ArgumentHelp(
+        "A line tracks are counted across: NAME=X,Y X,Y [:in=left|right, anchor=A, min_frames=N, min_distance=PX, input=ID, units=U]. Repeatable.",
+        valueName: "line"))
+    var lines: [String] = []
 
     @Option(name: .customLong("input"),
             help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS]. Repeatable; NAME= in front names it.",
@@ -203,8 +226,9 @@ struct RunCommand: ParsableCommand {
         do { _ = try settings() } catch { throw ValidationError(error.description) }
     }
 
-    /// Where the config file gives a plugin spec (set by CVHost.main before parsing, once).
-    nonisolated(unsafe) static var pluginOrigin: (String) -> String? = { _ in nil }
+    /// Where the config file gives a value of a list (a plugin spec, a zone), as "FILE:LINE: KEY"
+    /// (set by CVHost.main before parsing, once).
+    nonisolated(unsafe) static var origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }
 
     /// The options, checked as a whole (RunSettings): what HostRun runs.
     func settings() throws(UsageError) -> RunSettings {
@@ -214,7 +238,8 @@ struct RunCommand: ParsableCommand {
                         queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration, metricsInterval: metricsInterval,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
-        for spec in plugins { settings.pluginOrigins[spec] = Self.pluginOrigin(spec) }
+        for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
+        settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, origin: Self.origin)
         return settings
     }
 

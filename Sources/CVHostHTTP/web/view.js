@@ -32,7 +32,7 @@ const inputs = new Map();
 
 function input(source) {
   if (!inputs.has(source)) {
-    inputs.set(source, { started: null, state: 'starting', metrics: new Map(), history: new Map() });
+    inputs.set(source, { started: null, state: 'starting', metrics: new Map(), history: new Map(), counts: new Map() });
     const option = document.createElement('option');
     option.value = option.textContent = source;
     $('source').append(option);
@@ -166,6 +166,7 @@ function drawOverlay() {
   const plugins = inp.started ? inp.started.plugins : [];
   for (const plugin of plugins) {
     drawROI(svg, plugin);
+    drawAnalytics(svg, plugin, inp);
     const key = plugin.plugin_index;
     const history = inp.history.get(key);
     if (!history) continue;
@@ -204,10 +205,33 @@ function placeLabel(svg, x, y, text) {
   return [x, y];
 }
 
-// "person 87%", and a second stage's label after it.
+// "person #12 87%": its track (--track), its score, and a second stage's label after it.
 function objectLabel(d) {
   const score = typeof d.confidence === 'number' ? ` ${Math.round(d.confidence * 100)}%` : '';
-  return `${d.label}${score}${d.classification && d.classification.label ? ' · ' + d.classification.label : ''}`;
+  const track = typeof d.track_id === 'number' ? ` #${d.track_id}` : '';
+  return `${d.label}${track}${score}${d.classification && d.classification.label ? ' · ' + d.classification.label : ''}`;
+}
+
+// The zones and lines a tracked plugin's tracks are watched in (session.started's analytics), with
+// what they count (the latest zone.occupancy and line.crossed of each): "bay 2", "door in 3 · out 1".
+function drawAnalytics(svg, plugin, inp) {
+  const a = plugin.analytics;
+  if (!a) return;
+  const place = (shape) => shape.points.map((p) => (shape.units === 'fractions' ? [p.x * frame.width, p.y * frame.height] : [p.x, p.y]));
+  const counts = (kind, name) => countsOf(inp, plugin, kind, name);
+  for (const z of a.zones) {
+    const points = place(z);
+    svg.append(el('polygon', { class: 'zone', 'data-zone': z.name, points: points.map((p) => p.join(',')).join(' ') }));
+    const inside = counts('zone', z.name).reduce((n, c) => n + c.count, 0);
+    svg.append(el('text', { class: 'zone-label', x: points[0][0] + 6, y: points[0][1] + 22 }, `${z.name} ${inside}`));
+  }
+  for (const l of a.lines) {
+    const [p, q] = place(l);
+    svg.append(el('line', { class: 'count-line', 'data-line': l.name, x1: p[0], y1: p[1], x2: q[0], y2: q[1] }));
+    const c = counts('line', l.name);
+    const text = `${l.name} in ${c.reduce((n, x) => n + x.in, 0)} · out ${c.reduce((n, x) => n + x.out, 0)}`;
+    svg.append(el('text', { class: 'line-label', x: (p[0] + q[0]) / 2 + 6, y: Math.max(20, (p[1] + q[1]) / 2) }, text));
+  }
 }
 
 function drawResult(svg, plugin, r) {
@@ -238,7 +262,8 @@ function drawResult(svg, plugin, r) {
     }
     const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${Math.round(d.yaw_angle)}°` : null]
       .filter(Boolean).join(' ');
-    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${angles ? ' · ' + angles : ''}`));
+    const track = typeof d.track_id === 'number' ? ` #${d.track_id}` : '';
+    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${track}${angles ? ' · ' + angles : ''}`));
   } else if (r.type === 'object' && d.bounds && typeof d.label === 'string') {
     // Any plugin's object with a box and a label (the detect plugin's), with its score.
     const b = d.bounds;
@@ -266,12 +291,21 @@ function onLine(line) {
       inp.state = 'running';
       inp.history.clear();
       inp.metrics.clear();
+      inp.counts.clear();
       break;
     case 'session.interrupted': inp.state = 'interrupted'; break;
     case 'session.interruption_ended': inp.state = 'running'; break;
     case 'session.error': inp.state = 'error'; break;
     case 'session.stopped': inp.state = `stopped (${line.reason})`; break;
     case 'metrics': inp.metrics.set(line.plugin_index, line); break;
+    case 'line.crossed':
+      inp.counts.set(`${line.plugin_index}/line/${line.data.line}/${line.data.label}`, line.data);
+      if (line.source === current) drawOverlay();
+      break;
+    case 'zone.occupancy':
+      inp.counts.set(`${line.plugin_index}/zone/${line.data.zone}/${line.data.label}`, line.data);
+      if (line.source === current) drawOverlay();
+      break;
     case 'result': {
       let history = inp.history.get(line.plugin_index);
       if (!history) inp.history.set(line.plugin_index, history = new Map());
@@ -347,6 +381,35 @@ function drawPanel() {
     button.onclick = () => send({ plugin: plugin.plugin, plugin_index: plugin.plugin_index, source: current, enabled: !enabled });
     row.insertCell().append(button);
   }
+  drawCounts(inp);
+}
+
+// What each zone and line counts, as text ("door: in 3 · out 1", "bay: 2 inside"), beside the picture.
+function drawCounts(inp) {
+  const list = $('counts');
+  list.replaceChildren();
+  for (const plugin of inp.started ? inp.started.plugins : []) {
+    const a = plugin.analytics;
+    if (!a) continue;
+    for (const z of a.zones) {
+      const li = document.createElement('li');
+      li.textContent = `${z.name}: ${countsOf(inp, plugin, 'zone', z.name).reduce((n, c) => n + c.count, 0)} inside`;
+      list.append(li);
+    }
+    for (const l of a.lines) {
+      const c = countsOf(inp, plugin, 'line', l.name);
+      const li = document.createElement('li');
+      li.textContent = `${l.name}: in ${c.reduce((n, x) => n + x.in, 0)} · out ${c.reduce((n, x) => n + x.out, 0)}`;
+      list.append(li);
+    }
+  }
+  $('counts-title').hidden = list.children.length === 0;
+}
+
+// The latest counts of a zone or line, one per label (zone.occupancy, line.crossed).
+function countsOf(inp, plugin, kind, name) {
+  const prefix = `${plugin.plugin_index}/${kind}/${name}/`;
+  return [...inp.counts.entries()].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v);
 }
 
 // ---- Live counts: /metrics' counters, read every 2 s ----

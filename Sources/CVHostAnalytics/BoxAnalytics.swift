@@ -1,0 +1,108 @@
+import CVHostCore
+
+/// The analytics of one plugin's boxes on one input: its boxes followed from frame to frame
+/// (Tracker), and the tracks watched entering and leaving zones and crossing lines. Fed every
+/// frame the plugin processed, in frame order, with the boxes of its results (none is a frame too:
+/// it ages the tracks).
+public final class BoxAnalytics: @unchecked Sendable {
+    // @unchecked Sendable: all state is behind `state`'s lock.
+    private struct State {
+        var tracker: Tracker
+        var zones: [ZoneWatch] = []
+        var lines: [LineWatch] = []
+        /// The frame size zones and lines in fractions were made for.
+        var size: (width: Int, height: Int)?
+    }
+    private let state: Locked<State>
+    public let zones: [ZoneSettings]
+    public let lines: [LineSettings]
+
+    public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = []) {
+        self.zones = zones
+        self.lines = lines
+        state = Locked(State(tracker: Tracker(tracker)))
+    }
+
+    /// What one frame gave: the track of each detection (nil: not a reported track), and the events, in order.
+    public struct Outcome: Sendable {
+        public var trackIDs: [Int?]
+        public var events: [AnalyticsEvent]
+    }
+
+    /// One frame's boxes at `time` (seconds, the frame's media time), the frame `width` x `height`.
+    public func update(_ detections: [Detection], time: Double, width: Int, height: Int) -> Outcome {
+        state.withLock { s in
+            if s.size == nil || s.size! != (width, height) {
+                // Zones and lines in fractions of the frame, in its pixels (made again if the size changes).
+                s.size = (width, height)
+                s.zones = zones.map { ZoneWatch(Self.placed($0, width, height)) }
+                s.lines = lines.map { LineWatch(Self.placed($0, width, height)) }
+            }
+            let step = s.tracker.update(detections, time: time)
+            var events = step.started.map(AnalyticsEvent.trackStarted)
+            for (track, d) in step.seen {
+                for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: detections[d].box, time: time, into: &events) }
+                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: detections[d].box, into: &events) }
+            }
+            for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
+            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events)
+        }
+    }
+
+    /// What the analytics count now, for /metrics.
+    public struct Counts: Sendable {
+        public var tracksStarted = 0
+        public var tracksActive = 0
+        /// Per line and label: crossings in and out.
+        public var crossings: [(line: String, label: String, in: Int, out: Int)] = []
+        /// Per zone and label: tracks inside now, and entries so far.
+        public var zones: [(zone: String, label: String, inside: Int, entered: Int)] = []
+    }
+
+    public var counts: Counts {
+        state.withLock { s in
+            var c = Counts()
+            c.tracksStarted = s.tracker.reported
+            c.tracksActive = s.tracker.tracks.filter { $0.id != 0 }.count
+            for l in s.lines {
+                for (label, n) in l.counts.sorted(by: { $0.key < $1.key }) { c.crossings.append((l.settings.name, label, n.in, n.out)) }
+            }
+            for z in s.zones {
+                for label in Set(z.counts.keys).union(z.entries.keys).sorted() {
+                    c.zones.append((z.settings.name, label, z.counts[label] ?? 0, z.entries[label] ?? 0))
+                }
+            }
+            return c
+        }
+    }
+
+    /// The input ended: every track ends.
+    public func finish() -> [AnalyticsEvent] {
+        state.withLock { s in
+            var events: [AnalyticsEvent] = []
+            for t in s.tracker.finish() { Self.end(t, reason: "input_ended", &s, &events) }
+            return events
+        }
+    }
+
+    private static func end(_ t: Track, reason: String, _ s: inout State, _ events: inout [AnalyticsEvent]) {
+        for i in s.zones.indices { s.zones[i].end(track: t.id, time: t.lastTime, into: &events) }
+        for i in s.lines.indices { s.lines[i].end(track: t.id) }
+        events.append(.trackEnded(t, reason: reason))
+    }
+
+    static func placed(_ z: ZoneSettings, _ w: Int, _ h: Int) -> ZoneSettings {
+        guard z.fractions else { return z }
+        var p = ZoneSettings(name: z.name, polygon: Polygon(z.polygon.points.map { Point($0.x * Double(w), $0.y * Double(h)) }))
+        (p.anchor, p.minFrames, p.dwell, p.input) = (z.anchor, z.minFrames, z.dwell, z.input)
+        return p
+    }
+
+    static func placed(_ l: LineSettings, _ w: Int, _ h: Int) -> LineSettings {
+        guard l.fractions else { return l }
+        func px(_ p: Point) -> Point { Point(p.x * Double(w), p.y * Double(h)) }
+        var p = LineSettings(name: l.name, segment: Segment(px(l.segment.a), px(l.segment.b)))
+        (p.inSide, p.anchor, p.minFrames, p.minDistance, p.input) = (l.inSide, l.anchor, l.minFrames, l.minDistance, l.input)
+        return p
+    }
+}

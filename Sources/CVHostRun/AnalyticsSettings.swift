@@ -1,0 +1,53 @@
+import CVHostAnalytics
+
+/// `--track`, `--zone`, `--line`: whose boxes are followed across frames, and the zones and
+/// lines their tracks are watched in (CVHostAnalytics). Checked before anything runs: a zone or a
+/// line that cannot be is a UsageError naming it (and, from a config file, its file and line).
+public struct AnalyticsSettings: Sendable {
+    public var tracked: [AnalyticsSpec.Tracked] = []
+    public var zones: [ZoneSettings] = []
+    public var lines: [LineSettings] = []
+
+    public init() {}
+
+    /// - Parameter origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
+    public init(track: [String], zones: [String], lines: [String],
+                origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
+        func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
+            var out: [T] = []
+            for v in values {
+                do { out.append(try parse(v)) } catch {
+                    // From a config file: its file, line and key in place of the flag.
+                    guard let at = origin(key, v) else { throw UsageError(error.description) }
+                    let flag = "--\(key) "
+                    throw UsageError("\(at): " + (error.description.hasPrefix(flag) ? String(error.description.dropFirst(flag.count)) : error.description))
+                }
+            }
+            return out
+        }
+        tracked = try parsed("track", track, AnalyticsSpec.tracked)
+        self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
+        self.lines = try parsed("line", lines, AnalyticsSpec.line)
+        if tracked.isEmpty && !(zones.isEmpty && lines.isEmpty) {
+            throw UsageError("--zone and --line watch tracks: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
+        }
+        for (flag, names) in [("--track", tracked.map(\.plugin)), ("--zone", self.zones.map(\.name)), ("--line", self.lines.map(\.name))] {
+            if let twice = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
+                throw UsageError("\(flag) \(twice) is given twice: each needs a name of its own")
+            }
+        }
+    }
+
+    /// Inputs zones and lines name that the run does not have: said before anything runs.
+    func unknownInputs(_ sources: [String]) -> [String] {
+        (zones.compactMap(\.input) + lines.compactMap(\.input)).filter { !sources.contains($0) }
+    }
+
+    /// The analytics stage of the plugin called `plugin` on input `source`, or nil when its boxes are not followed.
+    func stage(plugin: String, index: Int, source: String) -> TrackedResults? {
+        guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
+        let analytics = BoxAnalytics(tracker: t.settings, zones: zones.filter { $0.input == nil || $0.input == source },
+                                     lines: lines.filter { $0.input == nil || $0.input == source })
+        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index)
+    }
+}

@@ -1,0 +1,130 @@
+import CVHostAnalytics
+import CVHostCore
+import CVHostOutput
+import CVHostPlugins
+import Foundation
+
+/// The analytics stage of one tracked plugin on one input (`--track PLUGIN`): each frame's
+/// results that carry a box (`bounds` in pixels) are followed from frame to frame (BoxAnalytics);
+/// those of a reported track get its id (`track_id`, first in their data), and the tracks', zones'
+/// and lines' events are written after the frame's results, in the plugin's name.
+final class TrackedResults: FrameResultStage, @unchecked Sendable {
+    // @unchecked Sendable: the runner calls frame() and finish() one at a time (its sequencer's
+    // lock); `last` is behind a lock all the same.
+    let analytics: BoxAnalytics
+    private let source: String, plugin: String, pluginIndex: Int
+    private let last = Locked<ProcessedFrame?>(nil)
+
+    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int) {
+        self.analytics = analytics
+        self.source = source
+        self.plugin = plugin
+        self.pluginIndex = pluginIndex
+    }
+
+    func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
+        var detections: [Detection] = [], at: [Int] = []
+        for (i, line) in lines.enumerated() where line.route.event == "result" {
+            guard let d = Self.detection(line) else { continue }
+            detections.append(d)
+            at.append(i)
+        }
+        // The frame's media time: a file's own clock, a live source's from its start (what `lost` and `dwell` count in).
+        let outcome = analytics.update(detections, time: Double(frame.presentationTimeNs) / 1e9, width: frame.width, height: frame.height)
+        var out = lines
+        for (k, id) in outcome.trackIDs.enumerated() {
+            if let id { out[at[k]] = Self.tagged(out[at[k]], trackID: id) }
+        }
+        last.withLock { $0 = frame }
+        return out + outcome.events.map { line($0, frame) }
+    }
+
+    func finish() -> [OutputLine] {
+        let frame = last.withLock { $0 }
+        return analytics.finish().map { line($0, frame) }
+    }
+
+    /// What it follows and watches, for session.started (and the live view, which draws the zones and lines).
+    var summary: JSONObject {
+        func points(_ ps: [Point]) -> [JSONObject] {
+            ps.map { p in
+                var o = JSONObject()
+                o.set("x", p.x, decimals: 6)
+                o.set("y", p.y, decimals: 6)
+                return o
+            }
+        }
+        var o = JSONObject()
+        o.set("zones", array: analytics.zones.map { z in
+            var j = JSONObject()
+            j.set("name", z.name)
+            j.set("points", array: points(z.polygon.points))
+            j.set("units", z.fractions ? "fractions" : "pixels")
+            j.set("anchor", z.anchor.rawValue)
+            if let dwell = z.dwell { j.set("dwell", dwell) }
+            return j
+        })
+        o.set("lines", array: analytics.lines.map { l in
+            var j = JSONObject()
+            j.set("name", l.name)
+            j.set("points", array: points([l.segment.a, l.segment.b]))
+            j.set("units", l.fractions ? "fractions" : "pixels")
+            j.set("anchor", l.anchor.rawValue)
+            j.set("in", l.inSide.rawValue)
+            return j
+        })
+        return o
+    }
+
+    /// Its counts for a Prometheus scrape: tracks, crossings per line, label and direction, and
+    /// zones' occupancy and entries per label. Labels: source, plugin, plugin_index, and line or zone, label.
+    func expose(into p: inout PrometheusExposition) {
+        let c = analytics.counts
+        let l = [("source", source), ("plugin", plugin), ("plugin_index", String(pluginIndex))]
+        p.counter("cvhost_tracks_started_total", "Tracks reported (--track): objects followed across frames.", l, UInt64(c.tracksStarted))
+        p.gauge("cvhost_tracks_active", "Tracks followed now (seen, or lost for less than `lost` seconds).", l, Double(c.tracksActive))
+        for x in c.crossings {
+            for (direction, n) in [("in", x.in), ("out", x.out)] {
+                p.counter("cvhost_line_crossings_total", "Tracks that crossed a line (--line), by label and direction.",
+                          l + [("line", x.line), ("label", x.label), ("direction", direction)], UInt64(n))
+            }
+        }
+        for z in c.zones {
+            p.gauge("cvhost_zone_occupancy", "Tracks inside a zone (--zone) now, by label.", l + [("zone", z.zone), ("label", z.label)], Double(z.inside))
+            p.counter("cvhost_zone_entries_total", "Tracks that came into a zone, by label.", l + [("zone", z.zone), ("label", z.label)],
+                      UInt64(z.entered))
+        }
+    }
+
+    private func line(_ event: AnalyticsEvent, _ frame: ProcessedFrame?) -> OutputLine {
+        var o = JSONObject.envelope(event: event.kind, source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
+                                    tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
+        o.set("data", object: event.data)
+        return o.line()
+    }
+
+    /// The box of a result line, if it has one: `bounds` {x, y, width, height}; its label (else
+    /// the result's type) and confidence (else 1). A result that has a `track_id` of its own is left alone.
+    static func detection(_ line: OutputLine) -> Detection? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any],
+              let data = object["data"] as? [String: Any], data["track_id"] == nil,
+              let b = data["bounds"] as? [String: Any],
+              let x = number(b["x"]), let y = number(b["y"]), let w = number(b["width"]), let h = number(b["height"]), w > 0, h > 0
+        else { return nil }
+        let label = data["label"] as? String ?? object["type"] as? String ?? "object"
+        return Detection(box: Box(x: x, y: y, width: w, height: h), label: label, confidence: number(data["confidence"]) ?? 1)
+    }
+
+    private static func number(_ v: Any?) -> Double? { (v as? NSNumber).map(\.doubleValue) }
+
+    /// The line with `"track_id":ID` first in its data: the envelope is cvhost's own, its `data`
+    /// key the one `"data":{` of the line outside a string (a quote inside a string is escaped).
+    static func tagged(_ line: OutputLine, trackID: Int) -> OutputLine {
+        let key = Array(#""data":{"#.utf8)
+        guard let at = line.bytes.firstRange(of: key)?.upperBound else { return line }
+        let empty = at < line.bytes.count && line.bytes[at] == UInt8(ascii: "}")
+        var bytes = line.bytes
+        bytes.insert(contentsOf: Array("\"track_id\":\(trackID)\(empty ? "" : ",")".utf8), at: at)
+        return OutputLine(bytes: bytes, route: line.route, sequence: line.sequence)
+    }
+}

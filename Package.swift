@@ -134,7 +134,8 @@ let package = Package(
 
         // What the host itself costs, measured with the null plugin, and its MJPEG decoding (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins"], path: "benchmarks/cvhost-bench"),
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostAnalytics"],
+            path: "benchmarks/cvhost-bench"),
 
         // Every parser of bytes someone else wrote, as a function of those bytes (fuzz/targets), and
         // libFuzzer's entry to them (scripts/fuzz.sh builds it with -sanitize=fuzzer; a plain build

@@ -68,6 +68,9 @@ if [ "${1:-}" = "--benchmarks" ] && ! python3 -c 'import yuface, numpy' 2>/dev/n
   python3 -m pip install --quiet yuface==2023.5.1 numpy >&2
 fi
 
+# --benchmarks: the tracking benchmark's comparison, supervision's ByteTrack and motmetrics, in .venv-tracking.
+if [ "${1:-}" = "--benchmarks" ]; then scripts/make-tracking-venv.sh .venv-tracking; fi
+
 # The python3 on PATH may not be Debian's (pyenv, venv): make sure it can import jsonschema.
 if ! python3 -c 'import jsonschema' 2>/dev/null; then
   echo "install-deps: installing jsonschema for $(command -v python3)" >&2

@@ -119,6 +119,42 @@ struct AnalyticsTests {
         #expect(dom.contains("person #1 90%"), "\(dom.suffix(1500))")
     }
 
+    @Test("the corpus's face clip (six people moving and zooming) tracked from the face plugin's boxes: six tracks, each person one id throughout")
+    func faceClip() throws {
+        try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let r = try CVHostBinary.run(["run", "--plugin", "face", "--input", Corpus.path("video/faces_1280x720.mp4"), "--track", "face",
+                                      "--metrics-interval", "0"], timeout: 300)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        // Each person of the truth, frame by frame, is the tracked box that overlaps them most (IoU >= 0.3).
+        let truth = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Corpus.path("video/faces_1280x720_gt.json"))))
+        let frames = try #require((truth as? [String: Any])?["per_frame"] as? [[String: Any]])
+        func iou(_ a: [Double], _ b: [Double]) -> Double {
+            let w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]), h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+            return w > 0 && h > 0 ? w * h / (a[2] * a[3] + b[2] * b[3] - w * h) : 0
+        }
+        var tracked: [Int: [(box: [Double], id: Int)]] = [:]
+        for line in r.events("result") {
+            guard let d = line["data"] as? [String: Any], let id = d["track_id"] as? Int, let b = d["bounds"] as? [String: Double],
+                  let seq = line["seq"] as? Int else { continue }
+            tracked[seq, default: []].append(([b["x"]!, b["y"]!, b["width"]!, b["height"]!], id))
+        }
+        var idsOf: [String: Set<Int>] = [:], seen = 0
+        for f in frames {
+            guard let n = f["frame"] as? Int, let faces = f["faces"] as? [[String: Any]] else { continue }
+            for face in faces {
+                guard let who = face["source"] as? String, let box = face["box"] as? [Double],
+                      let best = tracked[n]?.max(by: { iou($0.box, box) < iou($1.box, box) }), iou(best.box, box) >= 0.3 else { continue }
+                idsOf[who, default: []].insert(best.id)
+                seen += 1
+            }
+        }
+        #expect(idsOf.count == 6 && idsOf.values.allSatisfy { $0.count == 1 }, "\(idsOf)")
+        #expect(Set(idsOf.values.flatMap { $0 }).count == 6, "an id shared: \(idsOf)")
+        // Tracked from their third frame on (min_hits), in every frame after.
+        #expect(seen >= 6 * 88, "\(seen) of \(6 * 90) person-frames tracked")
+        #expect(r.events("track.started").count == 6, "\(r.events("track.started").count) tracks")
+    }
+
     @Test("zones and lines from a config file; a zone that cannot be is refused naming the file and line (exit 64)")
     func configFile() throws {
         let good = Self.folder + "/good.yaml"

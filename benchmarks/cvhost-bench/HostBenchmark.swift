@@ -20,7 +20,8 @@ import Foundation
 ///    (drop-late); prints what share of frames each processed, and resident memory over the run.
 ///
 /// `cvhost-bench --mjpeg FILE WIDTH HEIGHT` instead measures the camera path's MJPEG decoder
-/// (MJPEGBenchmark; run by benchmarks/mjpeg_decode.py).
+/// (MJPEGBenchmark; run by benchmarks/mjpeg_decode.py); `cvhost-bench --tracking BOXES FRAMES` the
+/// analytics stage's time per frame (TrackingBenchmark; run by benchmarks/tracking.py).
 @main
 struct HostBenchmark {
     static func main() throws {
@@ -40,8 +41,14 @@ struct HostBenchmark {
                     return
                 }
                 return try MJPEGBenchmark.run(file: file, width: w, height: h)
+            case "--tracking":
+                guard let boxes = args.popFirst().flatMap({ Int($0) }), let n = args.popFirst().flatMap({ Int($0) }), boxes > 0, n > 0 else {
+                    print("usage: cvhost-bench --tracking BOXES FRAMES")
+                    return
+                }
+                return TrackingBenchmark.run(boxes: boxes, frames: n)
             default:
-                print("usage: cvhost-bench [--frames N] [--live-seconds S] | --mjpeg FILE WIDTH HEIGHT")
+                print("usage: cvhost-bench [--frames N] [--live-seconds S] | --mjpeg FILE WIDTH HEIGHT | --tracking BOXES FRAMES")
                 return
             }
         }

@@ -2,7 +2,8 @@
 # Builds cvhost and its plugins with a sanitizer (address: ASan + LeakSanitizer; thread: TSan) and
 # runs the representative runs under it: the bundled plugins in and out of cvhost's process,
 # parallel instances and the ordered stage, several inputs at once, frames scaled for the plugins
-# that ask (begun on other threads as they are queued), the detect plugin, the broken fixture plugins
+# that ask (begun on other threads as they are queued), the detect plugin, tracks, zones and lines on
+# a plugin's boxes, the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
 # a reload, and an MQTT output to a real broker. Run it after any change to threads or locks.
@@ -56,6 +57,8 @@ run barcode-video 0 --plugin barcode:instances=2 --plugin null:results=1 --input
 faces=../shared/corpus/video/faces_1280x720.mp4  # the benchmark corpus beside the project, when it is there
 [ -f "$faces" ] || faces=examples/demo/codes.mp4
 run face-ordered 0 --plugin face:instances=2 --input "$faces" --max-frames 40
+# Its boxes followed (two instances, results put in order), watched by a zone and a line.
+run tracked 0 --plugin face:instances=2 --input "$faces" --max-frames 40 --track face --zone 'z=0,0 0.5,0 0.5,1 0,1' --line 'l=0.5,0 0.5,1'
 # Nothing moves in 40 frames of either input: no result, exit 22 (as for any run that finds nothing).
 run motion-two-inputs 22 --plugin motion --plugin null --input a=testsrc:320x240@30 --input b=examples/demo/codes.mp4 --max-frames 40
 run isolated 0 --plugin null:results=2,instances=2 --plugin barcode:isolation=process --input testsrc:320x240@60 --max-frames 60

@@ -19,7 +19,14 @@ static inline void row(const uint8_t *restrict y, const uint8_t *restrict u, con
     }
 }
 
-#if defined(__x86_64__)
+// (Not under a sanitizer: the clone's resolver runs while the program is relocated, before the
+// sanitizer's runtime is up, and its instrumented code crashes there.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CVHOST_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(CVHOST_NO_CLONES)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void cvhost_yuv444_to_rgb24(const uint8_t *y, int y_stride, const uint8_t *u, const uint8_t *v, int uv_stride,

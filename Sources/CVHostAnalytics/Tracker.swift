@@ -100,7 +100,6 @@ struct Tracker {
         for i in tracks.indices { tracks[i].filter.predict(seconds: dt, still: tracks[i].state != .tracked) }
         var step = Step()
         var matchedTrack = Set<Int>()
-        var used = Set<Int>()
         let labels = Set(detections.map(\.label)).union(tracks.map(\.label)).sorted()
         for label in labels {
             let mine = detections.indices.filter { detections[$0].label == label }
@@ -119,7 +118,6 @@ struct Tracker {
             for (t, d) in first.pairs + second.pairs + third.pairs {
                 tracks[t].see(detections[d], time: time)
                 matchedTrack.insert(t)
-                used.insert(d)
                 if tracks[t].state == .new {
                     if tracks[t].frames >= settings.minHits { report(t, &step) }
                 } else {
@@ -131,7 +129,6 @@ struct Tracker {
             for d in strongLeft where !third.detections.contains(d) {
                 tracks.append(Track(detections[d], time: time))
                 matchedTrack.insert(tracks.count - 1)
-                used.insert(d)
                 if settings.minHits <= 1 {
                     report(tracks.count - 1, &step)
                     step.trackOf[d] = tracks[tracks.count - 1].id

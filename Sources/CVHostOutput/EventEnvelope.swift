@@ -1,6 +1,6 @@
 extension JSONObject {
     /// Starts an output line with the envelope every event has, in this order:
-    /// `event`, `host`, `session`, `source`, `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
+    /// `event`, `host`, `session`, `event_id`, `source`, `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
     /// - Parameters:
     ///   - event: the event type, e.g. "result", "metrics", "session.started".
     ///   - source: the input the event belongs to (its name, or its path or URL without a password);
@@ -9,7 +9,7 @@ extension JSONObject {
     ///   - seq: the frame sequence the event belongs to, if any.
     ///   - tsNs: capture time of that frame (ns since the epoch); for events without a frame, the time of the event.
     ///   - ptsNs: the frame's media time from the start of the source.
-    /// `host` and `session` say who wrote the line (`Producer`). The object remembers event,
+    /// `host` and `session` say who wrote the line (`Producer`), `event_id` which line it is. The object remembers event,
     /// source and plugin as the line's route (`line()`).
     public static func envelope(event: String, source: String?, plugin: String? = nil, pluginIndex: Int? = nil,
                                 seq: UInt64? = nil, tsNs: Int64, ptsNs: Int64? = nil) -> JSONObject {
@@ -18,6 +18,7 @@ extension JSONObject {
         e.sequence = seq
         e.set("event", event)
         e.bytes.append(contentsOf: producerFields)
+        e.set("event_id", Producer.nextLineID())
         e.set("source", source)
         e.set("plugin", plugin)
         e.set("plugin_index", pluginIndex)
@@ -34,6 +35,13 @@ extension JSONObject {
         o.set("host", Producer.host)
         o.set("session", Producer.session)
         return [UInt8(ascii: ",")] + o.bytes.dropFirst()
+    }()
+
+    /// The same and the `event_id` of the line of a plugin that crashed the process (`SESSION-0`: never another line's).
+    public static let crashLineProducerFields: [UInt8] = {
+        var o = JSONObject()
+        o.set("event_id", "\(Producer.session)-0")
+        return producerFields + [UInt8(ascii: ",")] + o.bytes.dropFirst()
     }()
 
     /// The finished line, with its newline, its route and its frame.

@@ -23,7 +23,7 @@ enum RunProcess {
         let toStdout = settings.outputs.contains(.stdout)
         // Plugins run in this process: if one crashes it, say which one, on which frame (on
         // stdout, when it is an output: a signal handler cannot reach the other outputs' queues).
-        cvhost_guard_set_producer(String(decoding: JSONObject.producerFields, as: UTF8.self))
+        cvhost_guard_set_producer(String(decoding: JSONObject.crashLineProducerFields, as: UTF8.self))
         cvhost_guard_install(ExitCodes.pluginCrashed, toStdout ? results : -1)
         if !toStdout { close(results) }
         let run = HostRun(settings, resultsDescriptor: results)

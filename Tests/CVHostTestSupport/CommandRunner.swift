@@ -20,12 +20,13 @@ public struct CommandResult: Sendable {
         events.filter { $0["event"] as? String == name && (index == nil || $0["plugin_index"] as? Int == index) }
     }
 
-    /// The `result` lines without what differs from one run to the next (the wall-clock `ts`
-    /// and the run's `session`): what two runs of the same input must agree on.
+    /// The `result` lines without what differs from one run to the next (the wall-clock `ts`,
+    /// the run's `session` and each line's `event_id`): what two runs of the same input must agree on.
     public var comparableResults: [String] {
         lines.filter { $0.contains("\"event\":\"result\"") }.map { line in
             line.replacingOccurrences(of: #""ts":[0-9.]+"#, with: "", options: .regularExpression)
                 .replacingOccurrences(of: #""session":"[0-9a-f-]+""#, with: "", options: .regularExpression)
+                .replacingOccurrences(of: #""event_id":"[0-9a-f-]+""#, with: "", options: .regularExpression)
         }
     }
 }

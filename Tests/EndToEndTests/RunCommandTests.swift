@@ -91,7 +91,7 @@ struct RunCommandTests {
         #expect(refused.exitCode == 3 && refused.stdout.isEmpty && refused.stderr.contains("no-index.mp4"), "\(refused.stderr)")
     }
 
-    @Test("every line names its producer: the host, and a session id shared by every input of a run and new in the next")
+    @Test("every line names its producer: the host, and a session id shared by every input of a run and new in the next; and its own event_id")
     func producer() throws {
         let args = ["run", "--plugin", "null:results=1", "--input", "a=testsrc:160x120:unpaced", "--input", "b=testsrc:160x120:unpaced",
                     "--max-frames", "5"]
@@ -106,6 +106,12 @@ struct RunCommandTests {
         #expect(Set(second.events.compactMap { $0["session"] as? String }).isDisjoint(with: sessions))
         let started = first.events("session.started")
         #expect(started.count == 2 && started.allSatisfy { ($0["cvhost_version"] as? String)?.isEmpty == false })
+        // Each line its own id, SESSION-N, right after the session: none twice, in this run or the next.
+        let ids = first.events.compactMap { $0["event_id"] as? String }
+        #expect(ids.count == first.events.count && Set(ids).count == ids.count, "\(ids.prefix(5))")
+        #expect(ids.allSatisfy { $0.hasPrefix(sessions.first! + "-") && UInt64($0.dropFirst(37)).map { $0 > 0 } == true }, "\(ids.prefix(5))")
+        #expect(Set(second.events.compactMap { $0["event_id"] as? String }).isDisjoint(with: ids))
+        #expect(first.lines.allSatisfy { $0.contains("\"session\":\"\(sessions.first!)\",\"event_id\":") })
         // Lines of no input carry them too.
         let plugins = try CVHostBinary.run(["plugins", "--json"])
         #expect(!plugins.events.isEmpty && plugins.events.allSatisfy { $0["host"] as? String == hosts.first && ($0["session"] as? String)?.count == 36 },

@@ -217,7 +217,10 @@ function objectLabel(d) {
 function drawAnalytics(svg, plugin, inp) {
   const a = plugin.analytics;
   if (!a) return;
-  const place = (shape) => shape.points.map((p) => (shape.units === 'fractions' ? [p.x * frame.width, p.y * frame.height] : [p.x, p.y]));
+  // In the plugin's frame (turned as it asks: fractions of its sides), then on the picture as results are.
+  const turned = plugin.rotate === 90 || plugin.rotate === 270;
+  const [w, h] = turned ? [frame.height, frame.width] : [frame.width, frame.height];
+  const place = (shape) => shape.points.map((p) => toFrame(plugin, shape.units === 'fractions' ? [p.x * w, p.y * h] : [p.x, p.y]));
   const counts = (kind, name) => countsOf(inp, plugin, kind, name);
   for (const z of a.zones) {
     const points = place(z);

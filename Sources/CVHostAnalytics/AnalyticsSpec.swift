@@ -1,3 +1,5 @@
+import Foundation
+
 /// Zones, lines and tracked plugins as the command line and the config file give them:
 ///
 ///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5]
@@ -93,7 +95,7 @@ public enum AnalyticsSpec {
         for part in options.split(separator: ",", omittingEmptySubsequences: true) {
             let (k, v) = split(String(part), at: "=")
             guard !k.isEmpty, !v.isEmpty else { throw Problem("\(what): '\(part)' is not key=value") }
-            out.append((k.trimmingSpaces, v.trimmingSpaces))
+            out.append((k.trimmingCharacters(in: .whitespaces), v.trimmingCharacters(in: .whitespaces)))
         }
         return out
     }
@@ -147,14 +149,5 @@ public enum AnalyticsSpec {
             throw Problem("\(flag) \(name): \(negative) is outside the frame (pixels are not negative)")
         }
         return (name, (points, fractions), options)
-    }
-}
-
-extension String {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while s.first == " " { s.removeFirst() }
-        while s.last == " " { s.removeLast() }
-        return String(s)
     }
 }

@@ -91,18 +91,20 @@ public final class BoxAnalytics: @unchecked Sendable {
         events.append(.trackEnded(t, reason: reason))
     }
 
+    /// The zone with its points in the frame's pixels (the same settings otherwise).
     static func placed(_ z: ZoneSettings, _ w: Int, _ h: Int) -> ZoneSettings {
         guard z.fractions else { return z }
-        var p = ZoneSettings(name: z.name, polygon: Polygon(z.polygon.points.map { Point($0.x * Double(w), $0.y * Double(h)) }))
-        (p.anchor, p.minFrames, p.dwell, p.input) = (z.anchor, z.minFrames, z.dwell, z.input)
+        var p = z
+        p.polygon = Polygon(z.polygon.points.map { $0.scaled(w, h) })
+        p.fractions = false
         return p
     }
 
     static func placed(_ l: LineSettings, _ w: Int, _ h: Int) -> LineSettings {
         guard l.fractions else { return l }
-        func px(_ p: Point) -> Point { Point(p.x * Double(w), p.y * Double(h)) }
-        var p = LineSettings(name: l.name, segment: Segment(px(l.segment.a), px(l.segment.b)))
-        (p.inSide, p.anchor, p.minFrames, p.minDistance, p.input) = (l.inSide, l.anchor, l.minFrames, l.minDistance, l.input)
+        var p = l
+        p.segment = Segment(l.segment.a.scaled(w, h), l.segment.b.scaled(w, h))
+        p.fractions = false
         return p
     }
 }

@@ -5,7 +5,7 @@
 /// counted once per crossing however the box jitters over the line, or stands on it.
 public struct LineSettings: Equatable, Sendable {
     public let name: String
-    public let segment: Segment
+    public var segment: Segment
     public var inSide = Side.left
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2

@@ -15,6 +15,9 @@ public struct Point: Equatable, Sendable, CustomStringConvertible {
 
     static func - (a: Point, b: Point) -> Point { Point(a.x - b.x, a.y - b.y) }
 
+    /// A point given in fractions of a frame, in that frame's pixels.
+    func scaled(_ width: Int, _ height: Int) -> Point { Point(x * Double(width), y * Double(height)) }
+
     /// The z of the cross product of a and b: > 0 when b turns left of a (y down: clockwise on screen).
     static func cross(_ a: Point, _ b: Point) -> Double { a.x * b.y - a.y * b.x }
 

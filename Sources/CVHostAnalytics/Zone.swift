@@ -4,7 +4,7 @@
 /// `zone.dwell` once for a track that has stayed `dwell` seconds.
 public struct ZoneSettings: Equatable, Sendable {
     public let name: String
-    public let polygon: Polygon
+    public var polygon: Polygon
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2
     /// Seconds after which a track inside is said to linger (zone.dwell); nil: never.

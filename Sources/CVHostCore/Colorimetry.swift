@@ -19,6 +19,15 @@ public struct Colorimetry: Sendable, Hashable, CustomStringConvertible {
         case bt709 = 2
         /// ITU-R BT.2020 non-constant luminance (UHD).
         case bt2020 = 3
+
+        /// The weights of red and blue in luma (Y = kr R + (1 - kr - kb) G + kb B).
+        public var lumaWeights: (kr: Double, kb: Double) {
+            switch self {
+            case .bt601: (0.299, 0.114)
+            case .bt709: (0.2126, 0.0722)
+            case .bt2020: (0.2627, 0.0593)
+            }
+        }
     }
 
     public var range: Range

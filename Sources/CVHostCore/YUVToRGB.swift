@@ -27,11 +27,7 @@ enum YUVToRGB {
 
     /// The fixed-point matrix for a range and matrix (ITU-R BT.601, BT.709, BT.2020 luma weights).
     static func matrix(_ c: Colorimetry) -> cvhost_colour_matrix {
-        let (kr, kb): (Double, Double) = switch c.matrix {
-        case .bt601: (0.299, 0.114)
-        case .bt709: (0.2126, 0.0722)
-        case .bt2020: (0.2627, 0.0593)
-        }
+        let (kr, kb) = c.matrix.lumaWeights
         let kg = 1 - kr - kb
         // Limited range: luma 16-235 and chroma 16-240 stretched to 0-255.
         let (yGain, cGain) = c.range == .full ? (1.0, 1.0) : (255.0 / 219, 255.0 / 224)

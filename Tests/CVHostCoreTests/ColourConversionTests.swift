@@ -112,11 +112,7 @@ struct ColourConversionTests {
     func accurate(_ c: Accuracy) throws {
         let raw = try Self.raw(c.sourceFF, width: c.width, height: c.height)
         let mine = Self.buffer(raw, c.source, c.colorimetry, width: c.width, height: c.height).converted(to: c.target)
-        let (kr, kb) = switch c.colorimetry.matrix {
-        case .bt601: (0.299, 0.114)
-        case .bt709: (0.2126, 0.0722)
-        case .bt2020: (0.2627, 0.0593)
-        }
+        let (kr, kb) = c.colorimetry.matrix.lumaWeights
         let exact = ColourReference.rgb(raw, c.layout, width: c.width, height: c.height, limited: c.colorimetry.range == .limited, kr: kr, kb: kb)
         let difference = ColourReference.difference(Self.packed(mine), exact, bgr: c.target == .bgr24)
         #expect(difference.max <= 2 && difference.mean < 0.5, "\(difference)")

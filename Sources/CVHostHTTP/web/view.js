@@ -221,19 +221,17 @@ function drawAnalytics(svg, plugin, inp) {
   const turned = plugin.rotate === 90 || plugin.rotate === 270;
   const [w, h] = turned ? [frame.height, frame.width] : [frame.width, frame.height];
   const place = (shape) => shape.points.map((p) => toFrame(plugin, shape.units === 'fractions' ? [p.x * w, p.y * h] : [p.x, p.y]));
-  const counts = (kind, name) => countsOf(inp, plugin, kind, name);
   for (const z of a.zones) {
     const points = place(z);
     svg.append(el('polygon', { class: 'zone', 'data-zone': z.name, points: points.map((p) => p.join(',')).join(' ') }));
-    const inside = counts('zone', z.name).reduce((n, c) => n + c.count, 0);
-    svg.append(el('text', { class: 'zone-label', x: points[0][0] + 6, y: points[0][1] + 22 }, `${z.name} ${inside}`));
+    svg.append(el('text', { class: 'zone-label', x: points[0][0] + 6, y: points[0][1] + 22 }, `${z.name} ${zoneInside(inp, plugin, z.name)}`));
   }
   for (const l of a.lines) {
     const [p, q] = place(l);
     svg.append(el('line', { class: 'count-line', 'data-line': l.name, x1: p[0], y1: p[1], x2: q[0], y2: q[1] }));
-    const c = counts('line', l.name);
-    const text = `${l.name} in ${c.reduce((n, x) => n + x.in, 0)} · out ${c.reduce((n, x) => n + x.out, 0)}`;
-    svg.append(el('text', { class: 'line-label', x: (p[0] + q[0]) / 2 + 6, y: Math.max(20, (p[1] + q[1]) / 2) }, text));
+    const c = lineTotals(inp, plugin, l.name);
+    svg.append(el('text', { class: 'line-label', x: (p[0] + q[0]) / 2 + 6, y: Math.max(20, (p[1] + q[1]) / 2) },
+      `${l.name} in ${c.in} · out ${c.out}`));
   }
 }
 
@@ -396,13 +394,13 @@ function drawCounts(inp) {
     if (!a) continue;
     for (const z of a.zones) {
       const li = document.createElement('li');
-      li.textContent = `${z.name}: ${countsOf(inp, plugin, 'zone', z.name).reduce((n, c) => n + c.count, 0)} inside`;
+      li.textContent = `${z.name}: ${zoneInside(inp, plugin, z.name)} inside`;
       list.append(li);
     }
     for (const l of a.lines) {
-      const c = countsOf(inp, plugin, 'line', l.name);
+      const c = lineTotals(inp, plugin, l.name);
       const li = document.createElement('li');
-      li.textContent = `${l.name}: in ${c.reduce((n, x) => n + x.in, 0)} · out ${c.reduce((n, x) => n + x.out, 0)}`;
+      li.textContent = `${l.name}: in ${c.in} · out ${c.out}`;
       list.append(li);
     }
   }
@@ -413,6 +411,16 @@ function drawCounts(inp) {
 function countsOf(inp, plugin, kind, name) {
   const prefix = `${plugin.plugin_index}/${kind}/${name}/`;
   return [...inp.counts.entries()].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v);
+}
+
+// Tracks inside a zone now, every label.
+function zoneInside(inp, plugin, name) {
+  return countsOf(inp, plugin, 'zone', name).reduce((n, c) => n + c.count, 0);
+}
+
+// A line's crossings in and out, every label.
+function lineTotals(inp, plugin, name) {
+  return countsOf(inp, plugin, 'line', name).reduce((t, c) => ({ in: t.in + c.in, out: t.out + c.out }), { in: 0, out: 0 });
 }
 
 // ---- Live counts: /metrics' counters, read every 2 s ----

@@ -6,7 +6,7 @@
 //   CVHostRun
 //   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics
 //   CVHostOutput
-//   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CPluginGuard, CWorkerIPC, CSharedMemory)
+//   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CKafka, CNATS, CPluginGuard, CWorkerIPC, CSharedMemory)
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
@@ -80,9 +80,20 @@ let package = Package(
         // libmosquitto, the MQTT reference client (Debian's libmosquitto-dev): the MQTT output sink.
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
+        // librdkafka (Debian's librdkafka-dev): the Kafka output's idempotent producer; its variadic
+        // producev as a plain function (C).
+        .target(name: "CKafka", path: "Sources/CKafka", linkerSettings: [.linkedLibrary("rdkafka")]),
+
+        // The NATS C client (Debian's libnats-dev): the NATS JetStream output.
+        .systemLibrary(name: "CNATS", path: "Sources/CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
+
         // What leaves the machine: the JSON Lines of every event (envelope, builder, validator), who
-        // produced them, and the sinks they go to (stdout, files, MQTT) behind bounded queues.
-        .target(name: "CVHostOutput", dependencies: ["CVHostCore", "CPluginGuard", "CMosquitto"], path: "Sources/CVHostOutput"),
+        // produced them, and the sinks they go to (stdout, files, MQTT, Kafka, NATS JetStream) behind
+        // bounded queues, brokers' through a spool on disk.
+        .target(
+            name: "CVHostOutput",
+            dependencies: ["CVHostCore", "CPluginGuard", "CMosquitto", "CKafka", "CNATS", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "Sources/CVHostOutput"),
 
         // Plugin loader (descriptors read from the ELF file), plugin instances in this process or in a
         // worker process (this executable again, or python3 for a Python plugin), metrics and result validation.
@@ -173,8 +184,9 @@ let package = Package(
         // user's python3 on cvhost's runtime. The detect plugin: the user's own ONNX model (onnxruntime).
         .target(name: "PythonPlugins", path: "Plugins/python", resources: [.copy("detect")]),
 
-        // Fixtures made with real tools (cc, ffmpeg) and a runner for the built binary.
-        .target(name: "CVHostTestSupport", path: "Tests/CVHostTestSupport"),
+        // Fixtures made with real tools (cc, ffmpeg), real servers (mosquitto, nats-server, librdkafka's
+        // mock cluster; NATS read with its C client) and a runner for the built binary.
+        .target(name: "CVHostTestSupport", dependencies: ["CNATS"], path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostOutput", "CVHostTestSupport"]),
         .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostCore", "CVHostTestSupport"]),

@@ -32,6 +32,9 @@ packages+=(python3-onnx)
 # The MQTT output: libmosquitto (the reference client); its tests run a real broker (mosquitto),
 # subscribe with mosquitto_sub and make a test CA with openssl.
 packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
+# The Kafka and NATS JetStream outputs: librdkafka (its tests host its mock cluster, rdkafka_mock.h, and
+# read the topic with kcat) and the NATS C client (its tests run Debian's nats-server with JetStream).
+packages+=(librdkafka-dev kcat libnats-dev nats-server)
 # The live view (--http): its tests check /metrics with promtool (Debian's prometheus), load the
 # page in headless Chromium, and make requests with curl (also inside the vivid VM).
 packages+=(prometheus chromium curl)

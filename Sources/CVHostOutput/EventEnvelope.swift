@@ -18,7 +18,9 @@ extension JSONObject {
         e.sequence = seq
         e.set("event", event)
         e.bytes.append(contentsOf: producerFields)
-        e.set("event_id", Producer.nextLineID())
+        let id = Producer.nextLineID()
+        e.eventID = id
+        e.set("event_id", id)
         e.set("source", source)
         e.set("plugin", plugin)
         e.set("plugin_index", pluginIndex)
@@ -48,6 +50,7 @@ extension JSONObject {
     public func line() -> OutputLine {
         var bytes = finished()
         bytes.append(UInt8(ascii: "\n"))
-        return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence)
+        return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence,
+                          eventID: eventID)
     }
 }

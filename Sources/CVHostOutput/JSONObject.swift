@@ -8,6 +8,8 @@ public struct JSONObject: Sendable {
     public internal(set) var route: OutputLine.Route?
     /// The envelope's `seq`.
     public internal(set) var sequence: UInt64?
+    /// The envelope's `event_id`.
+    public internal(set) var eventID: String?
 
     public init() {}
 

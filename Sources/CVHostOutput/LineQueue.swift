@@ -10,8 +10,7 @@ import Glibc
 final class LineQueue: @unchecked Sendable {
     // @unchecked Sendable: `storage`, `head` and the counter are touched only with `lock` held.
     let capacity: Int
-    let wakeDescriptor: Int32
-    private let wakeWriter: Int32
+    private let wakePipe = WakePipe("an output's queue")
     private let lock = SerialLock()
     private var storage: [OutputLine] = []
     private var head = 0
@@ -19,21 +18,10 @@ final class LineQueue: @unchecked Sendable {
 
     init(capacity: Int) {
         self.capacity = capacity
-        var ends: [Int32] = [-1, -1]
-        // Out of descriptors: as for memory or a thread the run needs, one line and exit 7, not a trap.
-        if pipe(&ends) != 0 { ResourceExhaustion.report("a pipe for an output's queue", error: errno) }
-        for fd in ends {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-        }
-        wakeDescriptor = ends[0]
-        wakeWriter = ends[1]
     }
 
-    deinit {
-        close(wakeDescriptor)
-        close(wakeWriter)
-    }
+    /// Readable while lines arrived since the last `clearWake`.
+    var wakeDescriptor: Int32 { wakePipe.descriptor }
 
     var count: Int { lock.run { storage.count - head } }
 
@@ -78,16 +66,10 @@ final class LineQueue: @unchecked Sendable {
     }
 
     /// Makes `wakeDescriptor` readable.
-    func wake() {
-        var one: UInt8 = 1
-        _ = Glibc.write(wakeWriter, &one, 1)  // a full pipe is awake already
-    }
+    func wake() { wakePipe.wake() }
 
     /// Makes `wakeDescriptor` unreadable again (before taking lines).
-    func clearWake() {
-        var bytes = [UInt8](repeating: 0, count: 64)
-        while read(wakeDescriptor, &bytes, bytes.count) == bytes.count {}
-    }
+    func clearWake() { wakePipe.clear() }
 
     /// Called with the lock held.
     private func dropOldest(_ n: Int) {

@@ -2,36 +2,34 @@ import CMosquitto
 import CVHostCore
 import Glibc
 
-/// One connection to a broker through libmosquitto, driven by the MQTT sink's own thread with
-/// libmosquitto's external-loop calls (loop_read, loop_write, loop_misc; no thread of
-/// libmosquitto's own), so that the sink can sleep in one poll(2) on the socket and on its
+/// `--output mqtt://…`: one connection to a broker through libmosquitto (the reference client),
+/// QoS 1 by default, each line on its topic (`MQTTTopics`). Driven by the sink's own thread
+/// (`BrokerSink`) with libmosquitto's external-loop calls (loop_read, loop_write, loop_misc; no
+/// thread of libmosquitto's own), so that the sink sleeps in one poll(2) on the socket and on its
 /// queue, and a new line goes out at once. A lost connection is not reconnected in place: the
-/// sink drops the object and makes a new one, and puts the lines that were in flight back in
-/// its queue, so that what is acknowledged is exactly what libmosquitto confirmed.
+/// sink makes a new one and publishes what was in flight again, so that what is acknowledged is
+/// exactly what libmosquitto confirmed.
+///
+/// The status topic says `online` (retained) once connected; the connection's last will says
+/// `offline` (retained) when cvhost dies, and cvhost says it itself when it stops.
 ///
 /// Not thread-safe: one thread uses it (libmosquitto calls the callbacks on that thread, from
 /// inside loop_read/loop_write/publish).
-final class MQTTConnection {
+final class MQTTConnection: BrokerConnection {
+    /// In-flight publications at most: enough to fill a loopback or LAN round trip.
+    static let windowSize = 100
     private let mosq: OpaquePointer
     /// The broker accepted the connection (CONNACK 0).
     private(set) var accepted = false
     /// The broker refused the connection (CONNACK != 0), why.
     private(set) var refusal: String?
     /// Message ids the broker acknowledged (QoS 1, 2) or that were sent (QoS 0), since the last `takeAcknowledged`.
-    private var acknowledged: [Int32] = []
+    private var acknowledged: [Int64] = []
+    private var topics: MQTTTopics
+    private let settings: OutputDestination.MQTTSettings
 
-    struct Failure: Error {
-        let reason: String
-    }
-
-    /// What the connection is opened with.
-    struct Options {
-        var settings: OutputDestination.MQTTSettings
-        var clientID: String
-        var willTopic: String
-        /// In-flight publications libmosquitto may have before it holds more back.
-        var window: Int32
-    }
+    /// Unique per run: two cvhost processes never take over each other's connection.
+    static let clientID = "cvhost-\(Producer.host.prefix(40))-\(Producer.session.prefix(8))"
 
     private static let libraryReady: Bool = {
         mosquitto_lib_init()
@@ -40,30 +38,32 @@ final class MQTTConnection {
 
     /// Connects (blocking: the name lookup, TCP and the TLS handshake). The CONNACK comes later,
     /// through `read()`: `accepted` or `refusal`.
-    init(_ o: Options) throws(Failure) {
+    init(_ settings: OutputDestination.MQTTSettings) throws(BrokerFailure) {
         _ = MQTTConnection.libraryReady
-        guard let m = mosquitto_new(o.clientID, true, nil) else { throw Failure(reason: "libmosquitto could not make a client (out of memory)") }
+        self.settings = settings
+        topics = MQTTTopics(prefix: settings.prefix, host: Producer.host)
+        guard let m = mosquitto_new(MQTTConnection.clientID, true, nil) else { throw BrokerFailure(reason: "libmosquitto could not make a client (out of memory)") }
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_callback_set(m) { _, context, rc in
             MQTTConnection.from(context).connected(rc)
         }
         mosquitto_publish_callback_set(m) { _, context, mid in
-            MQTTConnection.from(context).acknowledged.append(mid)
+            MQTTConnection.from(context).acknowledged.append(Int64(mid))
         }
         _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
         _ = mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1)
-        _ = mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, o.window)
-        if let user = o.settings.user { try check(mosquitto_username_pw_set(m, user, o.settings.password), "user and password") }
-        try check(mosquitto_will_set(m, o.willTopic, 7, "offline", 1, true), "last will")
-        if o.settings.tls {
-            if let ca = o.settings.caFile, access(ca, R_OK) != 0 {
-                throw Failure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current.description)")
+        _ = mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, Int32(MQTTConnection.windowSize))
+        if let user = settings.user { try check(mosquitto_username_pw_set(m, user, settings.password), "user and password") }
+        try check(mosquitto_will_set(m, topics.status, 7, "offline", 1, true), "last will")
+        if settings.tls {
+            if let ca = settings.caFile, access(ca, R_OK) != 0 {
+                throw BrokerFailure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current.description)")
             }
-            try check(mosquitto_tls_set(m, o.settings.caFile, o.settings.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil), "TLS")
+            try check(mosquitto_tls_set(m, settings.caFile, settings.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil), "TLS")
         }
-        let rc = mosquitto_connect(m, o.settings.host, o.settings.port, 30)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(reason: MQTTConnection.describe(rc, tls: o.settings.tls)) }
+        let rc = mosquitto_connect(m, settings.host, settings.port, 30)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw BrokerFailure(reason: MQTTConnection.describe(rc, tls: settings.tls)) }
     }
 
     deinit {
@@ -74,8 +74,8 @@ final class MQTTConnection {
         Unmanaged<MQTTConnection>.fromOpaque(context!).takeUnretainedValue()
     }
 
-    private func check(_ rc: Int32, _ what: String) throws(Failure) {
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(reason: "\(what): \(String(cString: mosquitto_strerror(rc)))") }
+    private func check(_ rc: Int32, _ what: String) throws(BrokerFailure) {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw BrokerFailure(reason: "\(what): \(String(cString: mosquitto_strerror(rc)))") }
     }
 
     private func connected(_ rc: Int32) {
@@ -98,33 +98,60 @@ final class MQTTConnection {
         }
     }
 
-    var socket: Int32 { mosquitto_socket(mosq) }
+    // MARK: - BrokerConnection
+
+    var descriptor: Int32 { mosquitto_socket(mosq) }
     var wantsWrite: Bool { mosquitto_want_write(mosq) }
+    var canPublish: Bool { accepted }
+    var isUp: Bool { accepted }
+
+    func publish(_ line: OutputLine) -> PublishOutcome {
+        // The payload is the line without its newline: a subscriber prints it as stdout would.
+        let (rc, mid) = publish(topic: topics.topic(for: line.route), payload: line.bytes.dropLast(), qos: settings.qos)
+        if rc == MOSQ_ERR_SUCCESS.rawValue { return .published(id: Int64(mid)) }
+        if rc == MOSQ_ERR_PAYLOAD_SIZE.rawValue || rc == MOSQ_ERR_OVERSIZE_PACKET.rawValue { return .tooLarge }
+        return .notNow  // the connection is going: the next service says why
+    }
+
+    func service(readable: Bool, writable: Bool) -> String? {
+        var rc = MOSQ_ERR_SUCCESS.rawValue
+        if readable { rc = mosquitto_loop_read(mosq, 1) }
+        if rc == MOSQ_ERR_SUCCESS.rawValue && wantsWrite && writable { rc = mosquitto_loop_write(mosq, 1) }
+        // Keep-alive pings and retries.
+        if rc == MOSQ_ERR_SUCCESS.rawValue { rc = mosquitto_loop_misc(mosq) }
+        if let refusal { return "the broker refused the connection: \(refusal)" }
+        if rc != MOSQ_ERR_SUCCESS.rawValue { return MQTTConnection.describe(rc, tls: settings.tls) }
+        return nil
+    }
+
+    func takeSettled() -> (acknowledged: [Int64], failed: [Int64]) {
+        defer { acknowledged.removeAll(keepingCapacity: true) }
+        return (acknowledged, [])
+    }
+
+    func cameUp() {
+        _ = publish(topic: topics.status, payload: Array("online".utf8)[...], qos: 1, retain: true)
+    }
+
+    /// Stopping, not dying: says so (the will is for dying), then leaves.
+    func close(untilNs: UInt64) {
+        guard accepted else { return }
+        _ = publish(topic: topics.status, payload: Array("offline".utf8)[...], qos: 1, retain: true)
+        while wantsWrite && HostClock.monotonicNs() < untilNs {
+            var fd = pollfd(fd: descriptor, events: Int16(POLLIN | POLLOUT), revents: 0)
+            _ = poll(&fd, 1, 100)
+            if service(readable: fd.revents & Int16(POLLIN) != 0, writable: fd.revents & Int16(POLLOUT) != 0) != nil { return }
+        }
+        _ = mosquitto_disconnect(mosq)
+        _ = mosquitto_loop_write(mosq, 1)
+    }
 
     /// Publishes one message. - Returns: libmosquitto's result and the message id.
-    func publish(topic: String, payload: ArraySlice<UInt8>, qos: Int32, retain: Bool = false) -> (rc: Int32, mid: Int32) {
+    private func publish(topic: String, payload: ArraySlice<UInt8>, qos: Int32, retain: Bool = false) -> (rc: Int32, mid: Int32) {
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { raw in
             mosquitto_publish(mosq, &mid, topic, Int32(raw.count), raw.baseAddress, qos, retain)
         }
         return (rc, mid)
-    }
-
-    /// Reads what the broker sent (acknowledgements, the CONNACK). - Returns: libmosquitto's result.
-    func read() -> Int32 { mosquitto_loop_read(mosq, 1) }
-    func write() -> Int32 { mosquitto_loop_write(mosq, 1) }
-    /// Keep-alive pings and retries.
-    func misc() -> Int32 { mosquitto_loop_misc(mosq) }
-
-    /// The ids acknowledged since the last call.
-    func takeAcknowledged() -> [Int32] {
-        defer { acknowledged.removeAll(keepingCapacity: true) }
-        return acknowledged
-    }
-
-    /// Says goodbye to the broker (the will is then not published) and sends what is queued.
-    func disconnect() {
-        _ = mosquitto_disconnect(mosq)
-        _ = mosquitto_loop_write(mosq, 1)
     }
 }

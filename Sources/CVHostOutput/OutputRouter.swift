@@ -41,26 +41,33 @@ public final class OutputRouter: OutputSink {
         self.relay = relay
         var stdout: JSONLineWriter?
         var queued: [QueuedSink] = []
-        var required: [MQTTSink] = []
+        var required: [BrokerSink] = []
         do {
             for d in destinations {
+                let name = d.name
+                func broker(_ q: OutputDestination.QueueSettings, window: Int, _ connect: @escaping () throws(BrokerFailure) -> BrokerConnection) throws {
+                    let sink = try BrokerSink(name: name, queue: q, window: window, connect: connect, onStatus: { connected, reason, waiting in
+                        relay.tell(OutputStatusLines.line(output: name, connected: connected, reason: reason, queued: waiting), except: name)
+                    })
+                    queued.append(sink)
+                    if q.required { required.append(sink) }
+                }
                 switch d {
                 case .stdout:
                     stdout = stdout ?? JSONLineWriter(fileDescriptor: stdoutDescriptor, onClosed: onStdoutClosed)
                 case .file(let f):
-                    queued.append(try FileSink(f, name: d.name, readerTimeout: connectTimeout))
+                    queued.append(try FileSink(f, name: name, readerTimeout: connectTimeout))
                 case .mqtt(let m):
-                    let name = d.name
-                    let sink = MQTTSink(m, name: name, onStatus: { connected, reason, waiting in
-                        relay.tell(OutputStatusLines.line(output: name, connected: connected, reason: reason, queued: waiting), except: name)
-                    })
-                    queued.append(sink)
-                    if m.queue.required { required.append(sink) }
+                    try broker(m.queue, window: MQTTConnection.windowSize) { () throws(BrokerFailure) in try MQTTConnection(m) }
+                case .kafka(let k):
+                    try broker(k.queue, window: KafkaConnection.windowSize) { () throws(BrokerFailure) in try KafkaConnection(k, name: name) }
+                case .nats(let n):
+                    try broker(n.queue, window: NATSConnection.windowSize) { () throws(BrokerFailure) in try NATSConnection(n, name: name) }
                 }
             }
         } catch {
             queued.forEach { _ = $0.finish(deadlineNs: 0) }
-            throw OpenError(description: error.description)
+            throw OpenError(description: String(describing: error))
         }
         self.stdout = stdout
         self.queued = queued

@@ -7,8 +7,11 @@ public enum OutputDropReason: String, Sendable, CaseIterable {
     case rejected
     /// Writing it failed (a full disk).
     case writeFailed = "write_failed"
-    /// Still waiting when the run ended and the sink had to be given up (the broker was away).
+    /// Still waiting when the run ended and the sink had to be given up (the broker was away, and
+    /// the output has no spool: lines left in a spool are kept for the next run, not lost).
     case unsent
+    /// The output's spool was full (the broker away for longer than it holds): the newest lines were not kept.
+    case spoolFull = "spool_full"
 }
 
 /// What became of the lines handed to one sink: the `output` section of the metrics lines.
@@ -17,8 +20,16 @@ public struct SinkStatistics: Sendable {
     public var output: String
     /// Lines written (stdout, file) or acknowledged by the broker (QoS 1, 2; sent, for QoS 0).
     public var delivered: UInt64 = 0
-    /// Lines waiting in the sink's queue or in flight.
+    /// Lines waiting in the sink's queue or spool, or in flight.
     public var queued = 0
+    /// Lines in the output's spool not yet known to be delivered (nil: no spool).
+    public var spooled: Int?
+    /// Lines published again: after a lost connection or a failed delivery, or left by an earlier run in the spool.
+    public var resent: UInt64 = 0
+    /// Deliveries the broker reported as failed (each line is sent again).
+    public var failed: UInt64 = 0
+    /// A broker output: from a line's making to the broker's acknowledgement, in ms (nil: none yet, or not a broker).
+    public var latency: (p50: Double, p99: Double, max: Double)?
     public var dropped: [OutputDropReason: UInt64] = [:]
     /// Whether the sink is connected (MQTT); nil for sinks that are not a connection.
     public var connected: Bool?
@@ -35,6 +46,20 @@ public struct SinkStatistics: Sendable {
         o.set("connected", connected)
         o.set("delivered", delivered)
         o.set("queued", queued)
+        if let spooled { o.set("spooled", spooled) }
+        if connected != nil {
+            o.set("resent", resent)
+            o.set("failed", failed)
+            if let latency {
+                var l = JSONObject()
+                l.set("p50", latency.p50)
+                l.set("p99", latency.p99)
+                l.set("max", latency.max)
+                o.set("latency_ms", object: l)
+            } else {
+                o.set("latency_ms", nil as String?)
+            }
+        }
         var d = JSONObject()
         for reason in OutputDropReason.allCases { d.set(reason.rawValue, dropped[reason] ?? 0) }
         o.set("dropped", object: d)

@@ -30,7 +30,7 @@ public enum StdoutSelection: Sendable, Equatable {
             } else {
                 return nil
             }
-            return OutputLine(bytes: Array((text + "\n").utf8), route: line.route, sequence: line.sequence)
+            return line.with(bytes: Array((text + "\n").utf8))
         }
     }
 

@@ -44,8 +44,18 @@ enum RunMetrics {
                 p.counter("cvhost_output_lines_dropped_total", "Lines that did not reach an output, by reason.", l + [("reason", reason.rawValue)],
                           o.dropped[reason] ?? 0)
             }
-            p.gauge("cvhost_output_lines_queued", "Lines waiting in an output's queue or in flight.", l, Double(o.queued))
-            if let c = o.connected { p.gauge("cvhost_output_connected", "1 while an output's broker connection is up.", l, c ? 1 : 0) }
+            p.gauge("cvhost_output_lines_queued", "Lines waiting in an output's queue or spool, or in flight.", l, Double(o.queued))
+            if let s = o.spooled { p.gauge("cvhost_output_lines_spooled", "Lines in a broker output's spool on disk not yet known to be delivered.", l, Double(s)) }
+            if let c = o.connected {
+                p.gauge("cvhost_output_connected", "1 while an output's broker is reachable.", l, c ? 1 : 0)
+                p.counter("cvhost_output_lines_resent_total", "Lines a broker output published again (a lost connection, a failed delivery, an earlier run's spool).", l, o.resent)
+                p.counter("cvhost_output_deliveries_failed_total", "Deliveries a broker reported as failed (each line is published again).", l, o.failed)
+                if let t = o.latency {
+                    for (q, v) in [("0.5", t.p50), ("0.99", t.p99)] {
+                        p.gauge("cvhost_output_delivery_latency_seconds", "From a line's making to the broker's acknowledgement, since the start.", l + [("quantile", q)], v / 1000)
+                    }
+                }
+            }
         }
         for (source, v) in previews.sorted(by: { $0.key < $1.key }) {
             p.gauge("cvhost_http_stream_viewers", "Clients of /stream.mjpg.", [("source", source)], Double(v.viewers))

@@ -17,15 +17,25 @@ public enum RunOutput {
                            cvhost) with QoS 1 (qos=0|1|2)
           mqtts://...      the same over TLS (port 8883; ca=FILE, else the
                            system's CA certificates)
-        Options follow a ? and are joined by &, e.g. 'mqtt://broker/cvhost?qos=1&queue=50000'. Every output but stdout has a queue (queue=N lines, 100000) and a thread of its own: a slow disk or an absent broker never holds back the capture. When a queue is full, its oldest line is dropped and counted (the metrics' "output" section). A broker that cannot be reached is retried (0.5 s, doubling to 30 s) while the run goes on; output.disconnected and output.connected go to the other outputs. required=true: exit 5 instead, when the broker does not accept the connection within --open-timeout at start. At the end, an output has drain=S seconds (10) to deliver what waits. Lines lost on the way make the exit code 4. A user without a password takes it from $CVHOST_MQTT_PASSWORD; a password is never printed.
-        Topics: PREFIX/HOST/SOURCE/PLUGIN/EVENT (e.g. cvhost/gate-1/cam0/barcode/result; _ for none; / + # in a name become _), the payload is the line. PREFIX/HOST/status is "online" (retained), and "offline" when cvhost stops or dies (its last will).
+          kafka://[user[:password]@]broker[:port][,broker...]/TOPIC
+                           produced to a Kafka topic (port 9092): idempotent,
+                           acks=all, keyed by the input (compression=none|gzip|
+                           snappy|lz4|zstd; tls=true, ca=FILE; with a user,
+                           SASL: sasl=plain|scram-sha-256|scram-sha-512)
+          nats://[user[:password]@]host[:port][/subject]
+                           published to a NATS JetStream stream (port 4222,
+                           subject cvhost, stream=CVHOST: made if missing),
+                           each stored once by its event id (token=T;
+                           tls=true, ca=FILE)
+        Options follow a ? and are joined by &, e.g. 'mqtt://broker/cvhost?qos=1&queue=50000'. Every output but stdout has a queue (queue=N lines, 100000) and a thread of its own: a slow disk or an absent broker never holds back the capture. When a queue is full, its oldest line is dropped and counted (the metrics' "output" section). A broker that cannot be reached is retried (0.5 s, doubling to 30 s) while the run goes on; output.disconnected and output.connected go to the other outputs. required=true: exit 5 instead, when the broker does not accept the connection within --open-timeout at start. At the end, an output has drain=S seconds (10) to deliver what waits. Lines lost on the way make the exit code 4. A user without a password takes it from $CVHOST_MQTT_PASSWORD, $CVHOST_KAFKA_PASSWORD or $CVHOST_NATS_PASSWORD (a NATS token from $CVHOST_NATS_TOKEN); a password is never printed.
+        Brokers deliver at least once: a line may arrive twice (after an outage), always with the same event_id; drop repeats by it. spool=DIR keeps every line of a broker output on disk (DIR, made if missing, one output each) until the broker has it: an outage of any length the spool holds (spool_mb=N, 1024) loses nothing, and lines left when cvhost stops or is killed are sent first by the next run with the same spool. A full spool keeps its oldest lines; newer ones are dropped and counted (spool_full).
+        MQTT topics: PREFIX/HOST/SOURCE/PLUGIN/EVENT (e.g. cvhost/gate-1/cam0/barcode/result; _ for none; / + # in a name become _), the payload is the line. PREFIX/HOST/status is "online" (retained), and "offline" when cvhost stops or dies (its last will). NATS subjects: SUBJECT.HOST.SOURCE.PLUGIN.EVENT (. * > and spaces in a name become _). Kafka: key SOURCE, headers cvhost-event, cvhost-session, cvhost-event-id.
         """
 
     /// The `--output` flags, parsed (stdout when there are none).
     static func destinations(_ flags: [String], environment: [String: String]) throws(UsageError) -> [OutputDestination] {
-        let password = environment["CVHOST_MQTT_PASSWORD"]
         do {
-            return try flags.isEmpty ? [.stdout] : flags.map { try OutputDestination(parsing: $0, passwordFromEnvironment: password) }
+            return try flags.isEmpty ? [.stdout] : flags.map { try OutputDestination(parsing: $0, environment: environment) }
         } catch {
             throw UsageError((error as? OutputDestination.ParseError)?.description ?? "\(error)")
         }

@@ -125,6 +125,6 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         let empty = at < line.bytes.count && line.bytes[at] == UInt8(ascii: "}")
         var bytes = line.bytes
         bytes.insert(contentsOf: Array("\"track_id\":\(trackID)\(empty ? "" : ",")".utf8), at: at)
-        return OutputLine(bytes: bytes, route: line.route, sequence: line.sequence)
+        return line.with(bytes: bytes)
     }
 }

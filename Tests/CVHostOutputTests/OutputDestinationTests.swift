@@ -4,7 +4,7 @@ import Testing
 @Suite("--output values")
 struct OutputDestinationTests {
     func mqtt(_ text: String, password: String? = nil) throws -> OutputDestination.MQTTSettings {
-        guard case .mqtt(let m) = try OutputDestination(parsing: text, passwordFromEnvironment: password) else {
+        guard case .mqtt(let m) = try OutputDestination(parsing: text, environment: password.map { ["CVHOST_MQTT_PASSWORD": $0] } ?? [:]) else {
             Issue.record("\(text) is not mqtt")
             return .init()
         }

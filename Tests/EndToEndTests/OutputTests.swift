@@ -50,7 +50,7 @@ struct OutputTests {
     func refusals() throws {
         let src = ["run", "--plugin", "null", "--input", "testsrc:64x48:unpaced", "--max-frames", "1"]
         for (output, code, mention) in [
-            ("ftp://host/x", 64, "write -, file:PATH or mqtt://"),
+            ("ftp://host/x", 64, "write -, file:PATH, mqtt://"),
             ("mqtt://user:hunter2@broker:70000/cvhost", 64, "port must be a number from 1 to 65535"),
             ("mqtt://broker/cvhost?qos=3", 64, "qos=3"),
             ("mqtt://broker/cvhost?colour=red", 64, "has no option 'colour'"),
@@ -60,6 +60,17 @@ struct OutputTests {
             ("file:", 64, "needs a path"),
             ("file:/x?max_mb=-1", 64, "max_mb=-1"),
             ("file:/nonexistent-dir/r.jsonl", 5, "cannot open /nonexistent-dir/r.jsonl for --output: No such file or directory"),
+            ("kafka://broker:9092", 64, "name the topic after the brokers"),
+            ("kafka://u:hunter2@broker/t?compression=brotli", 64, "compression=brotli: write none, gzip"),
+            ("kafka://broker/t?sasl=plain", 64, "sasl= needs a user"),
+            ("kafka://broker/t?ca=/x.pem", 64, "ca= is for tls=true"),
+            ("kafka://broker,:9093/t", 64, "name the broker's host"),
+            ("nats://u:hunter2@server/a.*", 64, "the subject 'a.*' must be tokens"),
+            ("nats://server/x?stream=a.b", 64, "stream=a.b"),
+            ("nats://a,b/x", 64, "name one server"),
+            ("mqtt://broker/x?spool_mb=5", 64, "name its folder with spool=DIR"),
+            ("file:/tmp/r.jsonl?spool=/tmp/s", 64, "has no option 'spool'"),
+            ("nats://127.0.0.1:1/x?spool=/proc/cvhost-spool", 5, "cannot make the spool folder /proc/cvhost-spool"),
         ] as [(String, Int32, String)] {
             let r = try CVHostBinary.run(src + ["--output", output])
             #expect(r.exitCode == code && r.stderr.contains(mention), "\(output): exit \(r.exitCode), \(r.stderr)")

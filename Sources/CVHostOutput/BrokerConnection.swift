@@ -1,0 +1,46 @@
+/// One connection of a broker sink to its broker (MQTT, Kafka, NATS JetStream): what `BrokerSink`
+/// needs of a client library to deliver lines at least once. Made, used and dropped by the sink's
+/// thread alone; a connection that is lost is not mended in place: the sink makes a new one and
+/// publishes what was in flight again.
+protocol BrokerConnection: AnyObject {
+    /// A descriptor that becomes readable when the connection has news (a socket, or a pipe the
+    /// library writes to); the sink sleeps in poll(2) on it and on its queue.
+    var descriptor: Int32 { get }
+    /// Whether to wake when `descriptor` is writable too (bytes wait to be written).
+    var wantsWrite: Bool { get }
+    /// Whether lines may be published now.
+    var canPublish: Bool { get }
+    /// Whether the broker is reachable now (said as `output.connected` / `output.disconnected`).
+    var isUp: Bool { get }
+    /// Why not, when it is not.
+    var downReason: String? { get }
+    /// Publishes one line (its payload: the line without its newline).
+    func publish(_ line: OutputLine) -> PublishOutcome
+    /// Does what is due after a wait: reads, writes, keep-alive, delivery reports.
+    /// - Returns: why the connection is lost (the sink makes a new one), or nil.
+    func service(readable: Bool, writable: Bool) -> String?
+    /// The ids of lines the broker acknowledged, and of lines it could not take (to send again), since the last call.
+    func takeSettled() -> (acknowledged: [Int64], failed: [Int64])
+    /// Said once each time the connection comes up (MQTT's retained `online`).
+    func cameUp()
+    /// The end of the run: says goodbye as the protocol wants, sends what it can until `untilNs`, disconnects.
+    func close(untilNs: UInt64)
+}
+
+extension BrokerConnection {
+    var downReason: String? { nil }
+}
+
+enum PublishOutcome {
+    /// Handed to the connection; its acknowledgement will name `id`.
+    case published(id: Int64)
+    /// The broker takes no line this large: dropped and counted (rejected).
+    case tooLarge
+    /// Not now (the connection is going, or the library's buffer is full): it is published later, first.
+    case notNow
+}
+
+/// Why a connection could not be made, for people.
+struct BrokerFailure: Error {
+    let reason: String
+}

@@ -1,0 +1,351 @@
+import CVHostCore
+import Glibc
+import Histogram
+
+/// A broker output (`mqtt://`, `kafka://`, `nats://`): every line delivered at least once, in
+/// order per input, by a thread of its own, through a `BrokerConnection`.
+///
+/// Delivery: lines wait in a bounded queue (`LineQueue`) and, with `spool=DIR`, on disk (`Spool`:
+/// a thread of the sink's appends every line there as it comes, whatever the connection is doing,
+/// and it stays until the broker has it, so it outlives an outage of any length that fits the
+/// spool, and cvhost itself being stopped or killed). Up to `window`
+/// lines are in flight (`InflightWindow`); a line leaves the sink when the broker acknowledges it.
+/// When the connection is lost, or the broker reports a delivery failed, the lines in flight are
+/// sent again first, in their order, after a backoff (0.5 s doubling to 30 s): duplicates are
+/// possible (at least once) and carry the same event id. Lines the broker may have are never dropped
+/// for room: only lines no broker has seen are, so the count of drops is exactly the count of lines
+/// lost. A broker that cannot be reached at start does not stop the run (unless required=true):
+/// `output.disconnected`, then `output.connected`, go to the other sinks (`onStatus`). At the end,
+/// what waits is delivered for up to the drain time; what is still undelivered then stays in the
+/// spool for the next run (or, without one, is counted as unsent).
+final class BrokerSink: LineQueueBacked, @unchecked Sendable {
+    // @unchecked Sendable: the thread's own state (`window`, `connection`, `spool`) is touched
+    // only by the sink's thread; what others read is behind `status`.
+    let name: String
+    let queue: LineQueue
+    let queueSettings: OutputDestination.QueueSettings
+    private let connect: () throws(BrokerFailure) -> BrokerConnection
+    private let thread = SinkThreadState()
+    /// With a spool: the thread that writes it, and its wake-up for the sender (lines were spooled).
+    private let spoolThread = SinkThreadState()
+    private let spooledLines = WakePipe("an output's spool")
+    private let onStatus: @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void
+
+    private struct Status {
+        var connected: Bool?  // nil: not tried yet
+        var failure: String?
+        var delivered: UInt64 = 0
+        var rejected: UInt64 = 0
+        var unsent: UInt64 = 0
+        var resent: UInt64 = 0
+        var failed: UInt64 = 0
+        /// In flight, or to be sent again.
+        var unacknowledged = 0
+        /// From a line's making to its acknowledgement, µs.
+        var latency = Histogram<UInt64>(highestTrackableValue: BrokerSink.longestMicros, numberOfSignificantValueDigits: .three)
+    }
+    /// Latencies are recorded up to an hour (a longer outage counts as an hour).
+    static let longestMicros: UInt64 = 3_600_000_000
+    private let status = ConditionLock()
+    private var state = Status()
+
+    // The thread's own.
+    private var connection: BrokerConnection?
+    private var window: InflightWindow
+    private let spool: Spool?
+    /// Whether `output.connected` was said for the connection's current state.
+    private var reportedUp = false
+    /// The next line's place in the order lines are taken (lines sent again keep theirs).
+    private var nextOrder: UInt64 = 0
+
+    /// - Parameters:
+    ///   - window: lines in flight at most: enough to fill the round trip to the broker.
+    ///   - connect: makes a connection (blocking: on the sink's thread).
+    /// - Throws: `Spool.OpenError` when the spool folder cannot be used.
+    init(name: String, queue settings: OutputDestination.QueueSettings, window: Int,
+         connect: @escaping () throws(BrokerFailure) -> BrokerConnection,
+         onStatus: @escaping @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void) throws(Spool.OpenError) {
+        self.name = name
+        queueSettings = settings
+        self.connect = connect
+        self.onStatus = onStatus
+        self.window = InflightWindow(capacity: window)
+        queue = LineQueue(capacity: settings.capacity)
+        spool = try settings.spool.map { s throws(Spool.OpenError) in try Spool(folder: s.folder, maxBytes: s.maxBytes, name: name) }
+        if let spool {
+            SystemThread.start("cvhost-spool") { [self] in writeSpool(spool) }
+        } else {
+            spoolThread.markEnded()
+        }
+        SystemThread.start("cvhost-output") { [self] in run() }
+    }
+
+    var statistics: SinkStatistics {
+        let s = status.withLock { state }
+        var out = SinkStatistics(output: name)
+        out.connected = s.connected ?? false
+        out.delivered = s.delivered
+        out.queued = queue.count + s.unacknowledged + (spool?.unread ?? 0)
+        out.spooled = spool?.lineCount
+        out.resent = s.resent
+        out.failed = s.failed
+        if s.latency.totalCount > 0 {
+            out.latency = (Double(s.latency.valueAtPercentile(50)) / 1000, Double(s.latency.valueAtPercentile(99)) / 1000, Double(s.latency.max) / 1000)
+        }
+        out.dropped = [.queueFull: queue.droppedFull, .rejected: s.rejected, .unsent: s.unsent,
+                       .spoolFull: spool?.droppedFull ?? 0, .writeFailed: spool?.writeFailed ?? 0]
+        return out
+    }
+
+    /// Waits for the first connection's outcome. - Returns: why it failed, or nil once connected.
+    func firstConnection(untilNs deadline: UInt64) -> String? {
+        status.withLock {
+            while state.connected == nil {
+                if !status.wait(untilMonotonicNs: deadline) { return "no answer from the broker" }
+            }
+            return state.connected == true ? nil : state.failure
+        }
+    }
+
+    func finish(deadlineNs: UInt64) -> SinkStatistics {
+        // The spool takes every line first (a disk, not a network: it does not wait for the deadline).
+        spoolThread.requestFinish(deadlineNs: deadlineNs)
+        queue.wake()
+        _ = spoolThread.waitEnded(untilNs: deadlineNs + 1_000_000_000)
+        thread.requestFinish(deadlineNs: deadlineNs)
+        queue.wake()
+        spooledLines.wake()
+        // A connect that blocks (a host that does not answer) may outlast the deadline: then the
+        // thread is left behind and what waits is counted as unsent (or stays in the spool).
+        if !thread.waitEnded(untilNs: deadlineNs + 1_000_000_000) {
+            let left = UInt64(queue.count) + UInt64(status.withLock { state.unacknowledged })
+            if spool == nil { status.withLock { state.unsent = left } }
+        }
+        return statistics
+    }
+
+    // MARK: - The spool's thread
+
+    /// Appends every line of the queue to the spool as it comes, and tells the sender.
+    private func writeSpool(_ spool: Spool) {
+        defer { spoolThread.markEnded() }
+        var fd = pollfd(fd: queue.wakeDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            queue.clearWake()
+            let lines = queue.popFront(max: Int.max)
+            if !lines.isEmpty {
+                let wasFull = spool.isFull
+                spool.append(lines)
+                if spool.isFull && !wasFull {
+                    Log.warning("the spool \(spool.folder) is full (\(spool.maxBytes / 1_048_576) MB): new lines are dropped (counted as spool_full) until the broker takes what it holds",
+                                source: name)
+                }
+                spooledLines.wake()
+            }
+            // Finishing: the run writes no more lines.
+            if spoolThread.finishDeadline != nil && queue.count == 0 { return }
+            _ = poll(&fd, 1, 1000)
+        }
+    }
+
+    // MARK: - The sender's thread
+
+    /// What wakes the sender besides its connection: lines in the queue, or in the spool.
+    private var linesArrive: Int32 { spool == nil ? queue.wakeDescriptor : spooledLines.descriptor }
+
+    private func clearArrivals() {
+        if spool == nil { queue.clearWake() } else { spooledLines.clear() }
+    }
+
+    private var nothingWaits: Bool { queue.count == 0 && window.isEmpty && (spool?.unread ?? 0) == 0 }
+
+    private func run() {
+        defer { thread.markEnded() }
+        var backoff = ReconnectBackoff()
+        while true {
+            let deadline = thread.finishDeadline
+            if let deadline, nothingWaits || HostClock.monotonicNs() >= deadline { break }
+            let c: BrokerConnection
+            if let open = connection {
+                c = open
+            } else {
+                do {
+                    c = try connect()
+                } catch {
+                    let wait = backoff.failed()
+                    lost(error.reason, retryInNs: wait)
+                    sleep(ns: wait)
+                    continue
+                }
+                connection = c
+                reportedUp = false
+            }
+            if let problem = pump(c, until: deadline) {
+                // In-flight lines are sent again first, in order, on the next connection.
+                window.connectionLost()
+                connection = nil
+                let wait = backoff.failed()
+                lost(problem, retryInNs: wait)
+                sleep(ns: wait)
+            } else if c.isUp != reportedUp {
+                reportedUp = c.isUp
+                if c.isUp {
+                    backoff.connected()
+                    c.cameUp()
+                    reportConnected()
+                } else {
+                    lost(c.downReason ?? "no broker of the cluster answers", retryInNs: nil)
+                }
+            }
+        }
+        if let c = connection {
+            c.close(untilNs: HostClock.monotonicNs() + 1_000_000_000)
+            settle(c.takeSettled())
+        }
+        connection = nil
+        if let spool {
+            // What is left stays in the spool, for the next run: not lost.
+            spool.flush()
+            _ = window.abandon()
+        } else {
+            let left = UInt64(queue.popFront(max: Int.max).count + window.abandon())
+            status.withLock { state.unsent += left }
+        }
+        status.withLock { state.unacknowledged = 0 }
+    }
+
+    /// One turn on a connection: publish what fits the window, wait for the connection or the
+    /// queue (at most 1 s, for keep-alive), let the connection work. - Returns: why the
+    /// connection ended, or nil.
+    private func pump(_ c: BrokerConnection, until deadline: UInt64?) -> String? {
+        if c.canPublish { publishWaiting(c) }
+        var fds = [pollfd(fd: c.descriptor, events: Int16(POLLIN) | (c.wantsWrite ? Int16(POLLOUT) : 0), revents: 0),
+                   pollfd(fd: linesArrive, events: Int16(POLLIN), revents: 0)]
+        var timeoutMs: Int32 = 1000
+        if let deadline {
+            let now = HostClock.monotonicNs()
+            timeoutMs = deadline > now ? Int32(min(1000, (deadline - now) / 1_000_000 + 1)) : 0
+        }
+        _ = poll(&fds, 2, timeoutMs)
+        if fds[1].revents != 0 { clearArrivals() }
+        let problem = c.service(readable: fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0,
+                                writable: fds[0].revents & Int16(POLLOUT) != 0)
+        settle(c.takeSettled())
+        return problem
+    }
+
+    /// The next lines to publish: from the spool, or from memory without one.
+    private func take(max: Int) -> [PendingLine] {
+        guard max > 0 else { return [] }
+        let taken: [PendingLine]
+        if let spool {
+            taken = spool.read(max: max).map { PendingLine(line: $0.line, order: 0, position: $0.position, sentBefore: $0.position.ordinal < UInt64(spool.recovered)) }
+        } else {
+            taken = queue.popFront(max: max).map { PendingLine(line: $0, order: 0) }
+        }
+        return taken.map { p in
+            var p = p
+            p.order = nextOrder
+            nextOrder += 1
+            return p
+        }
+    }
+
+    /// Publishes waiting lines (those to send again first) until the window is full.
+    private func publishWaiting(_ c: BrokerConnection) {
+        let room = window.room  // before the resend list is taken: it counts those lines
+        var lines = (window.takeResend() + take(max: room))[...]
+        var resent: UInt64 = 0
+        publishing: while let pending = lines.first {
+            switch c.publish(pending.line) {
+            case .published(let id):
+                if pending.sentBefore { resent += 1 }
+                window.published(pending, id: id)
+            case .tooLarge:
+                let first = status.withLock {
+                    state.rejected += 1
+                    return state.rejected == 1
+                }
+                if first { Log.warning("a \(pending.line.route.event) line of \(pending.line.bytes.count) bytes is larger than the broker takes: dropped (counted as rejected)", source: name) }
+            case .notNow:
+                break publishing
+            }
+            lines = lines.dropFirst()
+        }
+        window.notPublished(Array(lines))
+        status.withLock {
+            state.unacknowledged = window.unacknowledged
+            state.resent += resent
+        }
+        advanceSpool()
+    }
+
+    /// Lines the broker acknowledged leave the sink; lines it could not take are sent again.
+    private func settle(_ settled: (acknowledged: [Int64], failed: [Int64])) {
+        guard !settled.acknowledged.isEmpty || !settled.failed.isEmpty else { return }
+        let done = window.acknowledge(settled.acknowledged)
+        let bad = window.failed(settled.failed)
+        let now = HostClock.monotonicNs()
+        status.withLock {
+            for p in done where p.line.createdNs > 0 && p.line.createdNs <= now {
+                _ = state.latency.record(min((now - p.line.createdNs) / 1000, BrokerSink.longestMicros))
+            }
+            state.delivered += UInt64(done.count)
+            state.failed += UInt64(bad)
+            state.unacknowledged = window.unacknowledged
+        }
+        advanceSpool()
+    }
+
+    /// The spool forgets what is delivered: everything before the first line still in the window,
+    /// or everything read when the window is empty.
+    private func advanceSpool() {
+        guard let spool else { return }
+        spool.delivered(upTo: window.firstUndelivered ?? spool.readPosition)
+    }
+
+    private func reportConnected() {
+        let wasKnown = status.withLock {
+            let known = state.connected != nil
+            state.connected = true
+            state.failure = nil
+            status.broadcast()
+            return known
+        }
+        Log.info(wasKnown ? "connected again" : "connected", source: name)
+        onStatus(true, nil, queue.count + (spool?.unread ?? 0))
+    }
+
+    /// The connection failed or was lost: said once per outage (on stderr and to the other sinks).
+    private func lost(_ reason: String, retryInNs: UInt64?) {
+        let wasConnected = status.withLock {
+            let was = state.connected
+            state.connected = false
+            state.failure = reason
+            status.broadcast()
+            return was
+        }
+        let retry = retryInNs.map { "retrying in \(JSONObject.number(Double($0) / 1e9, decimals: 1)) s" } ?? "retrying"
+        if wasConnected == false {
+            Log.debug("\(reason); \(retry)", source: name)
+            return
+        }
+        let keep = spool.map { "lines wait in the spool \($0.folder) (at most \($0.maxBytes / 1_048_576) MB)" }
+            ?? "lines wait in the queue (at most \(queueSettings.capacity))"
+        Log.warning("\(wasConnected == nil ? "cannot connect" : "disconnected"): \(reason); \(retry), \(keep)", source: name)
+        onStatus(false, reason, queue.count + (spool?.unread ?? 0))
+    }
+
+    /// Sleeps for a backoff, or less when finishing (until the finish deadline).
+    private func sleep(ns: UInt64) {
+        let until = HostClock.monotonicNs() + ns
+        var fd = pollfd(fd: linesArrive, events: Int16(POLLIN), revents: 0)
+        while true {
+            let now = HostClock.monotonicNs()
+            let finishing = thread.finishDeadline
+            let end = min(until, finishing ?? until)
+            if now >= end || (finishing != nil && nothingWaits) { return }
+            if poll(&fd, 1, Int32((end - now) / 1_000_000 + 1)) > 0 { clearArrivals() }
+        }
+    }
+}

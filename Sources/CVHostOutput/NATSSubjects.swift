@@ -1,0 +1,37 @@
+/// The NATS subject layout, a contract with consumers (README, "Fleets"):
+///
+///     SUBJECT.HOST.SOURCE.PLUGIN.EVENT    every line; the payload is the line itself
+///
+/// e.g. `cvhost.gate-1.cam0.barcode.result`, `cvhost.gate-1.cam0._.session.started`,
+/// `cvhost.gate-1.cam0.face.track.started`: the event keeps its dots (its own tokens), so
+/// `cvhost.*.cam0.>` is one camera's every line and `cvhost.*.*.*.result` every result. A token
+/// with no value is `_`; characters NATS reserves in a token (`.`, `*`, `>`, white space)
+/// become `_`, so a host `gate-1.example` is `gate-1_example`.
+struct NATSSubjects {
+    let prefix: String
+    let host: String
+    private var cache: [OutputLine.Route: String] = [:]
+
+    init(prefix: String, host: String) {
+        self.prefix = prefix
+        self.host = NATSSubjects.token(host)
+    }
+
+    /// What the stream takes: every subject of this layout.
+    var wildcard: String { prefix + ".>" }
+
+    /// The subject of a line (made once per route).
+    mutating func subject(for route: OutputLine.Route) -> String {
+        if let s = cache[route] { return s }
+        let event = route.event.split(separator: ".", omittingEmptySubsequences: false).map { NATSSubjects.token(String($0)) }
+        let s = ([prefix, host, NATSSubjects.token(route.source), NATSSubjects.token(route.plugin)] + event).joined(separator: ".")
+        if cache.count < 10_000 { cache[route] = s }
+        return s
+    }
+
+    /// One token: never empty, never a wildcard or a separator.
+    static func token(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "_" }
+        return String(value.map { $0 == "." || $0 == "*" || $0 == ">" || $0.isWhitespace || $0 == "\0" ? "_" : $0 })
+    }
+}

@@ -1,0 +1,81 @@
+import CNATS
+import Foundation
+
+/// Debian's nats-server with JetStream on a loopback port for a test; its store in a folder of
+/// its own, kept across a stop and a start (as a restarted service keeps it).
+public final class NATSServer: @unchecked Sendable {
+    // @unchecked Sendable: `process` is replaced only by start()/stop(), called by one test at a time.
+    public let port: Int
+    public let folder: String
+    private var process: Process?
+
+    public init() throws {
+        folder = TestFolders.make("nats")
+        port = freeLoopbackPort()
+        try start()
+    }
+
+    /// Starts the server (again, on the same port and store) and waits until it accepts connections.
+    public func start() throws {
+        let p = Tool.withSignalsUnblocked("/usr/sbin/nats-server", ["-js", "-a", "127.0.0.1", "-p", "\(port)", "-sd", folder + "/store"])
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.standardError
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if loopbackPortAccepts(port) { return }
+            if !p.isRunning { break }
+            usleep(20_000)
+        }
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start on port \(port)"])
+    }
+
+    /// Stops the server: SIGTERM (it stores what it has, as a stopped service does), or SIGKILL.
+    public func stop(signal: Int32 = SIGTERM) {
+        guard let p = process, p.isRunning else { return }
+        kill(p.processIdentifier, signal)
+        p.waitUntilExit()
+    }
+
+    /// Every message the stream holds for `subjects`, in the stream's order, read with the NATS C
+    /// client (an ordered push consumer): (subject, Nats-Msg-Id, payload).
+    public func messages(subjects: String = ">") throws -> [(subject: String, id: String, payload: String)] {
+        var nc: OpaquePointer?
+        var s = natsConnection_ConnectTo(&nc, "nats://127.0.0.1:\(port)")
+        guard s == NATS_OK, let nc else { throw failure("connect", s) }
+        defer { natsConnection_Destroy(nc) }
+        var js: OpaquePointer?
+        s = natsConnection_JetStream(&js, nc, nil)
+        guard s == NATS_OK, let js else { throw failure("JetStream", s) }
+        defer { jsCtx_Destroy(js) }
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Ordered = true
+        var sub: OpaquePointer?
+        var code = jsErrCode(rawValue: 0)
+        s = js_SubscribeSync(&sub, js, subjects, nil, &options, &code)
+        guard s == NATS_OK, let sub else { throw failure("subscribe", s) }
+        defer { natsSubscription_Destroy(sub) }
+        var out: [(String, String, String)] = []
+        while true {
+            var msg: OpaquePointer?
+            guard natsSubscription_NextMsg(&msg, sub, 1500) == NATS_OK, let msg else { break }
+            var id: UnsafePointer<CChar>?
+            _ = natsMsgHeader_Get(msg, "Nats-Msg-Id", &id)
+            let data = natsMsg_GetData(msg).map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(natsMsg_GetDataLength(msg))), as: UTF8.self) } ?? ""
+            out.append((String(cString: natsMsg_GetSubject(msg)), id.map { String(cString: $0) } ?? "", data))
+            natsMsg_Destroy(msg)
+        }
+        return out
+    }
+
+    private func failure(_ what: String, _ s: natsStatus) -> Error {
+        CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "NATS \(what): \(String(cString: natsStatus_GetText(s)))"])
+    }
+
+    deinit {
+        stop(signal: SIGKILL)
+    }
+}

@@ -1,0 +1,186 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// A broker the spool tests stop and start, and read after the runs.
+protocol SpooledBroker {
+    var name: String { get }
+    /// The --output URL, with `query` as its options.
+    func url(query: String) -> String
+    func down() throws
+    func up() throws
+    /// The lines a consumer got, in the order it got them (per input), once it has at least `count` distinct ones (or 60 s passed).
+    func received(atLeast count: Int) throws -> [String]
+}
+
+struct MQTTSpooled: SpooledBroker {
+    let broker: MQTTBroker
+    let subscriber: MQTTSubscriber
+    init() throws {
+        broker = try MQTTBroker()
+        subscriber = try MQTTSubscriber(port: broker.port, topic: "cvhost/#")
+    }
+    var name: String { "mqtt" }
+    func url(query: String) -> String { "mqtt://127.0.0.1:\(broker.port)/cvhost?\(query)" }
+    func down() throws { broker.stop() }
+    func up() throws { try broker.start() }
+    func received(atLeast count: Int) throws -> [String] {
+        // The status topic's online/offline are not lines.
+        subscriber.wait(timeout: 60) { Set($0.map(\.payload)).count >= count + 2 }.map(\.payload).filter { $0.hasPrefix("{") }
+    }
+}
+
+struct KafkaSpooled: SpooledBroker {
+    let cluster: KafkaCluster
+    init() throws { cluster = try KafkaCluster(topic: "results") }
+    var name: String { "kafka" }
+    // Compressed: the mock cluster keeps a bounded log a partition (its oldest message sets go past a
+    // few MB), and 20,000 lines of one input in one partition would outgrow it.
+    func url(query: String) -> String { "kafka://\(cluster.bootstrap)/results?compression=lz4&\(query)" }
+    func down() throws { try cluster.command("alldown") }
+    func up() throws { try cluster.command("allup") }
+    func received(atLeast count: Int) throws -> [String] {
+        let deadline = Date().addingTimeInterval(60)
+        var got = try cluster.messages(topic: "results").map(\.payload)
+        while Set(got).count < count && Date() < deadline {
+            usleep(500_000)
+            got = try cluster.messages(topic: "results").map(\.payload)
+        }
+        return got
+    }
+}
+
+struct NATSSpooled: SpooledBroker {
+    let server: NATSServer
+    init() throws { server = try NATSServer() }
+    var name: String { "nats" }
+    func url(query: String) -> String { "nats://127.0.0.1:\(server.port)/cvhost?\(query)" }
+    func down() throws { server.stop() }
+    func up() throws { try server.start() }
+    func received(atLeast count: Int) throws -> [String] {
+        let deadline = Date().addingTimeInterval(60)
+        var got = try server.messages().map(\.payload)
+        while Set(got).count < count && Date() < deadline {
+            usleep(500_000)
+            got = try server.messages().map(\.payload)
+        }
+        return got
+    }
+}
+
+/// Every broker output with a spool on disk: 20,000 results through two outages (the first longer
+/// than the memory queue holds) and a SIGKILL while the broker is away; a full spool; a required
+/// broker that never answers.
+@Suite("Broker outputs: at least once, through outages and a kill", .serialized)
+struct BrokerSpoolTests {
+    static func count(_ text: String, _ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
+    static let result = "\"event\":\"result\""
+
+    static func eventID(_ line: String) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event_id"] as? String
+    }
+
+    /// Two runs of 10,000 results each with one spool: the first through an outage of 3,000
+    /// results or more (the queue holds 1,000), then killed while the broker is away again with
+    /// its last lines undelivered; the second started while the broker is still away.
+    static func survives(_ b: SpooledBroker) throws {
+        let spool = TestFolders.make("spool-\(b.name)") + "/spool"
+        let args = ["run", "--plugin", "null:results=10", "--input", "cam=testsrc:64x48@250", "--max-frames", "1000",
+                    "--metrics-interval", "1", "--output", b.url(query: "spool=\(spool)&queue=1000&drain=60"), "--output", "-"]
+        let first = try CVHostBinary.run(args, timeout: 180, withStdin: false) { running in
+            _ = running.wait(timeout: 60) { count($0, result) >= 1000 }
+            try? b.down()
+            _ = running.wait(timeout: 60) { count($0, result) >= 4500 }
+            try? b.up()
+            _ = running.wait(timeout: 60) { count($0, result) >= 6500 }
+            try? b.down()
+            // The input has ended and the output waits for its broker (drain=60): killed.
+            _ = running.wait(timeout: 60) { $0.contains("\"event\":\"session.stopped\"") }
+            usleep(300_000)
+            kill(running.pid, SIGKILL)
+        }
+        #expect(first.exitCode != 0 && count(first.stdout, result) == 10_000, "exit \(first.exitCode), \(count(first.stdout, result)) results: \(first.stderr.suffix(2000))")
+        let second = try CVHostBinary.run(args, timeout: 180, withStdin: false) { running in
+            _ = running.wait(timeout: 60) { count($0, result) >= 2000 }
+            try? b.up()
+        }
+        #expect(second.exitCode == 0, "\(second.stderr.suffix(2000))")
+        #expect(second.stderr.contains("lines from an earlier run, sent first"), "\(second.stderr.suffix(2000))")
+
+        // Every line of both runs (but the output's own news, which goes to the other outputs).
+        let written = (first.lines + second.lines).filter { !$0.contains("\"event\":\"output.") }
+        let got = try b.received(atLeast: Set(written).count)
+        let missing = Set(written).subtracting(got)
+        #expect(missing.isEmpty, "\(b.name): \(missing.count) of \(written.count) lines did not arrive (\(got.count) received), e.g. \(missing.first?.prefix(300) ?? "")")
+        // Duplicates only where the event id says so: one line per event id.
+        let byID = Dictionary(grouping: got, by: { eventID($0) ?? "none" })
+        #expect(byID.values.allSatisfy { Set($0).count == 1 } && byID["none"] == nil)
+        #expect(Set(got).isSubset(of: Set(written)))
+        // In order per input: the first arrival of each result, as both runs wrote them.
+        var seen = Set<String>()
+        let results = got.filter { $0.contains(result) && seen.insert($0).inserted }
+        let wrote = written.filter { $0.contains(result) }
+        #expect(results == wrote, "\(b.name): results out of order or missing (\(results.count) of \(wrote.count))")
+        // The second run sent the first's spooled lines again and lost none; its spool is empty at the end:
+        // one segment, the cursor at its end.
+        let output = try #require(MQTTOutputTests.finalOutput(second, named: b.name + "://"))
+        #expect((output["resent"] as? Int ?? 0) > 0 && output["spooled"] != nil, "\(output)")
+        #expect((output["dropped"] as? [String: Int])?.values.allSatisfy { $0 == 0 } == true, "\(output)")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: spool).filter { $0.hasSuffix(".spool") }
+        let cursor = try String(contentsOfFile: spool + "/cursor", encoding: .utf8).split(separator: " ")
+        let size = try FileManager.default.attributesOfItem(atPath: spool + "/" + (segments.first ?? "none"))[.size] as? Int
+        #expect(segments.count == 1 && cursor.count >= 3 && Int(cursor[2]) == size, "\(segments) \(cursor)")
+    }
+
+    @Test("Kafka (librdkafka's mock cluster): 20,000 results through two outages and a kill arrive, in order, duplicates only by event id")
+    func kafka() throws {
+        let b = try KafkaSpooled()
+        try Self.survives(b)
+        // Keyed by the input, with the event's headers.
+        let m = try #require(try b.cluster.messages(topic: "results").first { $0.payload.contains(Self.result) })
+        #expect(m.key == "cam" && m.headers.contains("cvhost-event=result") && m.headers.contains("cvhost-event-id="), "\(m)")
+    }
+
+    @Test("NATS JetStream (nats-server): 20,000 results through two outages and a kill arrive, in order, each stored once by its Nats-Msg-Id")
+    func nats() throws {
+        let b = try NATSSpooled()
+        try Self.survives(b)
+        let stored = try b.server.messages()
+        // The server dropped what it already had: one message an event id.
+        #expect(Set(stored.map(\.id)).count == stored.count && stored.allSatisfy { $0.id == Self.eventID($0.payload) })
+        #expect(stored.contains { $0.subject.hasSuffix(".cam.null.result") } && stored.contains { $0.subject.hasSuffix(".session.started") })
+    }
+
+    @Test("MQTT (mosquitto) with a spool: 20,000 results through two outages and a kill arrive, in order per topic")
+    func mqtt() throws {
+        try Self.survives(try MQTTSpooled())
+    }
+
+    @Test("a full spool: the newest lines are counted as spool_full and said, exit 4; what it holds is kept")
+    func fullSpool() throws {
+        let spool = TestFolders.make("spool-full") + "/spool"
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=10", "--input", "testsrc:64x48:unpaced", "--max-frames", "1000",
+                                      "--output", "nats://127.0.0.1:\(freeLoopbackPort())/x?spool=\(spool)&spool_mb=1&drain=0", "--output", "-"],
+                                     timeout: 120)
+        #expect(r.exitCode == 4, "\(r.stderr)")
+        #expect(r.stderr.contains("the spool \(spool) is full (1 MB)"), "\(r.stderr)")
+        let output = try #require(MQTTOutputTests.finalOutput(r, named: "nats://"))
+        let dropped = try #require(output["dropped"] as? [String: Int])
+        #expect((dropped["spool_full"] ?? 0) > 0 && dropped["unsent"] == 0 && (output["spooled"] as? Int ?? 0) > 1000, "\(output)")
+        let bytes = try FileManager.default.contentsOfDirectory(atPath: spool).filter { $0.hasSuffix(".spool") }
+            .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: spool + "/" + $1)[.size] as? Int) ?? 0) }
+        #expect(bytes > 500_000 && bytes <= 1_048_576)
+    }
+
+    @Test("required=true and a broker that never answers: exit 5 naming the output, for Kafka and NATS; no password shown")
+    func requiredSilent() throws {
+        let silent = try TestServer("silent_server.py", [])
+        for url in ["kafka://user:hunter2@127.0.0.1:\(silent.port)/t?required=true", "nats://user:hunter2@127.0.0.1:\(silent.port)/x?required=true"] {
+            let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:64x48", "--duration", "30", "--open-timeout", "2",
+                                          "--output", url], timeout: 60)
+            let name = url.hasPrefix("kafka") ? "kafka://user:***@127.0.0.1:\(silent.port)/t" : "nats://user:***@127.0.0.1:\(silent.port)/x"
+            #expect(r.exitCode == 5 && r.stderr.contains("cannot connect to \(name)"), "\(url): \(r.exitCode) \(r.stderr)")
+            #expect(!r.stderr.contains("hunter2") && !r.stdout.contains("hunter2"))
+        }
+    }
+}

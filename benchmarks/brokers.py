@@ -5,10 +5,11 @@ storage), each started here on loopback, one at a time (two cores).
 
   live:   null:results=20 on testsrc:64x48@(RATE/20) for --seconds: RATE results/s offered. Latency is
           cvhost's own (the final metrics' output.latency_ms): from a line's making to the broker's
-          acknowledgement. Sustained: results acknowledged / seconds, with nothing dropped and
-          nothing left waiting.
+          acknowledgement, for the lines acknowledged by the end of the input. Sustained: the run
+          exits 0 (nothing dropped, nothing left) and `drain s` is how long the last lines took.
   flood:  null:results=20 on testsrc:64x48:unpaced, --frames frames: as fast as it goes; results/s
-          from cvhost's start to its exit (which waits for every acknowledgement).
+          from cvhost's start to its exit (which waits for every acknowledgement). No latency: it is
+          the backlog's.
 
 CPU per 1000 results is cvhost's own (user + system), and the broker's beside it. The Kafka figures
 are against librdkafka's mock cluster (in memory, no replication): they measure cvhost's side and
@@ -62,7 +63,7 @@ class Mosquitto:
         with open(conf, "w") as f:
             f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\nuser {os.environ.get('USER') or 'root'}\n"
                     "max_queued_messages 0\nmax_inflight_messages 0\nlog_type error\n")
-        self.process = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf])
+        self.process = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf], stderr=subprocess.DEVNULL)
         wait_port(port, "mosquitto")
         self.url = f"mqtt://127.0.0.1:{port}/bench?"
 
@@ -95,24 +96,30 @@ class NATS:
 
 def run(args, url, broker_pid):
     """Runs cvhost with its lines to `url` (and stdout, read here for the final metrics).
-    Returns (seconds, final output section, cvhost CPU s, broker CPU s)."""
+    Returns (seconds, results, seconds after the final metrics line, final output section, cvhost CPU s, broker CPU s)."""
     broker0 = cpu_seconds(broker_pid)
     start = time.monotonic()
     proc = subprocess.Popen([CVHOST, "run", "-q", "--metrics-interval", "0", "--output", url, "--output", "-"] + args,
                             stdout=subprocess.PIPE, text=True, bufsize=1 << 16)
     final = None
+    results = 0
+    final_at = start
     for line in proc.stdout:
-        if '"event":"metrics"' in line and '"final":true' in line:
+        if '"event":"result"' in line:
+            results += 1
+        elif '"event":"metrics"' in line and '"final":true' in line:
             final = json.loads(line)
+            final_at = time.monotonic()
     _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.monotonic() - start
+    end = time.monotonic()
+    seconds = end - start
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"cvhost exited {code} on {url.split('?')[0]}")
     if final is None:
         sys.exit("no final metrics line")
     output = next(o for o in final["output"] if o["output"] != "stdout")
-    return seconds, output, usage.ru_utime + usage.ru_stime, cpu_seconds(broker_pid) - broker0
+    return seconds, results, end - final_at, output, usage.ru_utime + usage.ru_stime, cpu_seconds(broker_pid) - broker0
 
 
 def main():
@@ -127,7 +134,7 @@ def main():
     fps = args.rate // 20
     live = ["--plugin", "null:results=20", "--input", f"testsrc:64x48@{fps}", "--duration", str(args.seconds)]
     flood = ["--plugin", "null:results=20", "--input", "testsrc:64x48:unpaced", "--max-frames", str(args.frames)]
-    print(f"{'output':<8}{'run':<8}{'results':>9}{'results/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'cvhost CPU ms/1000':>20}{'broker CPU ms/1000':>20}")
+    print(f"{'output':<8}{'run':<8}{'results':>9}{'results/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'drain s':>9}{'cvhost CPU ms/1000':>20}{'broker CPU ms/1000':>20}")
     for kind in [Mosquitto, KafkaMock, NATS]:
         with tempfile.TemporaryDirectory() as folder:
             broker = kind(folder)
@@ -137,15 +144,12 @@ def main():
                     if args.spool:
                         spool = os.path.join(folder, f"spool-{name}")
                         url += f"spool={spool}&"
-                    seconds, out, cpu, bcpu = run(cvargs, url + "queue=1000000", broker.process.pid)
-                    n = out["delivered"]
-                    lost = sum(out["dropped"].values())
-                    latency = out.get("latency_ms") or {}
+                    seconds, n, drain, out, cpu, bcpu = run(cvargs, url + "queue=1000000", broker.process.pid)
+                    latency = (out.get("latency_ms") or {}) if name == "live" else {}
                     rate = n / (args.seconds if name == "live" else seconds)
                     per = 1e6 / n if n else float("nan")
-                    note = "" if lost == 0 else f"  ({lost} dropped)"
-                    print(f"{kind.name:<8}{name:<8}{n:>9}{rate:>11.0f}{latency.get('p50', float('nan')):>9.2f}{latency.get('p99', float('nan')):>9.2f}"
-                          f"{latency.get('max', float('nan')):>9.2f}{cpu * per:>20.1f}{bcpu * per:>20.1f}{note}", flush=True)
+                    cells = "".join(f"{latency[k]:>9.2f}" if k in latency else f"{'-':>9}" for k in ["p50", "p99", "max"])
+                    print(f"{kind.name:<8}{name:<8}{n:>9}{rate:>11.0f}{cells}{drain:>9.2f}{cpu * per:>20.1f}{bcpu * per:>20.1f}", flush=True)
             finally:
                 if isinstance(broker, KafkaMock):
                     broker.process.stdin.close()

@@ -113,4 +113,21 @@ broker=$!
 for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 run mqtt-output 0 --plugin null:results=2 --input testsrc:320x240@30 --max-frames 90 --output "mqtt://127.0.0.1:$port/cvhost" --output -
 kill "$broker"; wait "$broker" 2>/dev/null || true
+
+# NATS JetStream and Kafka outputs with spools (a spool writer's thread beside the sender's, the
+# clients' own threads calling back), to real servers on loopback: nats-server, librdkafka's mock cluster.
+port=$(free_port)
+nats-server -js -a 127.0.0.1 -p "$port" -sd "$log/jetstream" > "$log/nats-server.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+run nats-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "nats://127.0.0.1:$port/cvhost?spool=$log/spool-nats" --output -
+kill "$server"; wait "$server" 2>/dev/null || true
+cc -O1 -o "$log/kafka_mock_cluster" Tests/Servers/kafka_mock_cluster.c -lrdkafka
+coproc cluster { "$log/kafka_mock_cluster" 3; }
+read -r bootstrap <&"${cluster[0]}"
+echo "topic results 3" >&"${cluster[1]}"
+read -r _ <&"${cluster[0]}"
+run kafka-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "kafka://$bootstrap/results?spool=$log/spool-kafka" --output -
+exec {cluster[1]}>&-
+wait "$cluster_PID" 2>/dev/null || true
 exit $failed

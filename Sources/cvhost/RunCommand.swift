@@ -143,7 +143,7 @@ struct RunCommand: ParsableCommand {
     var maxImagePixels: Int = StillImageDevice.defaultMaxPixels
 
     @Option(name: .customLong("output"),
-            help: ArgumentHelp("Where the JSON lines go: - (stdout, the default), file:PATH, mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... Repeatable; see OUTPUTS.",
+            help: ArgumentHelp("Where the JSON lines go: - (stdout, the default), file:PATH, mqtt://[user[:password]@]host[:port][/prefix], mqtts://..., kafka://broker[,broker]/TOPIC or nats://host[:port][/subject]. Repeatable; see OUTPUTS.",
                                valueName: "destination"))
     var outputs: [String] = []
 

@@ -172,13 +172,14 @@ struct BrokerSpoolTests {
         #expect(bytes > 500_000 && bytes <= 1_048_576)
     }
 
-    @Test("required=true and a broker that never answers: exit 5 naming the output, for Kafka and NATS; no password shown")
+    @Test("required=true and a broker that never answers: exit 5 naming the output, for each broker; no password shown")
     func requiredSilent() throws {
         let silent = try TestServer("silent_server.py", [])
-        for url in ["kafka://user:hunter2@127.0.0.1:\(silent.port)/t?required=true", "nats://user:hunter2@127.0.0.1:\(silent.port)/x?required=true"] {
+        for url in ["kafka://user:hunter2@127.0.0.1:\(silent.port)/t?required=true", "nats://user:hunter2@127.0.0.1:\(silent.port)/x?required=true",
+                    "mqtt://user:hunter2@127.0.0.1:\(silent.port)/x?required=true"] {
             let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:64x48", "--duration", "30", "--open-timeout", "2",
                                           "--output", url], timeout: 60)
-            let name = url.hasPrefix("kafka") ? "kafka://user:***@127.0.0.1:\(silent.port)/t" : "nats://user:***@127.0.0.1:\(silent.port)/x"
+            let name = url.hasPrefix("kafka") ? "kafka://user:***@127.0.0.1:\(silent.port)/t" : url.prefix(4) + "://user:***@127.0.0.1:\(silent.port)/x"
             #expect(r.exitCode == 5 && r.stderr.contains("cannot connect to \(name)"), "\(url): \(r.exitCode) \(r.stderr)")
             #expect(!r.stderr.contains("hunter2") && !r.stdout.contains("hunter2"))
         }

@@ -5,11 +5,26 @@ import json
 import os
 import re
 import resource
+import socket
 import statistics
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+
+
+def cpu_seconds(pid):
+    """CPU seconds (user + system) process `pid` has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    """A loopback TCP port nobody listens on now (for a server a benchmark starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run(cmd, env=None):

@@ -20,28 +20,18 @@ librdkafka's, not a Kafka cluster's.
 import argparse
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import cpu_seconds, free_port
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CVHOST = os.path.join(ROOT, ".build", "release", "cvhost")
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, what):

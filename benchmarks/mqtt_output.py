@@ -26,21 +26,12 @@ import tempfile
 import threading
 import time
 
+from benchlib import cpu_seconds, free_port
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CVHOST = os.path.join(ROOT, ".build", "release", "cvhost")
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_broker(folder):

@@ -6,7 +6,8 @@
 # a plugin's boxes, the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
-# a reload, and an MQTT output to a real broker. Run it after any change to threads or locks.
+# a reload, an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools.
+# Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
 # A build takes 5-10 minutes on 2 cores (its own scratch folder, /tmp/cvhost-<sanitizer>); not
@@ -122,12 +123,16 @@ server=$!
 for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 run nats-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "nats://127.0.0.1:$port/cvhost?spool=$log/spool-nats" --output -
 kill "$server"; wait "$server" 2>/dev/null || true
-cc -O1 -o "$log/kafka_mock_cluster" Tests/Servers/kafka_mock_cluster.c -lrdkafka
-coproc cluster { "$log/kafka_mock_cluster" 3; }
-read -r bootstrap <&"${cluster[0]}"
-echo "topic results 3" >&"${cluster[1]}"
-read -r _ <&"${cluster[0]}"
-run kafka-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "kafka://$bootstrap/results?spool=$log/spool-kafka" --output -
-exec {cluster[1]}>&-
-wait "$cluster_PID" 2>/dev/null || true
+# Not under TSan: librdkafka makes its threads with glibc's thrd_create, which TSan does not see
+# (its allocator crashes at a broker thread's first malloc, before any report).
+if [ "$kind" = address ]; then
+  cc -O1 -o "$log/kafka_mock_cluster" Tests/Servers/kafka_mock_cluster.c -lrdkafka
+  coproc cluster { "$log/kafka_mock_cluster" 3; }
+  read -r bootstrap <&"${cluster[0]}"
+  echo "topic results 3" >&"${cluster[1]}"
+  read -r _ <&"${cluster[0]}"
+  run kafka-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "kafka://$bootstrap/results?spool=$log/spool-kafka" --output -
+  exec {cluster[1]}>&-
+  wait "$cluster_PID" 2>/dev/null || true
+fi
 exit $failed

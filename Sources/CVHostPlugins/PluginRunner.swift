@@ -130,6 +130,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             }
         }
         let end = HostClock.monotonicNs()
+        if FrameTrace.enabled {
+            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "process_start", atNs: start)
+            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "process_end", atNs: end)
+        }
         var lines: [OutputLine] = []
         switch outcome {
         case .dropped(let reason):

@@ -9,6 +9,12 @@ final class InterruptDeadline: Sendable {
     /// Monotonic ns after which FFmpeg gives up; 0 for none.
     private let deadline = Atomic<UInt64>(0)
     private let cancelled = Atomic(false)
+    /// Cancelled with it: the stream's, for one of its parts that can also be stopped alone.
+    private let parent: InterruptDeadline?
+
+    init(parent: InterruptDeadline? = nil) {
+        self.parent = parent
+    }
 
     /// Gives the next blocking call `seconds` to finish.
     func arm(seconds: Double) { deadline.store(HostClock.monotonicNs() + UInt64(seconds * 1e9), ordering: .relaxed) }
@@ -21,7 +27,7 @@ final class InterruptDeadline: Sendable {
     /// Ready for a new stream after a cancelled one.
     func reset() { cancelled.store(false, ordering: .relaxed) }
 
-    var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+    var isCancelled: Bool { cancelled.load(ordering: .relaxed) || parent?.isCancelled == true }
 
     /// True when FFmpeg should give up now.
     var expired: Bool {

@@ -52,6 +52,14 @@ final class MediaDecoder {
     private let stallSeconds: Double
     /// A pipe's descriptor FFmpeg reads (`pipe:FD`) and does not close: closed with the decoder.
     private var ownedDescriptor: Int32?
+    /// An RTSP camera's H.264 or H.265: whole frames as their last packet arrives (nil: packets
+    /// read here, frames joined by FFmpeg's parser).
+    private var liveUnits: LiveAccessUnits?
+    /// Codecs whose RTP packets are joined into frames without FFmpeg's parsers: by `LiveAccessUnits`
+    /// (H.264, H.265), or by the depacketizer itself on the marker (MJPEG).
+    static let unparsedCodecs: Set<String> = ["h264", "hevc", "mjpeg"]
+    /// Opened with `framesOnArrival` for a codec that needs FFmpeg's parser after all: open it again without.
+    private(set) var needsParser = false
 
     /// Opens `path` and its best video stream.
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
@@ -86,10 +94,14 @@ final class MediaDecoder {
     ///   - lowDelay: hand each frame out as soon as its packet is decoded (a live camera): no frame
     ///     threads, which hold back a frame per extra thread (measured: 90 ms more capture-to-result
     ///     latency on a 1280x720@30 RTSP stream, benchmarks/rtsp_latency.py).
+    ///   - framesOnArrival: an RTSP camera: its packets joined into frames by `LiveAccessUnits` as
+    ///     they arrive, not by FFmpeg's parser a frame later (H.264, H.265; for another codec that
+    ///     needs the parser, `needsParser` says to open it again without).
     /// - Throws: `.inputUnavailable` when it cannot be opened (in time), `.unsupportedInput` when
     ///   it has no decodable video.
     init(url: String, name: String, options: [(String, String)] = [], interrupt: InterruptDeadline? = nil,
-         openTimeout: Double = 0, stallSeconds: Double = 0, lowDelay: Bool = false, maxPixels: Int = 0, ownedDescriptor: Int32? = nil) throws {
+         openTimeout: Double = 0, stallSeconds: Double = 0, lowDelay: Bool = false, framesOnArrival: Bool = false, maxPixels: Int = 0,
+         ownedDescriptor: Int32? = nil) throws {
         self.path = name
         self.interrupt = interrupt
         self.stallSeconds = stallSeconds
@@ -99,6 +111,7 @@ final class MediaDecoder {
             interrupt.arm(seconds: openTimeout)
         }
         defer { interrupt?.disarm() }
+        if framesOnArrival { ctx.pointee.flags |= AVFMT_FLAG_NOPARSE }
         var dictionary: OpaquePointer?
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         var opened: UnsafeMutablePointer<AVFormatContext>? = ctx
@@ -161,9 +174,20 @@ final class MediaDecoder {
         packet = av_packet_alloc()
         frame = av_frame_alloc()
         self.ownedDescriptor = ownedDescriptor  // only now: until here, a failed open leaves it to the caller
+        if framesOnArrival {
+            needsParser = !MediaDecoder.unparsedCodecs.contains(codecName)
+            if codecName == "h264" || codecName == "hevc", let interrupt {
+                // A deadline of the reader's own (stopped with the decoder), cancelled with the stream's.
+                let own = InterruptDeadline(parent: interrupt)
+                ctx.pointee.interrupt_callback = own.callback
+                liveUnits = LiveAccessUnits(format: ctx, streamIndex: index, name: name, hevc: codecName == "hevc", interrupt: own,
+                                            stallSeconds: stallSeconds)
+            }
+        }
     }
 
     deinit {
+        liveUnits?.stop()
         av_frame_free(&frame)
         av_packet_free(&packet)
         avcodec_free_context(&codec)
@@ -181,6 +205,7 @@ final class MediaDecoder {
             if got == 0 {
                 defer { av_frame_unref(frame) }
                 let pts = presentationTimeNs(frame)
+                FrameTrace.mark(ptsNs: pts, "decoded")
                 framesDecoded += 1
                 return (try reader.pixelBuffer(frame, input: path), pts)
             }
@@ -191,6 +216,27 @@ final class MediaDecoder {
                 continue
             }
             if draining { return nil }
+            if let liveUnits {
+                let late = liveUnits.latePackets
+                let next = try liveUnits.next()
+                // A packet that came after its frame was decoded: that frame was damaged.
+                damaged += liveUnits.latePackets - late
+                guard let unit = next else {
+                    draining = true
+                    avcodec_send_packet(codec, nil)
+                    continue
+                }
+                var owned: UnsafeMutablePointer<AVPacket>? = unit
+                defer { av_packet_free(&owned) }
+                if FrameTrace.enabled {
+                    let pts = nanoseconds(unit.pointee.pts)
+                    FrameTrace.mark(ptsNs: pts, "first_packet", atNs: liveUnits.lastFrameArrival.first)
+                    FrameTrace.mark(ptsNs: pts, "last_packet", atNs: liveUnits.lastFrameArrival.last)
+                    FrameTrace.mark(ptsNs: pts, "to_decoder")
+                }
+                try send(unit, to: codec)
+                continue
+            }
             if let interrupt {
                 if interrupt.isCancelled { return nil }
                 interrupt.arm(seconds: stallSeconds)
@@ -216,13 +262,17 @@ final class MediaDecoder {
             if read < 0 { throw CaptureError(.streamFailed, "reading \(path) failed: \(ffmpegError(read))") }
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
-            let sent = avcodec_send_packet(codec, packet)
-            if sent < 0 && sent != CFFmpeg_AVERROR_EAGAIN {
-                // A damaged packet: FFmpeg conceals what it can; keep going with the next one.
-                try countDamage(sent)
-            } else {
-                damagedInARow = 0
-            }
+            try send(packet, to: codec)
+        }
+    }
+
+    private func send(_ packet: UnsafeMutablePointer<AVPacket>, to codec: UnsafeMutablePointer<AVCodecContext>) throws {
+        let sent = avcodec_send_packet(codec, packet)
+        if sent < 0 && sent != CFFmpeg_AVERROR_EAGAIN {
+            // A damaged packet: FFmpeg conceals what it can; keep going with the next one.
+            try countDamage(sent)
+        } else {
+            damagedInARow = 0
         }
     }
 
@@ -254,7 +304,12 @@ final class MediaDecoder {
         if ts == Int64.min || timeBase.den == 0 {
             return frameRate > 0 ? Int64(Double(framesDecoded) / frameRate * 1e9) : framesDecoded * 1_000_000_000
         }
-        return av_rescale_q(ts - startTime, timeBase, AVRational(num: 1, den: 1_000_000_000))
+        return nanoseconds(ts)
+    }
+
+    /// A timestamp of the stream, in ns from its start.
+    private func nanoseconds(_ ts: Int64) -> Int64 {
+        av_rescale_q(ts - startTime, timeBase, AVRational(num: 1, den: 1_000_000_000))
     }
 }
 

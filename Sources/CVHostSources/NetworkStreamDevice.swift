@@ -94,8 +94,14 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
         }
         let isRTSP = location.scheme == "rtsp" || location.scheme == "rtsps"
         func decoder(rtspTransport: String?) throws -> MediaDecoder {
-            try MediaDecoder(url: location.url, name: location.display, options: rtspOptions(rtspTransport), interrupt: interrupt,
-                             openTimeout: options.openTimeout, stallSeconds: options.stallTimeout, lowDelay: true)
+            func open(framesOnArrival: Bool) throws -> MediaDecoder {
+                try MediaDecoder(url: location.url, name: location.display, options: rtspOptions(rtspTransport), interrupt: interrupt,
+                                 openTimeout: options.openTimeout, stallSeconds: options.stallTimeout, lowDelay: true,
+                                 framesOnArrival: framesOnArrival)
+            }
+            guard isRTSP else { return try open(framesOnArrival: false) }
+            let d = try open(framesOnArrival: true)
+            return d.needsParser ? try open(framesOnArrival: false) : d
         }
         do {
             return try decoder(rtspTransport: isRTSP ? options.rtspTransport ?? "tcp" : nil)

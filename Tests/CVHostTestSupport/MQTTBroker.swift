@@ -60,13 +60,7 @@ public final class MQTTBroker: @unchecked Sendable {
         p.standardInput = FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if loopbackPortAccepts(port) { return }
-            if !p.isRunning { break }
-            usleep(20_000)
-        }
-        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not start on port \(port)"])
+        try waitUntilListening(p, port: port, name: "mosquitto")
     }
 
     /// Stops the broker: SIGTERM by default (it saves its state, as a restarted service does),
@@ -134,6 +128,18 @@ public final class MQTTSubscriber: @unchecked Sendable {
         stop()
         try? FileManager.default.removeItem(atPath: file)
     }
+}
+
+/// Waits up to 10 s for a server `p` just started to accept connections on loopback `port`.
+/// - Throws: naming it, when it does not (or ends first).
+public func waitUntilListening(_ p: Process, port: Int, name: String) throws {
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+        if loopbackPortAccepts(port) { return }
+        if !p.isRunning { break }
+        usleep(20_000)
+    }
+    throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(name) did not start on port \(port)"])
 }
 
 /// Whether something listens on a loopback TCP port.

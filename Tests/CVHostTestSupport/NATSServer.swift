@@ -23,13 +23,7 @@ public final class NATSServer: @unchecked Sendable {
         p.standardInput = FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if loopbackPortAccepts(port) { return }
-            if !p.isRunning { break }
-            usleep(20_000)
-        }
-        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start on port \(port)"])
+        try waitUntilListening(p, port: port, name: "nats-server")
     }
 
     /// Stops the server: SIGTERM (it stores what it has, as a stopped service does), or SIGKILL.

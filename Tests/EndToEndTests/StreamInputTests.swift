@@ -32,6 +32,35 @@ struct StreamInputTests {
         #expect(StreamInputTests.codes(fallback) == StreamInputTests.demoCodes && fallback.stderr.contains("over UDP"), "\(fallback.stderr)")
     }
 
+    @Test("an RTSP camera's H.264 frames go to the decoder whole as their last packet arrives, not when the next frame begins: every frame, undamaged, as from the file")
+    func rtspFramesOnArrival() throws {
+        let server = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo])
+        defer { server.stop() }
+        // block: no frame of the live stream is dropped for a busy plugin (the machine may be loaded).
+        let args = ["run", "--plugin", "null:results=1,backpressure=block", "--metrics-interval", "0"]
+        let file = try CVHostBinary.run(args + ["--input", BarcodeFixtures.demoVideo])
+        let r = try CVHostBinary.run(args + ["--input", "rtsp://127.0.0.1:\(server.port)/codes"], timeout: 30,
+                                     environment: ["CVHOST_FRAME_TRACE": "1"])
+        // The same 90 frames as the file gives (the first byte of each, in order), none damaged.
+        func firstBytes(_ r: CommandResult) -> [Int] { r.events("result").compactMap { ($0["data"] as? [String: Any])?["first_byte"] as? Int } }
+        #expect(firstBytes(file).count == 90 && firstBytes(r) == firstBytes(file), "\(firstBytes(r).count) frames: \(r.stderr.suffix(500))")
+        #expect(r.events("session.frames_lost").isEmpty)
+        // Each frame's stamps (CVHOST_FRAME_TRACE): its first and last packet's arrival, and when it went to the decoder.
+        var marks: [Int64: [String: UInt64]] = [:]
+        for line in r.stderr.split(separator: "\n") where line.hasPrefix("trace ") {
+            let f = line.split(separator: " ")
+            if f.count == 4, let pts = Int64(f[1]), let at = UInt64(f[3]) { marks[pts, default: [:]][String(f[2])] = at }
+        }
+        let frames = marks.keys.sorted().compactMap { marks[$0] }.filter { $0["to_decoder"] != nil && $0["first_packet"] != nil }
+        #expect(frames.count == 90)
+        // FFmpeg's parser could only hand a frame over once the next one's first packet was in; here
+        // a frame goes as soon as it is whole. (How many make it before the next frame's packets is
+        // the machine's pace: at least one must.)
+        let early = zip(frames, frames.dropFirst()).filter { $0["to_decoder"]! < $1["first_packet"]! }.count
+        #expect(early >= 1, "no frame reached the decoder before the next one's first packet")
+        #expect(frames.allSatisfy { $0["last_packet"]! <= $0["to_decoder"]! && $0["first_packet"]! <= $0["last_packet"]! })
+    }
+
     @Test("credentials are used and never shown; wrong ones, an unknown path, a refused port and a silent server are exit 3")
     func refusals() throws {
         let server = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo, "--user", "cam", "--password", "s3cr3t-pw"])

@@ -256,6 +256,10 @@ public final class CaptureSession: @unchecked Sendable {
                 pixelBuffer: frame.pixelBuffer, imagePath: frame.imagePath, isIndependent: frame.isIndependent)
             sequence += 1
             cond.withLock { framesCaptured = sequence }
+            if FrameTrace.enabled {
+                FrameTrace.mark(ptsNs: sample.presentationTimeNs, "captured", atNs: sample.monotonicCaptureNs)
+                FrameTrace.mark(ptsNs: sample.presentationTimeNs, "offered")
+            }
             for output in outputs { output.offer(sample) }
         }
         cond.withLock {

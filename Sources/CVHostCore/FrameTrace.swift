@@ -5,12 +5,15 @@ import Glibc
 ///
 ///     trace PTS_NS STAGE MONOTONIC_NS
 ///
-/// keyed by the frame's presentation time (the `pts` of its result lines, in ns), stamped on
-/// CLOCK_MONOTONIC, which every process of the machine shares (a camera server's own stamps can be
-/// set beside them). Stages, in order: first_packet, last_packet (a live RTSP stream's frame:
-/// its first and last packet arrived), to_decoder (handed to the decoder), decoded, process_start,
-/// process_end (each plugin). Without the variable nothing is written and a mark costs the test
-/// of a constant.
+/// keyed by the frame's presentation time (the `pts` of its result lines and the live view's
+/// X-Pts, in ns), stamped on CLOCK_MONOTONIC, which every process of the machine shares (a camera
+/// server's own stamps can be set beside them). Stages, in order: first_packet, last_packet (a live
+/// RTSP stream's frame: its first and last packet arrived), to_decoder (handed to the decoder),
+/// decoded; dequeued (a V4L2 camera's buffer taken from the driver); captured (the frame's capture
+/// time: the driver's timestamp for a camera, decoding for a stream), offered (handed to the
+/// plugins' and the live view's queues); process_start, process_end (each plugin); preview_start,
+/// preview_sent (the live view's picture: its frame taken, its JPEG written to the viewers).
+/// Without the variable nothing is written and a mark costs the test of a constant.
 public enum FrameTrace {
     public static let enabled: Bool = getenv("CVHOST_FRAME_TRACE").map { String(cString: $0) == "1" } ?? false
 

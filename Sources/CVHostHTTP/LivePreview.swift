@@ -96,6 +96,10 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
         }
         guard due, let picture = encode(pixelBuffer, sample) else { return }
         viewers.send(Self.part(picture, allocator: ByteBufferAllocator()))
+        if FrameTrace.enabled {
+            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "preview_start", atNs: now)
+            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "preview_sent")
+        }
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {}

@@ -18,15 +18,18 @@ import Glibc
 /// a frame already handed over (the gap was too short: that frame is decoded with what came, as
 /// after a lost packet) is counted, dropped, and doubles the gap from then on. No frame ends by the
 /// gap alone before its first slice (an access unit delimiter or parameter sets may come well before
-/// it, as the encoder works), nor on a packet as large as the largest seen (a fragment with more to come).
+/// it, as the encoder works), nor on a packet as full as the fullest seen (a fragment with more to come).
 ///
 /// Slices may be sent as the encoder finishes each (milliseconds apart), so the gap covers the
 /// pauses between them. But most H.264 cameras cut every frame into the same slices: once the
-/// last 16 frames' last slices all began at the same macroblock, a frame whose slice beginning
-/// there has come waits only for the rest of that slice's own packets (a short gap: three times the
-/// longest pause seen lately between one NAL unit's fragments, which a sender writes back to back,
-/// at least 2 ms, for this machine's own scheduling of the reading thread). A late packet turns
-/// that short gap off for good.
+/// last 16 frames' last slices all began at the same macroblock, a frame is not taken as whole
+/// before a slice begins there (whatever the pause), and then waits only for the rest of that
+/// slice's own packets: a short gap (three times the longest pause seen lately between one NAL
+/// unit's fragments, which a sender writes back to back, at least 2 ms, for this machine's own
+/// scheduling of the reading thread), or none when the sender is seen to fill every fragment but a
+/// NAL unit's last to the same size (as RTP payloaders do, up to the path's MTU: 32 fragments and
+/// never a shorter one followed by more): then a shorter packet ends its NAL unit. A late packet
+/// turns the learned layout off for good.
 ///
 /// The reader thread stops reading while `maxQueuedBytes` wait (the camera's TCP connection then
 /// holds back, as it did when the capture thread read itself).
@@ -70,12 +73,16 @@ final class LiveAccessUnits: @unchecked Sendable {
     /// The first macroblocks of the pending frame's slices (H.264), and of each recent frame's last slice.
     private var pendingSliceStarts: [Int] = []
     private var recentLastSlices: [Int] = []
-    /// No late packet yet: the short gap may be used.
-    private var shortGapAllowed = true
-    private var largestPacket: Int32 = 0
+    /// No late packet yet: the learned slice layout and the short gap may be used.
+    private var layoutTrusted = true
+    /// Fragments followed by more of their NAL unit: as full as the fullest seen, or not.
+    private var fragments: (full: Int, short: Int) = (0, 0)
+    /// The most bytes of a NAL unit one packet has carried (the sender's fragment size).
+    private var largestFragment: Int32 = 0
     private var carried: Item?
     private var endAfterFlush: Int32?
-    /// The pts of the last frame handed over by the gap (a packet of it arriving later is late).
+    /// The pts of the last frame handed over before a packet of the next one came (one of its
+    /// packets arriving later is late).
     private var flushedByGap: Int64?
     /// Packets that came for a frame already handed over.
     private(set) var latePackets = 0
@@ -188,7 +195,7 @@ final class LiveAccessUnits: @unchecked Sendable {
                     // The gap was too short for this stream: wait longer from now on.
                     latePackets += 1
                     gapFloorNs = min(LiveAccessUnits.longestGapNs, max(gapFloorNs, gap) * 2)
-                    shortGapAllowed = false
+                    layoutTrusted = false
                     var p: UnsafeMutablePointer<AVPacket>? = p
                     av_packet_free(&p)
                     continue
@@ -208,11 +215,14 @@ final class LiveAccessUnits: @unchecked Sendable {
                     longestPauseInFrame = max(longestPauseInFrame, arrival - lastArrivalNs)
                     if !startsNAL(p) { longestFragmentPause = max(longestFragmentPause, arrival - lastArrivalNs) }
                 }
+                if !startsNAL(p), let before = pending.last {
+                    if isFull(before) { fragments.full += 1 } else { fragments.short += 1 }
+                }
                 if startsSlice(p) {
                     pendingHasSlice = true
                     if !hevc, let mb = LiveAccessUnits.firstMacroblock(p) { pendingSliceStarts.append(mb) }
                 }
-                largestPacket = max(largestPacket, p.pointee.size)
+                largestFragment = max(largestFragment, fragmentBytes(p))
                 lastArrivalNs = arrival
                 pending.append(p)
             }
@@ -244,8 +254,9 @@ final class LiveAccessUnits: @unchecked Sendable {
                     return .item(item)
                 }
                 if readerEnded { return .item(.end(CFFmpeg_AVERROR_EOF)) }
-                if pendingHasSlice, let last = pending.last, last.pointee.size < largestPacket {
-                    let deadline = lastArrivalNs + (lastSliceBegun ? shortGap : gap)
+                let layout = sliceLayout
+                if pendingHasSlice, layout == nil || pendingSliceStarts.contains(layout!), let last = pending.last, !isFull(last) {
+                    let deadline = lastArrivalNs + (layout == nil ? gap : fragmentsFilled ? 0 : shortGap)
                     if HostClock.monotonicNs() >= deadline { return .gapElapsed }
                     lock.wait(untilMonotonicNs: deadline)
                 } else {
@@ -261,6 +272,15 @@ final class LiveAccessUnits: @unchecked Sendable {
         guard p.pointee.size > 4, let d = p.pointee.data else { return false }
         return d[0] == 0 && d[1] == 0 && d[2] == 0 && d[3] == 1
     }
+
+    /// The bytes of a NAL unit a packet carries: without the start code and NAL unit header the
+    /// depacketizer puts before a NAL unit's first fragment (the RTP packet's own payload).
+    private func fragmentBytes(_ p: UnsafeMutablePointer<AVPacket>) -> Int32 {
+        startsNAL(p) ? p.pointee.size - 4 - (hevc ? 2 : 1) : p.pointee.size
+    }
+
+    /// A packet as full as the sender's fragments: a NAL unit's fragment with more to come.
+    private func isFull(_ p: UnsafeMutablePointer<AVPacket>) -> Bool { fragmentBytes(p) >= largestFragment }
 
     /// Whether a packet begins a slice (a VCL NAL unit; its header is the byte after the start code).
     private func startsSlice(_ p: UnsafeMutablePointer<AVPacket>) -> Bool {
@@ -283,12 +303,16 @@ final class LiveAccessUnits: @unchecked Sendable {
         return Int(bits >> UInt64(64 - (2 * zeros + 1))) - 1
     }
 
-    /// The slice that ends every recent frame has begun in the pending one.
-    private var lastSliceBegun: Bool {
-        guard shortGapAllowed, recentLastSlices.count >= 16, let last = recentLastSlices.last,
-              recentLastSlices.allSatisfy({ $0 == last }) else { return false }
-        return pendingSliceStarts.contains(last)
+    /// The first macroblock of the slice that ends every recent frame (H.264), when the last 16
+    /// frames agree and no packet came late: a frame is not whole before a slice begins there.
+    private var sliceLayout: Int? {
+        guard layoutTrusted, recentLastSlices.count >= 16, let last = recentLastSlices.last, last >= 0,
+              recentLastSlices.allSatisfy({ $0 == last }) else { return nil }
+        return last
     }
+
+    /// The sender fills every fragment but a NAL unit's last: a shorter packet ends its NAL unit.
+    private var fragmentsFilled: Bool { fragments.full >= 32 && fragments.short == 0 }
 
     /// How long after a frame's last packet it is taken as complete, once its last slice has begun.
     private var shortGap: UInt64 {

@@ -124,6 +124,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
             }
             buffers.dequeued()
             lastFrameNs = HostClock.monotonicNs()
+            if FrameTrace.enabled { FrameTrace.mark(ptsNs: presentationTime(buf), "dequeued", atNs: lastFrameNs) }
             stallReported = false
             if let last = lastSequence, buf.sequence > last &+ 1 { lostBefore += UInt64(buf.sequence &- last &- 1) }
             lastSequence = buf.sequence

@@ -61,6 +61,21 @@ struct StreamInputTests {
         #expect(frames.allSatisfy { $0["last_packet"]! <= $0["to_decoder"]! && $0["first_packet"]! <= $0["last_packet"]! })
     }
 
+    @Test("an RTSP camera's H.265 frames, joined as they arrive, and MPEG-4 Part 2 (FFmpeg's parser kept for it): every frame, the demo's codes", arguments: [
+        ("h265", ["-c:v", "libx265", "-x265-params", "log-level=error"]), ("mpeg4", ["-c:v", "mpeg4", "-q:v", "2"]),
+    ])
+    func rtspOtherCodecs(_ codec: String, _ encoder: [String]) throws {
+        let clip = try MediaFixtures.make("codes-\(codec).mp4", ["-i", BarcodeFixtures.demoVideo, "-an", "-g", "30"] + encoder)
+        let server = try TestServer("rtsp_server.py", ["--file", clip, "--codec", codec])
+        defer { server.stop() }
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--plugin", "null:results=1,backpressure=block", "--metrics-interval", "0",
+                                      "--input", "rtsp://127.0.0.1:\(server.port)/codes"], timeout: 30, environment: ["CVHOST_FRAME_TRACE": "1"])
+        #expect(StreamInputTests.codes(r) == StreamInputTests.demoCodes, "\(codec): \(r.stderr.suffix(500))")
+        #expect(r.events("result", plugin: 1).count == 90 && r.events("session.frames_lost").isEmpty, "\(codec)")
+        // H.265's frames are joined as they arrive (their packets stamped); MPEG-4's by FFmpeg's parser.
+        #expect(r.stderr.contains(" first_packet ") == (codec == "h265"))
+    }
+
     @Test("credentials are used and never shown; wrong ones, an unknown path, a refused port and a silent server are exit 3")
     func refusals() throws {
         let server = try TestServer("rtsp_server.py", ["--file", BarcodeFixtures.demoVideo, "--user", "cam", "--password", "s3cr3t-pw"])

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A real RTSP server for the tests: GStreamer's gst-rtsp-server (Debian's
-gir1.2-gst-rtsp-server-1.0) serving an H.264 MP4 file at rtsp://127.0.0.1:PORT/codes, paced in
-real time like a camera, to as many clients as connect.
+gir1.2-gst-rtsp-server-1.0) serving an MP4 file's video (H.264 by default; --codec h265 or mpeg4
+for those) at rtsp://127.0.0.1:PORT/codes, paced in real time like a camera, to as many clients
+as connect.
 
-    rtsp_server.py [--port PORT] --file clip.mp4 [--user U --password P] [--udp-only]
+    rtsp_server.py [--port PORT] --file clip.mp4 [--codec h264|h265|mpeg4] [--user U --password P] [--udp-only]
 
 --user/--password require Basic authentication; --udp-only refuses TCP interleaving (RTP over the
 RTSP connection) as some cameras do, answering SETUP over TCP with 461 Unsupported Transport.
@@ -29,14 +30,17 @@ def main():
     ap.add_argument("--user")
     ap.add_argument("--password")
     ap.add_argument("--udp-only", action="store_true")
+    ap.add_argument("--codec", choices=["h264", "h265", "mpeg4"], default="h264")
     args = ap.parse_args()
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
     server.set_service(str(args.port))
     factory = GstRtspServer.RTSPMediaFactory()
-    # The file's H.264 as it is (no re-encoding), paced by the server's clock.
-    factory.set_launch(f'( filesrc location="{args.file}" ! qtdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=1 )')
+    # The file's video as it is (no re-encoding), paced by the server's clock.
+    parse, pay = {"h264": ("h264parse", "rtph264pay config-interval=1"), "h265": ("h265parse", "rtph265pay config-interval=1"),
+                  "mpeg4": ("mpeg4videoparse", "rtpmp4vpay config-interval=1")}[args.codec]
+    factory.set_launch(f'( filesrc location="{args.file}" ! qtdemux ! {parse} ! {pay} name=pay0 pt=96 )')
     # Every client gets the file from its start (a camera would give the present moment).
     factory.set_shared(False)
     factory.set_protocols(GstRtsp.RTSPLowerTrans.UDP if args.udp_only else

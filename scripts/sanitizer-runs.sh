@@ -6,7 +6,7 @@
 # a plugin's boxes, the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
-# a reload, an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools.
+# a reload, an RTSP camera (frames joined on a reader thread), an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools.
 # Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
@@ -106,6 +106,13 @@ cp examples/python/sharpness.py "$python_dir/"
 ( sleep 8; echo "# changed" >> "$python_dir/sharpness.py" ) &
 CVHOST_PYTHON=/usr/bin/python3 run python-reload 0 --plugin "$python_dir/sharpness.py:instances=2,threshold=1e9" --input testsrc:320x240@30 --duration 15
 wait
+
+# An RTSP camera (GStreamer's RTSP server serving the demo) whose frames are joined as they arrive,
+# on a reader thread of their own; the file's end is a lost connection (exit 2).
+coproc rtsp { /usr/bin/python3 Tests/Servers/rtsp_server.py --file examples/demo/codes.mp4; }
+read -r _ rtsp_port <&"${rtsp[0]}"
+run rtsp-live 2 --plugin barcode --plugin null:results=1 --input "rtsp://127.0.0.1:$rtsp_port/codes"
+kill "$rtsp_PID"; wait "$rtsp_PID" 2>/dev/null || true
 
 # An MQTT output to a real broker on loopback, beside stdout.
 port=$(free_port)

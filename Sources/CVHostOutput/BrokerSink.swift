@@ -237,17 +237,13 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// The next lines to publish: from the spool, or from memory without one.
     private func take(max: Int) -> [PendingLine] {
         guard max > 0 else { return [] }
-        let taken: [PendingLine]
-        if let spool {
-            taken = spool.read(max: max).map { PendingLine(line: $0.line, order: 0, position: $0.position, sentBefore: $0.position.ordinal < UInt64(spool.recovered)) }
-        } else {
-            taken = queue.popFront(max: max).map { PendingLine(line: $0, order: 0) }
-        }
-        return taken.map { p in
-            var p = p
-            p.order = nextOrder
-            nextOrder += 1
-            return p
+        let lines: [(line: OutputLine, position: Spool.Position?)] =
+            spool.map { $0.read(max: max).map { ($0.line, $0.position) } } ?? queue.popFront(max: max).map { ($0, nil) }
+        let recovered = UInt64(spool?.recovered ?? 0)
+        defer { nextOrder += UInt64(lines.count) }
+        return lines.enumerated().map { i, l in
+            // A line an earlier run left in the spool was (very likely) sent by it.
+            PendingLine(line: l.line, order: nextOrder + UInt64(i), position: l.position, sentBefore: (l.position?.ordinal ?? .max) < recovered)
         }
     }
 
@@ -256,12 +252,14 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         let room = window.room  // before the resend list is taken: it counts those lines
         var lines = (window.takeResend() + take(max: room))[...]
         var resent: UInt64 = 0
+        var rejected = false
         publishing: while let pending = lines.first {
             switch c.publish(pending.line) {
             case .published(let id):
                 if pending.sentBefore { resent += 1 }
                 window.published(pending, id: id)
             case .tooLarge:
+                rejected = true
                 let first = status.withLock {
                     state.rejected += 1
                     return state.rejected == 1
@@ -277,7 +275,8 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             state.unacknowledged = window.unacknowledged
             state.resent += resent
         }
-        advanceSpool()
+        // Lines published wait for their acknowledgement; a rejected one is done with.
+        if rejected || window.isEmpty { advanceSpool() }
     }
 
     /// Lines the broker acknowledged leave the sink; lines it could not take are sent again.

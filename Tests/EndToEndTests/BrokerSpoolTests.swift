@@ -85,7 +85,8 @@ struct BrokerSpoolTests {
     /// its last lines undelivered; the second started while the broker is still away.
     static func survives(_ b: SpooledBroker) throws {
         let spool = TestFolders.make("spool-\(b.name)") + "/spool"
-        let args = ["run", "--plugin", "null:results=10", "--input", "cam=testsrc:64x48@250", "--max-frames", "1000",
+        // block: every frame of the live test pattern gets its results, however loaded the machine.
+        let args = ["run", "--plugin", "null:results=10,backpressure=block", "--input", "cam=testsrc:64x48@250", "--max-frames", "1000",
                     "--metrics-interval", "1", "--output", b.url(query: "spool=\(spool)&queue=1000&drain=60"), "--output", "-"]
         let first = try CVHostBinary.run(args, timeout: 180, withStdin: false) { running in
             _ = running.wait(timeout: 60) { count($0, result) >= 1000 }

@@ -89,9 +89,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         out.spooled = spool?.lineCount
         out.resent = s.resent
         out.failed = s.failed
-        if s.latency.totalCount > 0 {
-            out.latency = (Double(s.latency.valueAtPercentile(50)) / 1000, Double(s.latency.valueAtPercentile(99)) / 1000, Double(s.latency.max) / 1000)
-        }
+        out.latency = s.latency
         out.dropped = [.queueFull: queue.droppedFull, .rejected: s.rejected, .unsent: s.unsent,
                        .spoolFull: spool?.droppedFull ?? 0, .writeFailed: spool?.writeFailed ?? 0]
         return out

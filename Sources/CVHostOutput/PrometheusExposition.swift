@@ -1,3 +1,4 @@
+import Histogram
 /// Prometheus' text exposition format (version 0.0.4), written to its specification: metric
 /// families in the order they were first given, each with its HELP and TYPE lines and then all
 /// its samples, label values escaped, histograms as cumulative `_bucket`s with `+Inf`, `_sum`
@@ -49,6 +50,15 @@ public struct PrometheusExposition: Sendable {
         append(name, help, .histogram, sample(name + "_bucket", labels + [("le", "+Inf")], String(count)))
         append(name, help, .histogram, sample(name + "_sum", labels, Self.format(sum)))
         append(name, help, .histogram, sample(name + "_count", labels, String(count)))
+    }
+
+    /// Upper bounds of the time histograms, in seconds: 0.5 ms to 10 s.
+    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    /// An HdrHistogram of microseconds as a histogram in seconds (`latencyBuckets`).
+    public mutating func histogram(_ name: String, _ help: String, _ labels: [(String, String)], microseconds h: Histogram<UInt64>) {
+        let buckets = Self.latencyBuckets.map { le in (le: le, count: h.totalCount == 0 ? 0 : h.count(within: 0...UInt64(le * 1e6))) }
+        histogram(name, help, labels, buckets: buckets, sum: h.mean * Double(h.totalCount) / 1e6, count: h.totalCount)
     }
 
     /// The exposition, ending in a newline.

@@ -1,3 +1,5 @@
+import Histogram
+
 /// Why a line did not reach a sink. Every such line is counted: there is no silent loss.
 public enum OutputDropReason: String, Sendable, CaseIterable {
     /// The sink's queue was full (the broker or the disk could not keep up, or was away): the
@@ -28,8 +30,8 @@ public struct SinkStatistics: Sendable {
     public var resent: UInt64 = 0
     /// Deliveries the broker reported as failed (each line is sent again).
     public var failed: UInt64 = 0
-    /// A broker output: from a line's making to the broker's acknowledgement, in ms (nil: none yet, or not a broker).
-    public var latency: (p50: Double, p99: Double, max: Double)?
+    /// A broker output: from a line's making to the broker's acknowledgement, µs (nil: not a broker).
+    public var latency: Histogram<UInt64>?
     public var dropped: [OutputDropReason: UInt64] = [:]
     /// Whether the sink is connected (MQTT); nil for sinks that are not a connection.
     public var connected: Bool?
@@ -50,11 +52,11 @@ public struct SinkStatistics: Sendable {
         if connected != nil {
             o.set("resent", resent)
             o.set("failed", failed)
-            if let latency {
+            if let latency, latency.totalCount > 0 {
                 var l = JSONObject()
-                l.set("p50", latency.p50)
-                l.set("p99", latency.p99)
-                l.set("max", latency.max)
+                l.set("p50", Double(latency.valueAtPercentile(50)) / 1000)
+                l.set("p99", Double(latency.valueAtPercentile(99)) / 1000)
+                l.set("max", Double(latency.max) / 1000)
                 o.set("latency_ms", object: l)
             } else {
                 o.set("latency_ms", nil as String?)

@@ -1,15 +1,11 @@
 import CVHostCore
 import CVHostOutput
-import Histogram
 
 /// A plugin's metrics for a Prometheus scrape (`GET /metrics`): the same counters as its
 /// `metrics` line, read without disturbing that line's per-interval `fps`. Labels: source,
 /// plugin, plugin_index. Names follow Prometheus' conventions: `cvhost_plugin_` prefix, base
 /// units (seconds), counters ending in `_total`.
 extension PluginRunner {
-    /// Upper bounds of the time histograms, in seconds: 0.5 ms to 10 s.
-    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-
     public func expose(into p: inout PrometheusExposition) {
         let m = metrics.snapshot
         let d = output.statistics
@@ -31,15 +27,8 @@ extension PluginRunner {
                 output.connection.isEnabled ? 1 : 0)
         p.gauge("cvhost_plugin_hung_seconds", "How long the plugin's longest call in progress has lasted, once past 1 s; else 0.", l,
                 hungCall().map { Double(HostClock.monotonicNs() - $0.sinceNs) / 1e9 } ?? 0)
-        Self.histogram(&p, "cvhost_plugin_processing_seconds", "Time in the plugin's process() per frame.", l, m.processing)
-        Self.histogram(&p, "cvhost_plugin_latency_seconds", "From a frame's capture to the end of its processing (its results written).", l,
-                       m.latency)
-    }
-
-    /// An HdrHistogram of microseconds as a Prometheus histogram in seconds.
-    private static func histogram(_ p: inout PrometheusExposition, _ name: String, _ help: String, _ labels: [(String, String)],
-                                  _ h: Histogram<UInt64>) {
-        let buckets = bucketBounds.map { le in (le: le, count: h.totalCount == 0 ? 0 : h.count(within: 0...UInt64(le * 1e6))) }
-        p.histogram(name, help, labels, buckets: buckets, sum: h.mean * Double(h.totalCount) / 1e6, count: h.totalCount)
+        p.histogram("cvhost_plugin_processing_seconds", "Time in the plugin's process() per frame.", l, microseconds: m.processing)
+        p.histogram("cvhost_plugin_latency_seconds", "From a frame's capture to the end of its processing (its results written).", l,
+                    microseconds: m.latency)
     }
 }

@@ -50,10 +50,8 @@ enum RunMetrics {
                 p.gauge("cvhost_output_connected", "1 while an output's broker is reachable.", l, c ? 1 : 0)
                 p.counter("cvhost_output_lines_resent_total", "Lines a broker output published again (a lost connection, a failed delivery, an earlier run's spool).", l, o.resent)
                 p.counter("cvhost_output_deliveries_failed_total", "Deliveries a broker reported as failed (each line is published again).", l, o.failed)
-                if let t = o.latency {
-                    for (q, v) in [("0.5", t.p50), ("0.99", t.p99)] {
-                        p.gauge("cvhost_output_delivery_latency_seconds", "From a line's making to the broker's acknowledgement, since the start.", l + [("quantile", q)], v / 1000)
-                    }
+                if let h = o.latency {
+                    p.histogram("cvhost_output_delivery_latency_seconds", "From a line's making to the broker's acknowledgement.", l, microseconds: h)
                 }
             }
         }

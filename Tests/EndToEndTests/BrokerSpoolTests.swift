@@ -157,6 +157,37 @@ struct BrokerSpoolTests {
         try Self.survives(try MQTTSpooled())
     }
 
+    @Test("/metrics of a broker output with a spool: delivered, spooled, resent, failed, the delivery latency (promtool checks it)")
+    func metrics() throws {
+        let server = try NATSServer()
+        let port = freeLoopbackPort()
+        let spool = TestFolders.make("spool-metrics") + "/spool"
+        var scraped = ""
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=5", "--input", "testsrc:64x48@30", "--max-frames", "30", "--metrics-interval", "0",
+                                      "--output", "nats://127.0.0.1:\(server.port)/cvhost?spool=\(spool)", "--output", "-",
+                                      "--http", "127.0.0.1:\(port)"],
+                                     timeout: 60, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
+            // The lines of the run are acknowledged by now (a loopback server), the final ones perhaps not yet.
+            usleep(500_000)
+            scraped = (try? LiveViewTests.http(port, "/metrics").body) ?? ""
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let file = TestFolders.make("metrics") + "/metrics.txt"
+        try scraped.write(toFile: file, atomically: true, encoding: .utf8)
+        let promtool = try Tool.run("/bin/sh", ["-c", "promtool check metrics < '\(file)'"])
+        #expect(promtool.status == 0, "promtool: \(promtool.output)")
+        let l = ["output": "nats://127.0.0.1:\(server.port)/cvhost"]
+        #expect((LiveViewTests.sample(scraped, "cvhost_output_lines_delivered_total", l) ?? 0) >= 150, "\(scraped)")
+        #expect(LiveViewTests.sample(scraped, "cvhost_output_lines_spooled", l) != nil)
+        #expect(LiveViewTests.sample(scraped, "cvhost_output_lines_resent_total", l) == 0)
+        #expect(LiveViewTests.sample(scraped, "cvhost_output_deliveries_failed_total", l) == 0)
+        #expect(LiveViewTests.sample(scraped, "cvhost_output_connected", l) == 1)
+        #expect((LiveViewTests.sample(scraped, "cvhost_output_delivery_latency_seconds_count", l) ?? 0) >= 150)
+        #expect(LiveViewTests.sample(scraped, "cvhost_output_lines_dropped_total", l.merging(["reason": "spool_full"]) { $1 }) == 0)
+    }
+
     @Test("a full spool: the newest lines are counted as spool_full and said, exit 4; what it holds is kept")
     func fullSpool() throws {
         let spool = TestFolders.make("spool-full") + "/spool"

@@ -61,16 +61,16 @@ final class Spool: @unchecked Sendable {
         if mkdir(folder, 0o700) != 0 && errno != EEXIST {
             throw OpenError(description: "cannot make the spool folder \(folder): \(Errno.current) (spool=)")
         }
-        let lock = open(folder + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw OpenError(description: "cannot use the spool folder \(folder): \(Errno.current) (spool=)") }
-        if flock(lock, LOCK_EX | LOCK_NB) != 0 {
-            close(lock)
+        let lockFile = open(folder + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockFile >= 0 else { throw OpenError(description: "cannot use the spool folder \(folder): \(Errno.current) (spool=)") }
+        if flock(lockFile, LOCK_EX | LOCK_NB) != 0 {
+            close(lockFile)
             throw OpenError(description: "the spool folder \(folder) is in use by another output or cvhost process: give each output a spool of its own (spool=)")
         }
-        lockDescriptor = lock
+        lockDescriptor = lockFile
         let cursorFD = open(folder + "/cursor", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard cursorFD >= 0 else {
-            close(lock)
+            close(lockFile)
             throw OpenError(description: "cannot write in the spool folder \(folder): \(Errno.current) (spool=)")
         }
         cursorDescriptor = cursorFD
@@ -101,7 +101,7 @@ final class Spool: @unchecked Sendable {
         do throws(OpenError) {
             try startSegment((segments.last?.number ?? 0) + 1)
         } catch {
-            close(lock)
+            close(lockFile)
             close(cursorFD)
             throw error
         }

@@ -33,6 +33,30 @@ struct OutputDestinationTests {
         #expect(port.host == "broker" && port.port == 1884 && port.prefix == "site@1" && port.user == nil)
     }
 
+    @Test("a Kafka URL: brokers, topic, SASL user and password, options; a NATS URL: subject, stream, token; names hide secrets")
+    func brokerURLs() throws {
+        guard case .kafka(let k) = try OutputDestination(parsing: "kafka://cam:s3cret@k1:9093,[::1],k3/site.results?compression=zstd&tls=true&ca=/ca.pem&sasl=scram-sha-512&spool=/var/spool/k&spool_mb=64&required=true") else {
+            Issue.record("not kafka")
+            return
+        }
+        #expect(k.brokers == ["k1:9093", "[::1]:9092", "k3:9092"] && k.topic == "site.results" && k.user == "cam" && k.password == "s3cret")
+        #expect(k.compression == "zstd" && k.tls && k.caFile == "/ca.pem" && k.sasl == "SCRAM-SHA-512" && k.queue.required)
+        #expect(k.queue.spool == OutputDestination.SpoolSettings(folder: "/var/spool/k", maxBytes: 64 * 1_048_576))
+        #expect(OutputDestination.kafka(k).name == "kafka://cam:***@k1:9093,[::1]:9092,k3:9092/site.results")
+        // A user alone: SASL PLAIN, the password from the environment.
+        guard case .kafka(let plain) = try OutputDestination(parsing: "kafka://cam@k1/t", environment: ["CVHOST_KAFKA_PASSWORD": "env"]) else { return }
+        #expect(plain.sasl == "PLAIN" && plain.password == "env" && plain.queue.spool == nil)
+        guard case .nats(let n) = try OutputDestination(parsing: "nats://nats.local/site-a.cvhost?stream=RESULTS&spool=/s") else {
+            Issue.record("not nats")
+            return
+        }
+        #expect(n.host == "nats.local" && n.port == 4222 && n.subject == "site-a.cvhost" && n.stream == "RESULTS" && n.queue.spool?.folder == "/s")
+        #expect(n.queue.spool?.maxBytes == OutputDestination.SpoolSettings.defaultBytes)
+        guard case .nats(let t) = try OutputDestination(parsing: "nats://127.0.0.1:4223", environment: ["CVHOST_NATS_TOKEN": "tok"]) else { return }
+        #expect(t.token == "tok" && t.subject == "cvhost" && t.stream == "CVHOST" && OutputDestination.nats(t).name == "nats://127.0.0.1:4223/cvhost")
+        #expect(try OutputDestination(parsing: "nats://u:pw@h/x").name == "nats://u:***@h:4222/x")
+    }
+
     @Test("a file, with rotation options; -, stdout")
     func fileAndStdout() throws {
         #expect(try OutputDestination(parsing: "-") == .stdout && OutputDestination(parsing: "stdout") == .stdout)
@@ -45,7 +69,8 @@ struct OutputDestinationTests {
 
     @Test("refusals name the value and never show a password", arguments: [
         "mqtt://u:topsecret@h:0/x", "mqtt://u:topsecret@/x", "mqtts://u:topsecret@h/x?qos=9", "mqtt://u:topsecret@h/a/#",
-        "mqt://u:topsecret@h/x", "file:x?keep=0", "mqtt://:topsecret@h/x",
+        "mqt://u:topsecret@h/x", "file:x?keep=0", "mqtt://:topsecret@h/x", "kafka://u:topsecret@h", "kafka://u:topsecret@h/t?sasl=md5",
+        "nats://u:topsecret@h/a..b", "nats://u:topsecret@a,b/x", "mqtt://u:topsecret@h/x?spool_mb=1", "kafka://u:topsecret@h/bad topic",
     ])
     func refusals(_ text: String) {
         do {

@@ -29,25 +29,42 @@ final class NATSConnection: BrokerConnection {
     /// What the client's thread tells the sink's: acknowledgements, and a lost connection.
     private final class Shared: @unchecked Sendable {
         // @unchecked Sendable: every field is touched with `lock` held.
-        let lock = SerialLock()
+        let lock = ConditionLock()
         var ids: [UnsafeMutableRawPointer: Int64] = [:]
         var acknowledged: [Int64] = []
         var failed: [Int64] = []
         var firstFailure: String?
         var lost: String?
+        /// The client's last callback for the connection came: none comes after it.
+        var closed = false
         let wake = WakePipe("the NATS output")
+    }
+
+    /// Closes the connection and waits (at most 2 s) for the client's closed callback, the last it
+    /// makes (the others may come from its threads until then), then destroys it.
+    private static func shutDown(_ nc: OpaquePointer, _ shared: Shared) {
+        natsConnection_Close(nc)
+        shared.lock.withLock {
+            let until = HostClock.monotonicNs() + 2_000_000_000
+            while !shared.closed && shared.lock.wait(untilMonotonicNs: until) {}
+        }
+        natsConnection_Destroy(nc)
     }
 
     /// Connects (blocking), and finds or makes the stream.
     init(_ settings: OutputDestination.NATSSettings, name: String) throws(BrokerFailure) {
         self.name = name
         subjects = NATSSubjects(prefix: settings.subject, host: Producer.host)
-        // Kept alive for as long as the client may call back (a connection's last callbacks can
-        // come after it is destroyed): one small object per connection made.
         shared = Shared()
-        let closure = Unmanaged.passRetained(shared).toOpaque()
+        // The callbacks' reference: released by the closed callback, the client's last (or at once,
+        // when no connection was made).
+        let retained = Unmanaged.passRetained(shared)
+        let closure = retained.toOpaque()
         var o: OpaquePointer?
-        guard natsOptions_Create(&o) == NATS_OK, let o else { throw BrokerFailure(reason: "the NATS client could not make its options (out of memory)") }
+        guard natsOptions_Create(&o) == NATS_OK, let o else {
+            retained.release()
+            throw BrokerFailure(reason: "the NATS client could not make its options (out of memory)")
+        }
         options = o
         let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
         var s = natsOptions_SetURL(o, "nats://\(host):\(settings.port)")
@@ -57,6 +74,7 @@ final class NATSConnection: BrokerConnection {
         if s == NATS_OK, let ca = settings.caFile {
             guard access(ca, R_OK) == 0 else {
                 natsOptions_Destroy(o)
+                retained.release()
                 throw BrokerFailure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current)")
             }
             s = natsOptions_LoadCATrustedCertificates(o, ca)
@@ -68,14 +86,26 @@ final class NATSConnection: BrokerConnection {
         if s == NATS_OK {
             s = natsOptions_SetDisconnectedCB(o, { _, closure in
                 let shared = Unmanaged<Shared>.fromOpaque(closure!).takeUnretainedValue()
-                shared.lock.run { shared.lost = shared.lost ?? "the connection was lost" }
+                shared.lock.withLock { shared.lost = shared.lost ?? "the connection was lost" }
                 shared.wake.wake()
+            }, closure)
+        }
+        if s == NATS_OK {
+            s = natsOptions_SetClosedCB(o, { _, closure in
+                let retained = Unmanaged<Shared>.fromOpaque(closure!)
+                let shared = retained.takeUnretainedValue()
+                shared.lock.withLock {
+                    shared.closed = true
+                    shared.lock.broadcast()
+                }
+                retained.release()
             }, closure)
         }
         var connection: OpaquePointer?
         if s == NATS_OK { s = natsConnection_Connect(&connection, o) }
         guard s == NATS_OK, let connection else {
             natsOptions_Destroy(o)
+            retained.release()
             throw BrokerFailure(reason: NATSConnection.describe(s))
         }
         nc = connection
@@ -85,7 +115,7 @@ final class NATSConnection: BrokerConnection {
         jo.PublishAsync.AckHandlerClosure = closure
         jo.PublishAsync.AckHandler = { _, msg, ack, error, closure in
             let shared = Unmanaged<Shared>.fromOpaque(closure!).takeUnretainedValue()
-            shared.lock.run {
+            shared.lock.withLock {
                 guard let msg, let id = shared.ids.removeValue(forKey: UnsafeMutableRawPointer(msg)) else { return }
                 if ack != nil && error == nil {
                     shared.acknowledged.append(id)
@@ -102,7 +132,7 @@ final class NATSConnection: BrokerConnection {
         var context: OpaquePointer?
         s = natsConnection_JetStream(&context, nc, &jo)
         guard s == NATS_OK, let context else {
-            natsConnection_Destroy(nc)
+            NATSConnection.shutDown(nc, shared)
             natsOptions_Destroy(o)
             throw BrokerFailure(reason: "JetStream: " + NATSConnection.describe(s))
         }
@@ -111,7 +141,7 @@ final class NATSConnection: BrokerConnection {
             try ensureStream(settings.stream)
         } catch {
             jsCtx_Destroy(js)
-            natsConnection_Destroy(nc)
+            NATSConnection.shutDown(nc, shared)
             natsOptions_Destroy(o)
             throw error
         }
@@ -119,10 +149,10 @@ final class NATSConnection: BrokerConnection {
 
     deinit {
         jsCtx_Destroy(js)
-        natsConnection_Destroy(nc)
+        NATSConnection.shutDown(nc, shared)
         natsOptions_Destroy(options)
         // Every message still awaiting its acknowledgement was destroyed with the connection.
-        shared.lock.run { shared.ids.removeAll() }
+        shared.lock.withLock { shared.ids.removeAll() }
     }
 
     /// The stream named `stream`, made (file storage, taking SUBJECT.>) if the server has none.
@@ -185,7 +215,7 @@ final class NATSConnection: BrokerConnection {
         guard s == NATS_OK, let created = msg else { return .notNow }
         let id = nextID
         let key = UnsafeMutableRawPointer(created)
-        shared.lock.run { shared.ids[key] = id }
+        shared.lock.withLock { shared.ids[key] = id }
         var po = jsPubOptions()
         jsPubOptions_Init(&po)
         po.MaxWait = NATSConnection.ackWaitMs
@@ -195,7 +225,7 @@ final class NATSConnection: BrokerConnection {
         }
         guard s == NATS_OK else {
             // Not taken: still ours.
-            shared.lock.run { _ = shared.ids.removeValue(forKey: key) }
+            shared.lock.withLock { _ = shared.ids.removeValue(forKey: key) }
             natsMsg_Destroy(created)
             return s == NATS_MAX_PAYLOAD ? .tooLarge : .notNow
         }
@@ -205,11 +235,11 @@ final class NATSConnection: BrokerConnection {
 
     func service(readable: Bool, writable: Bool) -> String? {
         if readable { shared.wake.clear() }
-        return shared.lock.run { shared.lost }
+        return shared.lock.withLock { shared.lost }
     }
 
     func takeSettled() -> (acknowledged: [Int64], failed: [Int64]) {
-        let (done, bad, why) = shared.lock.run {
+        let (done, bad, why) = shared.lock.withLock {
             defer {
                 shared.acknowledged.removeAll(keepingCapacity: true)
                 shared.failed.removeAll(keepingCapacity: true)

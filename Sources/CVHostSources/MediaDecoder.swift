@@ -55,10 +55,9 @@ final class MediaDecoder {
     /// An RTSP camera's H.264 or H.265: whole frames as their last packet arrives (nil: packets
     /// read here, frames joined by FFmpeg's parser).
     private var liveUnits: LiveAccessUnits?
-    /// Codecs whose RTP packets are joined into frames without FFmpeg's parsers: by `LiveAccessUnits`
-    /// (H.264, H.265), or by the depacketizer itself on the marker (MJPEG).
-    static let unparsedCodecs: Set<String> = ["h264", "hevc", "mjpeg"]
-    /// Opened with `framesOnArrival` for a codec that needs FFmpeg's parser after all: open it again without.
+    /// Opened with `framesOnArrival` for a codec whose RTP packets need FFmpeg's parser to become
+    /// frames after all (not H.264 or H.265, which `LiveAccessUnits` joins, nor MJPEG, which the
+    /// depacketizer joins itself on the marker): open it again without.
     private(set) var needsParser = false
 
     /// Opens `path` and its best video stream.
@@ -175,7 +174,6 @@ final class MediaDecoder {
         frame = av_frame_alloc()
         self.ownedDescriptor = ownedDescriptor  // only now: until here, a failed open leaves it to the caller
         if framesOnArrival {
-            needsParser = !MediaDecoder.unparsedCodecs.contains(codecName)
             if codecName == "h264" || codecName == "hevc", let interrupt {
                 // A deadline of the reader's own (stopped with the decoder), cancelled with the stream's.
                 let own = InterruptDeadline(parent: interrupt)
@@ -183,6 +181,7 @@ final class MediaDecoder {
                 liveUnits = LiveAccessUnits(format: ctx, streamIndex: index, name: name, hevc: codecName == "hevc", interrupt: own,
                                             stallSeconds: stallSeconds)
             }
+            needsParser = liveUnits == nil && codecName != "mjpeg"
         }
     }
 

@@ -38,8 +38,7 @@ final class KafkaConnection: BrokerConnection {
         var firstFailure: String?
     }
 
-    /// Makes the producer and waits (at most `--open-timeout`'s share, 10 s) for the cluster to
-    /// answer with the topic's leaders.
+    /// Makes the producer and waits (at most 5 s) for the cluster to answer with the topic's leaders.
     init(_ settings: OutputDestination.KafkaSettings, name: String) throws(BrokerFailure) {
         topic = settings.topic
         self.name = name
@@ -115,10 +114,10 @@ final class KafkaConnection: BrokerConnection {
         rd_kafka_queue_io_event_enable(main, wake.writeDescriptor, "1", 1)
         rd_kafka_queue_destroy(main)
         var reason = [CChar](repeating: 0, count: 512)
-        let err = cvhost_kafka_topic_ready(rk, topic, 10_000, &reason, reason.count)
+        let err = cvhost_kafka_topic_ready(rk, topic, 5_000, &reason, reason.count)
         rd_kafka_poll(rk, 0)
         if err != 0 {
-            rd_kafka_destroy(rk)
+            // The producer is destroyed by deinit, which runs for an initializer that throws now.
             let detail = events.downReason.map { " (\($0))" } ?? ""
             throw BrokerFailure(reason: "the topic \(topic): \(KafkaConnection.text(reason))\(detail)")
         }

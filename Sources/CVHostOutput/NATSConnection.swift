@@ -137,14 +137,8 @@ final class NATSConnection: BrokerConnection {
             throw BrokerFailure(reason: "JetStream: " + NATSConnection.describe(s))
         }
         js = context
-        do throws(BrokerFailure) {
-            try ensureStream(settings.stream)
-        } catch {
-            jsCtx_Destroy(js)
-            NATSConnection.shutDown(nc, shared)
-            natsOptions_Destroy(o)
-            throw error
-        }
+        // Should it fail, deinit (which runs for an initializer that throws once every property is set) closes it all.
+        try ensureStream(settings.stream)
     }
 
     deinit {

@@ -157,6 +157,37 @@ struct BrokerSpoolTests {
         try Self.survives(try MQTTSpooled())
     }
 
+    @Test("a Kafka cluster away when cvhost starts: tried again while the lines wait in the spool, every one delivered once it is back")
+    func kafkaAwayAtStart() throws {
+        let b = try KafkaSpooled()
+        try b.down()
+        let spool = TestFolders.make("spool-kafka-start") + "/spool"
+        // 10 s of input: the cluster is away for the first 7 (its news reach stdout while the run goes on).
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,backpressure=block", "--input", "testsrc:64x48@30", "--max-frames", "300",
+                                      "--metrics-interval", "0", "--output", b.url(query: "spool=\(spool)&drain=60"), "--output", "-"],
+                                     timeout: 120, withStdin: false) { _ in
+            // Longer than one try (the producer waits 5 s for the topic's leaders, then is made anew).
+            usleep(7_000_000)
+            try? b.up()
+        }
+        #expect(r.exitCode == 0, "\(r.stderr.suffix(1000))")
+        #expect(r.stderr.contains("cannot connect") && !r.events("output.disconnected").isEmpty && !r.events("output.connected").isEmpty,
+                "\(r.stderr.suffix(1000))")
+        let written = r.lines.filter { !$0.contains("\"event\":\"output.") }
+        let got = try b.received(atLeast: Set(written).count)
+        #expect(Set(written).subtracting(got).isEmpty, "\(Set(written).subtracting(got).count) of \(written.count) lines did not arrive")
+    }
+
+    @Test("a NATS stream that cannot be made (its subjects are another stream's): required=true is exit 5 saying why")
+    func natsStreamRefused() throws {
+        let server = try NATSServer()
+        let base = ["run", "--plugin", "null:results=1", "--input", "testsrc:64x48", "--max-frames", "1", "--metrics-interval", "0"]
+        let first = try CVHostBinary.run(base + ["--output", "nats://127.0.0.1:\(server.port)/x?stream=A"])
+        #expect(first.exitCode == 0 && first.stderr.contains("made the JetStream stream A for x.>"), "\(first.stderr)")
+        let second = try CVHostBinary.run(base + ["--output", "nats://127.0.0.1:\(server.port)/x?stream=B&required=true", "--open-timeout", "5"])
+        #expect(second.exitCode == 5 && second.stderr.contains("cannot make the stream B for x.>"), "\(second.exitCode): \(second.stderr)")
+    }
+
     @Test("/metrics of a broker output with a spool: delivered, spooled, resent, failed, the delivery latency (promtool checks it)")
     func metrics() throws {
         let server = try NATSServer()

@@ -98,13 +98,8 @@ final class Spool: @unchecked Sendable {
         cursor = Position(ordinal: 0, segment: start.segment, offset: start.offset)
         reader = cursor
         if lines > 0 { Log.info("spool \(folder): \(lines) lines from an earlier run, sent first", source: name) }
-        do throws(OpenError) {
-            try startSegment((segments.last?.number ?? 0) + 1)
-        } catch {
-            close(lockFile)
-            close(cursorFD)
-            throw error
-        }
+        // Should it fail, deinit (which runs for an initializer that throws once every property is set) closes the files.
+        try startSegment((segments.last?.number ?? 0) + 1)
         if segments.count == 1 { cursor = Position(ordinal: 0, segment: segments[0].number, offset: 0); reader = cursor }
         saveCursor(force: true)
     }

@@ -1,6 +1,6 @@
 import CVHostCore
 
-/// `output.connected` / `output.disconnected`: a sink that is a connection (MQTT) was reached, or
+/// `output.connected` / `output.disconnected`: a sink that is a connection (a broker) was reached, or
 /// could not be reached or was lost (with why, and how many lines wait for it). Written to the
 /// run's other sinks: a subscriber cannot hear that its broker went away from the broker.
 enum OutputStatusLines {

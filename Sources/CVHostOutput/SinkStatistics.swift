@@ -33,7 +33,7 @@ public struct SinkStatistics: Sendable {
     /// A broker output: from a line's making to the broker's acknowledgement, µs (nil: not a broker).
     public var latency: Histogram<UInt64>?
     public var dropped: [OutputDropReason: UInt64] = [:]
-    /// Whether the sink is connected (MQTT); nil for sinks that are not a connection.
+    /// Whether the sink's broker is reachable (MQTT, Kafka, NATS); nil for sinks that are not a connection.
     public var connected: Bool?
 
     public init(output: String) {

@@ -69,8 +69,9 @@ struct NATSSpooled: SpooledBroker {
 }
 
 /// Every broker output with a spool on disk: 20,000 results through two outages (the first longer
-/// than the memory queue holds) and a SIGKILL while the broker is away; a full spool; a required
-/// broker that never answers.
+/// than the memory queue holds) and a SIGKILL while the broker is away; a Kafka cluster away at
+/// start; a full spool; a required broker that never answers, a NATS stream that cannot be made;
+/// a broker output's /metrics.
 @Suite("Broker outputs: at least once, through outages and a kill", .serialized)
 struct BrokerSpoolTests {
     static func count(_ text: String, _ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }

@@ -17,7 +17,9 @@ public final class NATSServer: @unchecked Sendable {
 
     /// Starts the server (again, on the same port and store) and waits until it accepts connections.
     public func start() throws {
-        let p = Tool.withSignalsUnblocked("/usr/sbin/nats-server", ["-js", "-a", "127.0.0.1", "-p", "\(port)", "-sd", folder + "/store"])
+        // Its log (a banner at every start) in its folder, not in the tests' output.
+        let p = Tool.withSignalsUnblocked("/usr/sbin/nats-server", ["-js", "-a", "127.0.0.1", "-p", "\(port)", "-sd", folder + "/store",
+                                                                     "-l", folder + "/nats-server.log"])
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.standardError
         p.standardInput = FileHandle.nullDevice

@@ -27,6 +27,8 @@ import sys
 import threading
 import time
 
+from benchlib import free_port
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CVHOST = os.path.join(ROOT, ".build", "release", "cvhost")
 
@@ -109,9 +111,7 @@ def v4l2(seconds, warmup):
 
 
 def live_view(seconds, warmup):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     first_bytes = {}
     stop = threading.Event()
 

@@ -35,15 +35,11 @@ import tempfile
 import threading
 import time
 
+from benchlib import cpu_seconds
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid):
-    """User + system CPU seconds of a running process."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def cvhost_stamp(line):

@@ -19,8 +19,8 @@ protocol BrokerConnection: AnyObject {
     /// Does what is due after a wait: reads, writes, keep-alive, delivery reports.
     /// - Returns: why the connection is lost (the sink makes a new one), or nil.
     func service(readable: Bool, writable: Bool) -> String?
-    /// The ids of lines the broker acknowledged, and of lines it could not take (to send again), since the last call.
-    func takeSettled() -> (acknowledged: [Int64], failed: [Int64])
+    /// What the broker said of the lines since the last call.
+    func takeSettled() -> SettledLines
     /// Said once each time the connection comes up (MQTT's retained `online`).
     func cameUp()
     /// The end of the run: says goodbye as the protocol wants, sends what it can until `untilNs`, disconnects.
@@ -29,6 +29,14 @@ protocol BrokerConnection: AnyObject {
 
 extension BrokerConnection {
     var downReason: String? { nil }
+}
+
+/// The ids of lines a broker acknowledged, and of lines it could not take (to send again), with why
+/// the first of those failed.
+struct SettledLines {
+    var acknowledged: [Int64] = []
+    var failed: [Int64] = []
+    var failure: String?
 }
 
 enum PublishOutcome {

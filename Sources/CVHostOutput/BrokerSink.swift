@@ -55,6 +55,8 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     private let spool: Spool?
     /// Whether `output.connected` was said for the connection's current state.
     private var reportedUp = false
+    /// Whether a failed delivery was said on this connection (once a connection, not per line).
+    private var failureSaid = false
     /// The next line's place in the order lines are taken (lines sent again keep theirs).
     private var nextOrder: UInt64 = 0
 
@@ -177,6 +179,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
                 }
                 connection = c
                 reportedUp = false
+                failureSaid = false
             }
             if let problem = pump(c, until: deadline) {
                 // In-flight lines are sent again first, in order, on the next connection.
@@ -278,8 +281,12 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     }
 
     /// Lines the broker acknowledged leave the sink; lines it could not take are sent again.
-    private func settle(_ settled: (acknowledged: [Int64], failed: [Int64])) {
+    private func settle(_ settled: SettledLines) {
         guard !settled.acknowledged.isEmpty || !settled.failed.isEmpty else { return }
+        if let why = settled.failure, !settled.failed.isEmpty, !failureSaid {
+            failureSaid = true
+            Log.warning("the broker did not take \(settled.failed.count) lines (\(why)): they are sent again", source: name)
+        }
         let done = window.acknowledge(settled.acknowledged)
         let bad = window.failed(settled.failed)
         let now = HostClock.monotonicNs()

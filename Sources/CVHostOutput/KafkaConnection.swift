@@ -25,8 +25,6 @@ final class KafkaConnection: BrokerConnection {
     private let events = Events()
     private let wake = WakePipe("the Kafka output")
     private var nextID: Int64 = 1
-    private let name: String
-    private var failureSaid = false
 
     /// What librdkafka's callbacks tell (called on the sink's thread, inside rd_kafka_poll).
     private final class Events {
@@ -39,9 +37,8 @@ final class KafkaConnection: BrokerConnection {
     }
 
     /// Makes the producer and waits (at most 5 s) for the cluster to answer with the topic's leaders.
-    init(_ settings: OutputDestination.KafkaSettings, name: String) throws(BrokerFailure) {
+    init(_ settings: OutputDestination.KafkaSettings) throws(BrokerFailure) {
         topic = settings.topic
-        self.name = name
         guard let conf = rd_kafka_conf_new() else { throw BrokerFailure(reason: "librdkafka could not make a configuration (out of memory)") }
         var problem: String?
         func set(_ key: String, _ value: String) {
@@ -166,16 +163,12 @@ final class KafkaConnection: BrokerConnection {
         return nil
     }
 
-    func takeSettled() -> (acknowledged: [Int64], failed: [Int64]) {
-        if let why = events.firstFailure, !events.failed.isEmpty, !failureSaid {
-            failureSaid = true
-            Log.warning("the cluster did not take \(events.failed.count) lines (\(why)): they are produced again", source: name)
-        }
+    func takeSettled() -> SettledLines {
         defer {
             events.acknowledged.removeAll(keepingCapacity: true)
             events.failed.removeAll(keepingCapacity: true)
         }
-        return (events.acknowledged, events.failed)
+        return SettledLines(acknowledged: events.acknowledged, failed: events.failed, failure: events.firstFailure)
     }
 
     /// Why no broker answers, when none does.

@@ -124,9 +124,9 @@ final class MQTTConnection: BrokerConnection {
         return nil
     }
 
-    func takeSettled() -> (acknowledged: [Int64], failed: [Int64]) {
+    func takeSettled() -> SettledLines {
         defer { acknowledged.removeAll(keepingCapacity: true) }
-        return (acknowledged, [])
+        return SettledLines(acknowledged: acknowledged)
     }
 
     func cameUp() {

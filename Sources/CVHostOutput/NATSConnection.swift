@@ -24,7 +24,6 @@ final class NATSConnection: BrokerConnection {
     private var subjects: NATSSubjects
     private var nextID: Int64 = 1
     private let name: String
-    private var failureSaid = false
 
     /// What the client's thread tells the sink's: acknowledgements, and a lost connection.
     private final class Shared: @unchecked Sendable {
@@ -232,19 +231,14 @@ final class NATSConnection: BrokerConnection {
         return shared.lock.withLock { shared.lost }
     }
 
-    func takeSettled() -> (acknowledged: [Int64], failed: [Int64]) {
-        let (done, bad, why) = shared.lock.withLock {
+    func takeSettled() -> SettledLines {
+        shared.lock.withLock {
             defer {
                 shared.acknowledged.removeAll(keepingCapacity: true)
                 shared.failed.removeAll(keepingCapacity: true)
             }
-            return (shared.acknowledged, shared.failed, shared.firstFailure)
+            return SettledLines(acknowledged: shared.acknowledged, failed: shared.failed, failure: shared.firstFailure)
         }
-        if let why, !bad.isEmpty, !failureSaid {
-            failureSaid = true
-            Log.warning("the server did not store \(bad.count) lines (\(why)): they are published again", source: name)
-        }
-        return (done, bad)
     }
 
     func cameUp() {}

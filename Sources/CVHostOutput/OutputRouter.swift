@@ -60,7 +60,7 @@ public final class OutputRouter: OutputSink {
                 case .mqtt(let m):
                     try broker(m.queue, window: MQTTConnection.windowSize) { () throws(BrokerFailure) in try MQTTConnection(m) }
                 case .kafka(let k):
-                    try broker(k.queue, window: KafkaConnection.windowSize) { () throws(BrokerFailure) in try KafkaConnection(k, name: name) }
+                    try broker(k.queue, window: KafkaConnection.windowSize) { () throws(BrokerFailure) in try KafkaConnection(k) }
                 case .nats(let n):
                     try broker(n.queue, window: NATSConnection.windowSize) { () throws(BrokerFailure) in try NATSConnection(n, name: name) }
                 }

@@ -191,7 +191,7 @@ final class Spool: @unchecked Sendable {
                 chunk = [UInt8](repeating: 0, count: length)
                 guard pread(fd, &chunk, length, off_t(reader.offset)) == length else { return out }
                 guard attempt == 0, case .incomplete = SpoolRecord.decode(chunk[...]), length >= SpoolRecord.headerSize else { break }
-                length = SpoolRecord.headerSize + (Int(chunk[0]) | Int(chunk[1]) << 8 | Int(chunk[2]) << 16 | Int(chunk[3]) << 24)
+                length = SpoolRecord.size(header: chunk[...])
                 guard UInt64(length) <= size - reader.offset else { break }
             }
             var rest = chunk[...]
@@ -267,9 +267,9 @@ final class Spool: @unchecked Sendable {
         var header = [UInt8](repeating: 0, count: SpoolRecord.headerSize)
         while at < size {
             guard pread(fd, &header, header.count, off_t(at)) == header.count else { break }
-            let length = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
-            guard length > 0, UInt64(length) <= size - at else { break }
-            var record = [UInt8](repeating: 0, count: SpoolRecord.headerSize + length)
+            let length = SpoolRecord.size(header: header[...])
+            guard length > SpoolRecord.headerSize, UInt64(length) <= size - at else { break }
+            var record = [UInt8](repeating: 0, count: length)
             guard pread(fd, &record, record.count, off_t(at)) == record.count,
                   case .line = SpoolRecord.decode(record[...]) else { break }
             at += UInt64(record.count)

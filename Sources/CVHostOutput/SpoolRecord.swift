@@ -54,6 +54,11 @@ enum SpoolRecord {
         case damaged
     }
 
+    /// The size of the record that begins `bytes` (at least `headerSize` of them): its header and payload.
+    static func size(header bytes: ArraySlice<UInt8>) -> Int {
+        headerSize + Int(read(UInt32.self, bytes, at: bytes.startIndex))
+    }
+
     /// The record at the start of `bytes`.
     static func decode(_ bytes: ArraySlice<UInt8>) -> Decoded {
         guard bytes.count >= headerSize else { return .incomplete }

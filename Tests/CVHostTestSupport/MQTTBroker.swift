@@ -39,7 +39,7 @@ public final class MQTTBroker: @unchecked Sendable {
             config += "allow_anonymous true\n"
         } else {
             let passwords = folder + "/passwords"
-            FileManager.default.createFile(atPath: passwords, contents: nil)
+            _ = FileManager.default.createFile(atPath: passwords, contents: nil)
             for (user, password) in options.users {
                 try Tool.check("mosquitto_passwd", ["-b", passwords, user, password])
             }
@@ -85,7 +85,7 @@ public final class MQTTSubscriber: @unchecked Sendable {
 
     public init(port: Int, topic: String = "#", arguments: [String] = []) throws {
         file = NSTemporaryDirectory() + "cvhost-mqtt-sub-\(UUID().uuidString).txt"
-        FileManager.default.createFile(atPath: file, contents: nil)
+        _ = FileManager.default.createFile(atPath: file, contents: nil)
         let p = Tool.withSignalsUnblocked("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-q", "1", "-c",
                                                                        "-i", "sub-\(UUID().uuidString.prefix(8))", "-v"] + arguments)
         p.standardOutput = FileHandle(forWritingAtPath: file)

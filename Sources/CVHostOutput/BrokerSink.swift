@@ -8,7 +8,8 @@ import Histogram
 /// Delivery: lines wait in a bounded queue (`LineQueue`) and, with `spool=DIR`, on disk (`Spool`:
 /// a thread of the sink's appends every line there as it comes, whatever the connection is doing,
 /// and it stays until the broker has it, so it outlives an outage of any length that fits the
-/// spool, and cvhost itself being stopped or killed). Up to `window`
+/// spool, and cvhost itself being stopped or killed; a line the spool's disk refuses, full or
+/// failing, is sent from memory instead, counted as `unspooled`). Up to `window`
 /// lines are in flight (`InflightWindow`); a line leaves the sink when the broker acknowledges it.
 /// When the connection is lost, or the broker reports a delivery failed, the lines in flight are
 /// sent again first, in their order, after a backoff (0.5 s doubling to 30 s): duplicates are
@@ -29,6 +30,9 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// With a spool: the thread that writes it, and its wake-up for the sender (lines were spooled).
     private let spoolThread = SinkThreadState()
     private let spooledLines = WakePipe("an output's spool")
+    /// Lines the spool's disk refused, sent from memory (in order: while any wait here, new lines
+    /// join them rather than the spool). Full, the oldest is dropped, counted as write_failed.
+    private let unspooled: LineQueue
     private let onStatus: @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void
 
     private struct Status {
@@ -39,6 +43,11 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         var unsent: UInt64 = 0
         var resent: UInt64 = 0
         var failed: UInt64 = 0
+        /// Lines the spool's disk refused, sent from memory.
+        var unspooled: UInt64 = 0
+        /// Whether the lines left at the end were counted (by the thread, or by `finish` for a
+        /// thread left behind): once, never twice.
+        var leftCounted = false
         /// In flight, or to be sent again.
         var unacknowledged = 0
         /// From a line's making to its acknowledgement, µs.
@@ -73,6 +82,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         self.onStatus = onStatus
         self.window = InflightWindow(capacity: window)
         queue = LineQueue(capacity: settings.capacity)
+        unspooled = LineQueue(capacity: settings.capacity)
         spool = try settings.spool.map { s throws(Spool.OpenError) in try Spool(folder: s.folder, maxBytes: s.maxBytes, name: name) }
         if let spool {
             SystemThread.start("cvhost-spool") { [self] in writeSpool(spool) }
@@ -87,13 +97,15 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         var out = SinkStatistics(output: name)
         out.connected = s.connected ?? false
         out.delivered = s.delivered
-        out.queued = queue.count + s.unacknowledged + (spool?.unread ?? 0)
+        out.queued = queue.count + s.unacknowledged + (spool?.unread ?? 0) + unspooled.count
         out.spooled = spool?.lineCount
+        out.spoolFolder = spool?.folder
+        out.unspooled = spool == nil ? nil : s.unspooled
         out.resent = s.resent
         out.failed = s.failed
         out.latency = s.latency
         out.dropped = [.queueFull: queue.droppedFull, .rejected: s.rejected, .unsent: s.unsent,
-                       .spoolFull: spool?.droppedFull ?? 0, .writeFailed: spool?.writeFailed ?? 0]
+                       .spoolFull: spool?.droppedFull ?? 0, .spoolDamaged: spool?.damaged ?? 0, .writeFailed: unspooled.droppedFull]
         return out
     }
 
@@ -118,8 +130,11 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         // A connect that blocks (a host that does not answer) may outlast the deadline: then the
         // thread is left behind and what waits is counted as unsent (or stays in the spool).
         if !thread.waitEnded(untilNs: deadlineNs + 1_000_000_000) {
-            let left = UInt64(queue.count) + UInt64(status.withLock { state.unacknowledged })
-            if spool == nil { status.withLock { state.unsent = left } }
+            let left = UInt64(queue.count + unspooled.count) + UInt64(status.withLock { state.unacknowledged })
+            status.withLock {
+                if !state.leftCounted { state.unsent += spool == nil ? left : UInt64(unspooled.count) }
+                state.leftCounted = true
+            }
         }
         return statistics
     }
@@ -135,7 +150,10 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             let lines = queue.popFront(max: Int.max)
             if !lines.isEmpty {
                 let wasFull = spool.isFull
-                spool.append(lines)
+                // Lines already waiting in memory go first: the new ones join them.
+                let refused = unspooled.count > 0 ? lines : spoolOrRefuse(lines, spool)
+                for line in refused { unspooled.push(line) }
+                if !refused.isEmpty { status.withLock { state.unspooled += UInt64(refused.count) } }
                 if spool.isFull && !wasFull {
                     Log.warning("the spool \(spool.folder) is full (\(spool.maxBytes / 1_048_576) MB): new lines are dropped (counted as spool_full) until the broker takes what it holds",
                                 source: name)
@@ -148,6 +166,16 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         }
     }
 
+    /// Appends lines to the spool. - Returns: those its disk refused (said once a run).
+    private func spoolOrRefuse(_ lines: [OutputLine], _ spool: Spool) -> [OutputLine] {
+        let (refused, why) = spool.append(lines)
+        if let why, !refused.isEmpty, status.withLock({ state.unspooled == 0 }) {
+            Log.warning("the disk under the spool \(spool.folder) refused lines (\(why)): they are sent from memory while it does (counted as unspooled; "
+                        + "lost if cvhost stops before the broker has them)", source: name)
+        }
+        return refused
+    }
+
     // MARK: - The sender's thread
 
     /// What wakes the sender besides its connection: lines in the queue, or in the spool.
@@ -157,7 +185,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         if spool == nil { queue.clearWake() } else { spooledLines.clear() }
     }
 
-    private var nothingWaits: Bool { queue.count == 0 && window.isEmpty && (spool?.unread ?? 0) == 0 }
+    private var nothingWaits: Bool { queue.count == 0 && window.isEmpty && (spool?.unread ?? 0) == 0 && unspooled.count == 0 }
 
     private func run() {
         defer { thread.markEnded() }
@@ -204,13 +232,13 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             settle(c.takeSettled())
         }
         connection = nil
-        if let spool {
-            // What is left stays in the spool, for the next run: not lost.
-            spool.flush()
-            _ = window.abandon()
-        } else {
-            let left = UInt64(queue.popFront(max: Int.max).count + window.abandon())
-            status.withLock { state.unsent += left }
+        // What is left in the spool stays there, for the next run: not lost. The rest is.
+        spool?.flush()
+        let inWindow = window.abandon()
+        let left = spool == nil ? queue.popFront(max: Int.max).count + inWindow.all : unspooled.popFront(max: Int.max).count + inWindow.notSpooled
+        status.withLock {
+            if !state.leftCounted { state.unsent += UInt64(left) }
+            state.leftCounted = true
         }
         status.withLock { state.unacknowledged = 0 }
     }
@@ -238,8 +266,12 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// The next lines to publish: from the spool, or from memory without one.
     private func take(max: Int) -> [PendingLine] {
         guard max > 0 else { return [] }
-        let lines: [(line: OutputLine, position: Spool.Position?)] =
+        var lines: [(line: OutputLine, position: Spool.Position?)] =
             spool.map { $0.read(max: max).map { ($0.line, $0.position) } } ?? queue.popFront(max: max).map { ($0, nil) }
+        // Lines the disk refused come after every line spooled before them.
+        if let spool, lines.count < max, spool.unread == 0 {
+            lines += unspooled.popFront(max: max - lines.count).map { ($0, nil) }
+        }
         let recovered = UInt64(spool?.recovered ?? 0)
         defer { nextOrder += UInt64(lines.count) }
         return lines.enumerated().map { i, l in

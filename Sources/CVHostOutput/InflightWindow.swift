@@ -87,13 +87,15 @@ struct InflightWindow {
         }
     }
 
-    /// The end: every line still here is given up. - Returns: how many.
-    mutating func abandon() -> Int {
+    /// The end: every line still here is given up. - Returns: how many, and how many of them
+    /// are in no spool (lost, where the others wait on disk for the next run).
+    mutating func abandon() -> (all: Int, notSpooled: Int) {
         defer {
             inflight.removeAll()
             resend.removeAll()
         }
-        return unacknowledged
+        let notSpooled = inflight.count { $0.line.position == nil } + resend.count { $0.position == nil }
+        return (unacknowledged, notSpooled)
     }
 }
 

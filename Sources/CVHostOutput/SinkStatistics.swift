@@ -14,6 +14,8 @@ public enum OutputDropReason: String, Sendable, CaseIterable {
     case unsent
     /// The output's spool was full (the broker away for longer than it holds): the newest lines were not kept.
     case spoolFull = "spool_full"
+    /// A stretch of the output's spool was damaged on disk (at least one line each): skipped to the next whole line.
+    case spoolDamaged = "spool_damaged"
 }
 
 /// What became of the lines handed to one sink: the `output` section of the metrics lines.
@@ -26,10 +28,14 @@ public struct SinkStatistics: Sendable {
     public var queued = 0
     /// Lines in the output's spool not yet known to be delivered (nil: no spool).
     public var spooled: Int?
+    /// The folder of the output's spool (nil: no spool).
+    public var spoolFolder: String?
     /// Lines published again: after a lost connection or a failed delivery, or left by an earlier run in the spool.
     public var resent: UInt64 = 0
     /// Deliveries the broker reported as failed (each line is sent again).
     public var failed: UInt64 = 0
+    /// A broker output with a spool: lines its disk refused (full, failing), sent from memory (nil: no spool).
+    public var unspooled: UInt64?
     /// A broker output: from a line's making to the broker's acknowledgement, µs (nil: not a broker).
     public var latency: Histogram<UInt64>?
     public var dropped: [OutputDropReason: UInt64] = [:]
@@ -49,6 +55,7 @@ public struct SinkStatistics: Sendable {
         o.set("delivered", delivered)
         o.set("queued", queued)
         if let spooled { o.set("spooled", spooled) }
+        if let unspooled { o.set("unspooled", unspooled) }
         if connected != nil {
             o.set("resent", resent)
             o.set("failed", failed)

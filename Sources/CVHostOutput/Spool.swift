@@ -10,11 +10,16 @@ import Glibc
 /// On disk: segment files `NNNNNNNNNNNNNNNNNNNN.spool` of records (`SpoolRecord`), `cursor` (the
 /// segment and offset of the first line not known to be delivered; earlier segments are deleted),
 /// and `lock` (held with flock while a cvhost uses the folder: one sink a spool). The folder and
-/// its files are the user's alone (0700, 0600): results may be private.
+/// its files are the user's alone (0700, 0600): results may be private, and a folder another user
+/// can change is refused (`PrivateFolder`). Nothing on disk is trusted: segment names are parsed
+/// with checked arithmetic, damaged records are skipped to the next whole one and counted
+/// (`damaged`), and a cursor naming a segment that is not there is ignored, never a reason to
+/// delete.
 ///
 /// Bounded by `maxBytes`: a line that does not fit is not spooled, and is counted (`droppedFull`):
 /// the oldest lines, which the broker is waiting for, are kept, and the newest are lost while the
-/// spool is full. Thread-safe: the sink's spool writer appends while its sender reads.
+/// spool is full. A line the disk refuses (full, failing) is handed back to the caller, to be sent
+/// from memory. Thread-safe: the sink's spool writer appends while its sender reads.
 final class Spool: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched with `lock` held (or in init and deinit).
     /// Where a line is: `ordinal` counts the lines of the spool in this run (from the first not
@@ -28,16 +33,26 @@ final class Spool: @unchecked Sendable {
 
     struct OpenError: Error, CustomStringConvertible {
         let description: String
+        /// The system call's error, when one failed.
+        var cause: Errno? = nil
+    }
+
+    /// A segment file on disk: its number, its size, and the damaged stretches the reader skips.
+    private struct Segment {
+        let number: UInt64
+        var size: UInt64
+        var damaged: [Range<UInt64>] = []
     }
 
     let folder: String
     let maxBytes: UInt64
+    private let files: PrivateFolder
     private let lock = SerialLock()
     private let segmentBytes: UInt64
     private let lockDescriptor: Int32
     private let cursorDescriptor: Int32
-    /// Segment files on disk, in order, and their sizes.
-    private var segments: [(number: UInt64, size: UInt64)] = []
+    /// Segment files on disk, in order.
+    private var segments: [Segment] = []
     private var writeDescriptor: Int32 = -1
     /// The next line to read.
     private var reader: Position
@@ -49,59 +64,111 @@ final class Spool: @unchecked Sendable {
     private var appended: UInt64
     /// Lines found in the spool when it was opened (an earlier run's).
     let recovered: Int
-    private var dropped: (full: UInt64, writeFailed: UInt64) = (0, 0)
+    private var dropped: (full: UInt64, damaged: UInt64) = (0, 0)
     private var full = false
 
-    /// Opens (or makes) the spool in `folder`, and reads what an earlier run left there: a line cut
-    /// short at the end of a segment is cut off (said on stderr, with what was kept).
+    /// Opens (or makes) the spool in `folder`, and reads what an earlier run left there: damaged
+    /// records are skipped and a line cut short at the end of a segment is cut off (each said on
+    /// stderr, with what was kept, and counted as `damaged`).
     init(folder: String, maxBytes: UInt64, name: String) throws(OpenError) {
         self.folder = folder
         self.maxBytes = maxBytes
         segmentBytes = min(max(maxBytes / 16, 64 << 10), 16 << 20)
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            throw OpenError(description: "cannot make the spool folder \(folder): \(Errno.current) (spool=)")
+        do {
+            files = try PrivateFolder(folder, role: "the spool folder", setting: "spool=")
+        } catch {
+            throw OpenError(description: error.description)
         }
-        let lockFile = open(folder + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFile >= 0 else { throw OpenError(description: "cannot use the spool folder \(folder): \(Errno.current) (spool=)") }
+        let lockFile = try Spool.open(files, "lock", O_RDWR | O_CREAT)
         if flock(lockFile, LOCK_EX | LOCK_NB) != 0 {
             close(lockFile)
             throw OpenError(description: "the spool folder \(folder) is in use by another output or cvhost process: give each output a spool of its own (spool=)")
         }
         lockDescriptor = lockFile
-        let cursorFD = open(folder + "/cursor", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard cursorFD >= 0 else {
+        let cursorFD: Int32
+        do { cursorFD = try Spool.open(files, "cursor", O_RDWR | O_CREAT) } catch {
             close(lockFile)
-            throw OpenError(description: "cannot write in the spool folder \(folder): \(Errno.current) (spool=)")
+            throw error
         }
         cursorDescriptor = cursorFD
 
-        // What an earlier run left: segments from the cursor's on.
-        var numbers = Spool.segmentNumbers(in: folder)
-        var start = Spool.readCursor(cursorFD) ?? (numbers.first ?? 1, 0)
-        for n in numbers where n < start.segment { unlink(Spool.path(folder, n)) }
-        numbers.removeAll { $0 < start.segment }
-        if let first = numbers.first, first != start.segment { start = (first, 0) }
-        var lines = 0
-        for n in numbers {
-            let from = n == start.segment ? start.offset : 0
-            let (count, validEnd, size) = Spool.scan(Spool.path(folder, n), from: from)
-            if validEnd < size {
-                truncate(Spool.path(folder, n), off_t(validEnd))
-                Log.warning("spool \(folder): \(size - validEnd) bytes of a line cut short cut off from segment \(n) (\(count) lines before it kept)", source: name)
+        // What an earlier run left: segments from the cursor's on. A cursor that names no segment
+        // there (damaged, or from another spool) is ignored: every segment is sent from its start.
+        let numbers = Spool.segmentNumbers(files.names())
+        var start = (segment: numbers.first ?? 1, offset: UInt64(0))
+        if let saved = Spool.readCursor(cursorFD) {
+            if numbers.isEmpty || numbers.contains(saved.segment) {
+                start = saved
+            } else {
+                Log.warning("spool \(folder): its cursor names segment \(saved.segment), which is not there: every segment there is sent from its start", source: name)
             }
-            if n == start.segment { start.offset = min(from, validEnd) }
-            lines += count
-            segments.append((n, validEnd))
         }
+        var lines = 0
+        var found: [Segment] = []
+        var damaged: UInt64 = 0
+        for n in numbers {
+            if n < start.segment {
+                files.remove(Spool.fileName(n))
+                continue
+            }
+            let from = n == start.segment ? start.offset : 0
+            guard let r = Spool.recover(n, in: files, from: from, name: name) else { continue }
+            if n == start.segment { start.offset = r.from }
+            lines += r.lines
+            damaged += r.damaged
+            found.append(r.segment)
+        }
+        segments = found
+        dropped.damaged = damaged
         recovered = lines
         appended = UInt64(lines)
         cursor = Position(ordinal: 0, segment: start.segment, offset: start.offset)
         reader = cursor
         if lines > 0 { Log.info("spool \(folder): \(lines) lines from an earlier run, sent first", source: name) }
+        if dropped.damaged > 0 {
+            Log.warning("spool \(folder): \(dropped.damaged) damaged stretches skipped (counted as spool_damaged); the lines around them are kept", source: name)
+        }
         // Should it fail, deinit (which runs for an initializer that throws once every property is set) closes the files.
-        try startSegment((segments.last?.number ?? 0) + 1)
+        let (next, overflow) = (segments.last?.number ?? 0).addingReportingOverflow(1)
+        if overflow {
+            throw OpenError(description: "the spool folder \(folder) holds a segment numbered \(UInt64.max), the last there can be: move its files away (spool=)")
+        }
+        try startSegment(next)
         if segments.count == 1 { cursor = Position(ordinal: 0, segment: segments[0].number, offset: 0); reader = cursor }
         saveCursor(force: true)
+    }
+
+    /// Reads segment `n` from `from` as an earlier run left it: its records counted, damaged
+    /// stretches noted for the reader, what follows the last whole record cut off.
+    /// - Returns: the segment, its lines from `from`, where reading starts and the damaged
+    ///   stretches found; nil when it cannot be read.
+    private static func recover(_ n: UInt64, in files: PrivateFolder, from: UInt64, name: String)
+        -> (segment: Segment, lines: Int, from: UInt64, damaged: UInt64)? {
+        let folder = files.path
+        let fd: Int32
+        switch files.open(Spool.fileName(n), O_RDWR) {
+        case .success(let opened): fd = opened
+        case .failure(let e):
+            Log.warning("spool \(folder): segment \(n) cannot be read (\(e)): it is left as it is", source: name)
+            return nil
+        }
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        let size = Int(info.st_size)
+        var bytes = [UInt8](repeating: 0, count: size)
+        guard size == 0 || preadFully(fd, &bytes) else { return nil }
+        let start = Int(min(from, UInt64(size)))
+        let survey = SpoolRecord.survey(bytes[start...])
+        let damaged = UInt64(survey.damaged.count)
+        if survey.end < size {
+            // Not counted as damage: a line being written when cvhost was killed, like the lines
+            // still in its memory then, never reached the spool.
+            ftruncate(fd, off_t(survey.end))
+            Log.warning("spool \(folder): \(size - survey.end) bytes of a line cut short cut off from segment \(n) (\(survey.lines) lines before it kept)", source: name)
+        }
+        let segment = Segment(number: n, size: UInt64(survey.end), damaged: survey.damaged.map { UInt64($0.lowerBound)..<UInt64($0.upperBound) })
+        return (segment, survey.lines, UInt64(start), damaged)
     }
 
     deinit {
@@ -119,28 +186,38 @@ final class Spool: @unchecked Sendable {
     var bytes: UInt64 { lock.run { usedBytes } }
     /// Lines not spooled because the spool was full.
     var droppedFull: UInt64 { lock.run { dropped.full } }
-    /// Lines not spooled because the disk refused them (full, or failing).
-    var writeFailed: UInt64 { lock.run { dropped.writeFailed } }
+    /// Damaged stretches of the spool skipped (each at least one line lost).
+    var damaged: UInt64 { lock.run { dropped.damaged } }
     /// Whether the last append dropped lines for room (a full spool is said once, not per line).
     var isFull: Bool { lock.run { full } }
     private var usedBytes: UInt64 { segments.reduce(0) { $0 + $1.size } }
 
     /// Appends lines at the end, in order. Lines that do not fit (`maxBytes`) are dropped, newest
-    /// first, and counted; so are lines the disk refuses.
-    func append(_ lines: [OutputLine]) {
-        guard !lines.isEmpty else { return }
-        lock.run { appendLocked(lines) }
+    /// first, and counted. - Returns: the lines the disk refused (full, or failing), in order,
+    /// from the first refused on: they are not in the spool.
+    @discardableResult
+    func append(_ lines: [OutputLine]) -> (refused: [OutputLine], why: Errno?) {
+        guard !lines.isEmpty else { return ([], nil) }
+        return lock.run { appendLocked(lines) }
     }
 
-    private func appendLocked(_ lines: [OutputLine]) {
+    private func appendLocked(_ lines: [OutputLine]) -> (refused: [OutputLine], why: Errno?) {
         var used = usedBytes
         var batch: [UInt8] = []
-        var inBatch = 0
+        var batchLines: [OutputLine] = []
         var overflow = false
-        func flushBatch() {
-            if write(batch) { appended += UInt64(inBatch) } else { dropFailed(inBatch) }
-            batch.removeAll(keepingCapacity: true)
-            inBatch = 0
+        var why: Errno?
+        func flushBatch() -> Bool {
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                batchLines.removeAll(keepingCapacity: true)
+            }
+            if let refused = write(batch) {
+                why = refused
+                return false
+            }
+            appended += UInt64(batchLines.count)
+            return true
         }
         for (k, line) in lines.enumerated() {
             var record: [UInt8] = []
@@ -152,18 +229,25 @@ final class Spool: @unchecked Sendable {
             }
             let current = segments[segments.count - 1]
             if current.size + UInt64(batch.count) >= segmentBytes {
-                flushBatch()
-                do { try startSegment(current.number + 1) } catch {
-                    Log.warning(error.description, source: folder)
-                    return dropFailed(lines.count - k)
+                let inBatch = batchLines
+                full = overflow
+                guard flushBatch() else { return (inBatch + lines[k...], why) }
+                // Numbers run out only for a folder that held a segment numbered near 2^64.
+                let (next, exhausted) = current.number.addingReportingOverflow(1)
+                do throws(OpenError) {
+                    if exhausted { throw OpenError(description: "no segment number is left", cause: Errno(rawValue: EFBIG)) }
+                    try startSegment(next)
+                } catch {
+                    return (Array(lines[k...]), error.cause ?? Errno(rawValue: EIO))
                 }
             }
             used += UInt64(record.count)
             batch += record
-            inBatch += 1
+            batchLines.append(line)
         }
-        flushBatch()
+        let inBatch = batchLines
         full = overflow
+        return flushBatch() ? ([], nil) : (inBatch, why)
     }
 
     /// Up to `max` lines from the reader's place, in order, each with where it is.
@@ -175,8 +259,13 @@ final class Spool: @unchecked Sendable {
         var out: [(line: OutputLine, position: Position)] = []
         while out.count < max {
             guard let i = segments.firstIndex(where: { $0.number == reader.segment }) else { break }
-            let size = segments[i].size
-            if reader.offset >= size {
+            if let hole = segments[i].damaged.first(where: { $0.contains(reader.offset) }) {
+                reader.offset = hole.upperBound
+                continue
+            }
+            // Records up to the next damaged stretch, or the end.
+            let size = segments[i].damaged.lazy.map(\.lowerBound).filter { $0 > self.reader.offset }.min() ?? segments[i].size
+            if reader.offset >= segments[i].size {
                 guard i + 1 < segments.count else { break }
                 reader.segment = segments[i + 1].number
                 reader.offset = 0
@@ -205,8 +294,9 @@ final class Spool: @unchecked Sendable {
             }
             if decoded == 0 {
                 // Changed under us (the spool is cvhost's alone): what is left of the segment is skipped.
-                Log.warning("spool \(folder): segment \(reader.segment) is damaged at byte \(reader.offset): the rest of it is skipped", source: folder)
-                reader.offset = size
+                Log.warning("spool \(folder): segment \(reader.segment) is damaged at byte \(reader.offset): the rest of it is skipped (counted as spool_damaged)", source: folder)
+                dropped.damaged += 1
+                reader.offset = segments[i].size
             }
         }
         return out
@@ -226,7 +316,7 @@ final class Spool: @unchecked Sendable {
         cursor = position
         var removed = false
         while segments.count > 1 && segments[0].number < position.segment {
-            unlink(Spool.path(folder, segments[0].number))
+            files.remove(Spool.fileName(segments[0].number))
             segments.removeFirst()
             removed = true
         }
@@ -238,44 +328,40 @@ final class Spool: @unchecked Sendable {
 
     // MARK: - Files
 
-    private static func path(_ folder: String, _ n: UInt64) -> String {
+    /// A segment's file name: its number in 20 digits (so names sort as numbers), `.spool`.
+    static func fileName(_ n: UInt64) -> String {
         let digits = String(n)
-        return folder + "/" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".spool"
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".spool"
     }
 
-    private static func segmentNumbers(in folder: String) -> [UInt64] {
-        guard let dir = opendir(folder) else { return [] }
-        defer { closedir(dir) }
-        var numbers: [UInt64] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(".spool"), let n = UInt64(name.dropLast(6)) { numbers.append(n) }
-        }
-        return numbers.sorted()
+    /// The segment numbers among a folder's names, in order: only names cvhost writes (20 digits,
+    /// `.spool`); others are left alone.
+    static func segmentNumbers(_ names: [String]) -> [UInt64] {
+        names.compactMap { name -> UInt64? in
+            let digits = name.utf8.dropLast(6)
+            guard name.hasSuffix(".spool"), digits.count == 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return UInt64(String(decoding: digits, as: UTF8.self))  // nil past UInt64.max
+        }.sorted()
     }
 
-    /// Lines in a segment from `offset`, where the last whole one ends, and the file's size.
-    private static func scan(_ path: String, from offset: UInt64) -> (lines: Int, validEnd: UInt64, size: UInt64) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return (0, 0, 0) }
-        defer { close(fd) }
-        var st = stat()
-        fstat(fd, &st)
-        let size = UInt64(st.st_size)
-        var at = min(offset, size)
-        var lines = 0
-        var header = [UInt8](repeating: 0, count: SpoolRecord.headerSize)
-        while at < size {
-            guard pread(fd, &header, header.count, off_t(at)) == header.count else { break }
-            let length = SpoolRecord.size(header: header[...])
-            guard length > SpoolRecord.headerSize, UInt64(length) <= size - at else { break }
-            var record = [UInt8](repeating: 0, count: length)
-            guard pread(fd, &record, record.count, off_t(at)) == record.count,
-                  case .line = SpoolRecord.decode(record[...]) else { break }
-            at += UInt64(record.count)
-            lines += 1
+    private static func open(_ files: PrivateFolder, _ name: String, _ flags: Int32) throws(OpenError) -> Int32 {
+        switch files.open(name, flags) {
+        case .success(let fd): return fd
+        case .failure(let e):
+            throw OpenError(description: "cannot use \(name) in the spool folder \(files.path): \(e) (spool=)", cause: e)
         }
-        return (lines, at, size)
+    }
+
+    /// Reads the whole file into `bytes` (its size).
+    private static func preadFully(_ fd: Int32, _ bytes: inout [UInt8]) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
     }
 
     private static func readCursor(_ fd: Int32) -> (segment: UInt64, offset: UInt64)? {
@@ -299,43 +385,39 @@ final class Spool: @unchecked Sendable {
         cursorSavedAtNs = now
     }
 
+    /// A new segment, made (never one that is there already: O_EXCL) and written from now on.
     private func startSegment(_ n: UInt64) throws(OpenError) {
-        let fd = open(Spool.path(folder, n), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw OpenError(description: "cannot write in the spool folder \(folder): \(Errno.current) (spool=)") }
+        let fd = try Spool.open(files, Spool.fileName(n), O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
         if writeDescriptor >= 0 { close(writeDescriptor) }
         writeDescriptor = fd
-        segments.append((n, 0))
+        segments.append(Segment(number: n, size: 0))
     }
 
     private func readFile(_ n: UInt64) -> Int32 {
         if let r = readDescriptor, r.segment == n { return r.fd }
         if let r = readDescriptor { close(r.fd) }
-        let fd = open(Spool.path(folder, n), O_RDONLY | O_CLOEXEC)
+        let fd = (try? Spool.open(files, Spool.fileName(n), O_RDONLY)) ?? -1
         readDescriptor = fd >= 0 ? (n, fd) : nil
         return fd
     }
 
-    /// Writes records at the end of the last segment. - Returns: false if the disk refused
+    /// Writes records at the end of the last segment. - Returns: nil, or why the disk refused
     /// them (the segment is cut back to where it was: no record is left half written).
-    private func write(_ batch: [UInt8]) -> Bool {
-        guard !batch.isEmpty else { return true }
+    private func write(_ batch: [UInt8]) -> Errno? {
+        guard !batch.isEmpty else { return nil }
         let last = segments.count - 1
         var done = 0
         while done < batch.count {
             let n = batch[done...].withUnsafeBytes { Glibc.write(writeDescriptor, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
+                let why = n < 0 ? Errno.current : Errno(rawValue: ENOSPC)
                 ftruncate(writeDescriptor, off_t(segments[last].size))
-                return false
+                return why
             }
             done += n
         }
         segments[last].size += UInt64(batch.count)
-        return true
-    }
-
-    private func dropFailed(_ n: Int) {
-        if dropped.writeFailed == 0 { Log.warning("spool \(folder): the disk refused lines (\(Errno.current)); they are counted as write_failed", source: folder) }
-        dropped.writeFailed += UInt64(n)
+        return nil
     }
 }

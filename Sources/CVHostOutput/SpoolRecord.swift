@@ -1,5 +1,6 @@
-/// One line as a spool keeps it on disk: framed so that a line cut short (the machine lost power
-/// while writing it) is found and cut off when the spool is opened again, and with its route and
+/// One line as a spool keeps it on disk: framed so that a line cut short (cvhost killed while
+/// writing it, or the machine losing power before the system wrote it out) is found and cut off
+/// when the spool is opened again, damage in the middle is skipped to the next whole record, and with its route and
 /// event id beside its bytes, so that sending it again needs no parsing.
 ///
 ///     u32 LE   payload length
@@ -92,6 +93,48 @@ enum SpoolRecord {
         let line = OutputLine(bytes: Array(payload[at...]), route: .init(event: event, source: source, plugin: plugin),
                               sequence: sequence, eventID: eventID, createdNs: created)
         return .line(line, size: headerSize + length)
+    }
+
+    /// What a segment's bytes hold, from a record's start: how many whole records, the damaged
+    /// stretches between them (each skipped up to the next valid record: a record has a length
+    /// and a CRC, so the next one is found again), and where the last whole record ends (what
+    /// follows it is a record cut short, or damage with no record after it).
+    struct Survey: Equatable {
+        var lines = 0
+        var damaged: [Range<Int>] = []
+        var end = 0
+    }
+
+    static func survey(_ bytes: ArraySlice<UInt8>) -> Survey {
+        var survey = Survey(end: bytes.startIndex)
+        var at = bytes.startIndex
+        while at < bytes.endIndex {
+            if case .line(_, let size) = decode(bytes[at...]) {
+                at += size
+                survey.lines += 1
+                survey.end = at
+                continue
+            }
+            guard let next = nextRecord(in: bytes, after: at) else { break }
+            survey.damaged.append(at..<next)
+            at = next
+        }
+        return survey
+    }
+
+    /// The start of the first whole, valid record after `offset`, or nil.
+    static func nextRecord(in bytes: ArraySlice<UInt8>, after offset: Int) -> Int? {
+        var k = offset + 1
+        while k + headerSize < bytes.endIndex {
+            // Cheap tests first (a length that fits, the version byte), then the CRC.
+            let length = Int(read(UInt32.self, bytes, at: k))
+            if length > 0, length <= bytes.endIndex - k - headerSize, bytes[k + headerSize] == version,
+               case .line = decode(bytes[k...]) {
+                return k
+            }
+            k += 1
+        }
+        return nil
     }
 
     private static func integer<I: FixedWidthInteger>(_ v: I, _ out: inout [UInt8]) {

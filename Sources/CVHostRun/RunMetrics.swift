@@ -46,6 +46,7 @@ enum RunMetrics {
             }
             p.gauge("cvhost_output_lines_queued", "Lines waiting in an output's queue or spool, or in flight.", l, Double(o.queued))
             if let s = o.spooled { p.gauge("cvhost_output_lines_spooled", "Lines in a broker output's spool on disk not yet known to be delivered.", l, Double(s)) }
+            if let u = o.unspooled { p.counter("cvhost_output_lines_unspooled_total", "Lines a broker output's spool disk refused (full, failing), sent from memory.", l, u) }
             if let c = o.connected {
                 p.gauge("cvhost_output_connected", "1 while an output's broker is reachable.", l, c ? 1 : 0)
                 p.counter("cvhost_output_lines_resent_total", "Lines a broker output published again (a lost connection, a failed delivery, an earlier run's spool).", l, o.resent)

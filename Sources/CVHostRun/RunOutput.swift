@@ -63,6 +63,11 @@ public enum RunOutput {
             Log.error("\(s.totalDropped) lines did not reach \(s.output) (\(reasons.joined(separator: ", "))); \(s.delivered) did")
             lost = true
         }
+        for s in final {
+            if let spooled = s.spooled, spooled > 0, let folder = s.spoolFolder {
+                Log.warning("\(spooled) lines wait in the spool \(folder) for \(s.output): the next run with that spool sends them first")
+            }
+        }
         if let stdout = output.stdout { try checkOutput(stdout) }
         if lost { throw RunFailure(ExitCodes.outputFailed) }
     }

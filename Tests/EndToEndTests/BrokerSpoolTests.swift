@@ -236,6 +236,25 @@ struct BrokerSpoolTests {
         #expect(bytes > 500_000 && bytes <= 1_048_576)
     }
 
+    @Test("the disk under the spool full while the broker is up: lines go from memory, counted as unspooled and said once; none lost, exit 0",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func spoolDiskFull() throws {
+        let disk = TestFolders.make("spool-disk")
+        try Tool.check("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk])
+        defer { _ = try? Tool.run("umount", ["-l", disk]) }
+        let broker = try NATSSpooled()
+        let spool = disk + "/spool"
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=10", "--input", "testsrc:64x48@500", "--max-frames", "300",
+                                      "--output", broker.url(query: "spool=\(spool)&drain=30"), "--output", "-"], timeout: 120)
+        #expect(r.exitCode == 0, "\(r.stderr.suffix(2000))")
+        #expect(Self.count(r.stderr, "refused lines (No space left on device): they are sent from memory") == 1, "\(r.stderr.suffix(2000))")
+        let output = try #require(MQTTOutputTests.finalOutput(r, named: "nats://"))
+        #expect((output["unspooled"] as? Int ?? 0) > 0 && (output["dropped"] as? [String: Int])?.values.allSatisfy { $0 == 0 } == true, "\(output)")
+        let written = r.lines.filter { !$0.contains("\"event\":\"output.") }
+        let got = try broker.received(atLeast: Set(written).count)
+        #expect(Set(written).subtracting(got).isEmpty, "\(Set(written).subtracting(got).count) of \(written.count) lines did not arrive")
+    }
+
     @Test("required=true and a broker that never answers: exit 5 naming the output, for each broker; no password shown")
     func requiredSilent() throws {
         let silent = try TestServer("silent_server.py", [])

@@ -32,7 +32,11 @@ import Glibc
 /// turns the learned layout off for good.
 ///
 /// The reader thread stops reading while `maxQueuedBytes` wait (the camera's TCP connection then
-/// holds back, as it did when the capture thread read itself).
+/// holds back, as it did when the capture thread read itself). A frame that never ends (a hostile
+/// or broken camera sending packets of one timestamp without end) is bounded: once its packets
+/// pass 8 times the largest frame seen (4 to 32 MB: `largestFrameBytes`) or 8 times the most
+/// packets of a frame (4,096 to 32,768), it is dropped as damaged (`oversizedFrames`), the rest of
+/// its packets too, and joining resumes at the next timestamp: the camera keeps being read.
 final class LiveAccessUnits: @unchecked Sendable {
     // @unchecked Sendable: `queue`, `queuedBytes`, `readerEnded` and `stopping` are touched with
     // `lock` held; the rest is the capture thread's own (next()).
@@ -43,6 +47,9 @@ final class LiveAccessUnits: @unchecked Sendable {
     }
 
     static let maxQueuedBytes = 64 << 20
+    /// The most bytes, and packets, one frame may have (whatever the frames seen so far).
+    static let largestFrameBytes = 32 << 20
+    static let mostFramePackets = 32_768
     static let shortestGapNs: UInt64 = 2_000_000
     static let longestGapNs: UInt64 = 15_000_000
 
@@ -59,6 +66,13 @@ final class LiveAccessUnits: @unchecked Sendable {
 
     // The capture thread's own.
     private var pending: [UnsafeMutablePointer<AVPacket>] = []
+    private var pendingBytes = 0
+    /// The largest frame handed over, in bytes and in packets (for the caps).
+    private var largestSeen: (bytes: Int, packets: Int) = (0, 0)
+    /// The pts of a frame dropped for its size: the rest of its packets are dropped too.
+    private var discardingPTS: Int64?
+    /// Frames dropped as damaged for their size.
+    private(set) var oversizedFrames = 0
     private var pendingPTS: Int64 = 0
     /// A slice of the pending frame has begun (its picture data).
     private var pendingHasSlice = false
@@ -152,10 +166,11 @@ final class LiveAccessUnits: @unchecked Sendable {
                 continue
             }
             if read < 0 { return push(.end(read), bytes: 0) }
-            guard packet.pointee.stream_index == streamIndex, let kept = av_packet_alloc() else {
+            guard packet.pointee.stream_index == streamIndex else {
                 av_packet_unref(packet)
                 continue
             }
+            guard let kept = av_packet_alloc() else { ResourceExhaustion.report("memory for a packet of \(name)", error: ENOMEM) }
             av_packet_move_ref(kept, packet)
             push(.packet(kept, arrivalNs: HostClock.monotonicNs()), bytes: Int(kept.pointee.size))
         }
@@ -191,6 +206,12 @@ final class LiveAccessUnits: @unchecked Sendable {
                 endAfterFlush = code
                 return joined()
             case .item(.packet(let p, let arrival)):
+                if let discarding = discardingPTS, p.pointee.pts == discarding {
+                    var p: UnsafeMutablePointer<AVPacket>? = p
+                    av_packet_free(&p)
+                    continue
+                }
+                discardingPTS = nil
                 if let flushed = flushedByGap, p.pointee.pts == flushed, pending.isEmpty || pendingPTS != flushed {
                     // The gap was too short for this stream: wait longer from now on.
                     latePackets += 1
@@ -225,8 +246,28 @@ final class LiveAccessUnits: @unchecked Sendable {
                 largestFragment = max(largestFragment, fragmentBytes(p))
                 lastArrivalNs = arrival
                 pending.append(p)
+                pendingBytes += Int(p.pointee.size)
+                if pendingBytes > frameByteLimit || pending.count > framePacketLimit { dropOversized() }
             }
         }
+    }
+
+    /// The most bytes the pending frame may have: 8 times the largest frame seen, 4 to 32 MB.
+    private var frameByteLimit: Int { min(Self.largestFrameBytes, max(4 << 20, 8 * largestSeen.bytes)) }
+    private var framePacketLimit: Int { min(Self.mostFramePackets, max(4096, 8 * largestSeen.packets)) }
+
+    /// The pending frame has grown past its caps: dropped as damaged, with the rest of its packets.
+    private func dropOversized() {
+        if oversizedFrames == 0 {
+            Log.warning("\(name): a frame of more than \(pendingBytes) bytes in \(pending.count) packets (the camera sent no end to it) "
+                        + "was dropped as damaged; reading goes on at the next frame", source: name)
+        }
+        oversizedFrames += 1
+        discardingPTS = pendingPTS
+        for p in pending { var p: UnsafeMutablePointer<AVPacket>? = p; av_packet_free(&p) }
+        pending.removeAll(keepingCapacity: true)
+        pendingBytes = 0
+        pendingHasSlice = false
     }
 
     private enum Taken {
@@ -330,6 +371,7 @@ final class LiveAccessUnits: @unchecked Sendable {
         defer {
             for p in pending { var p: UnsafeMutablePointer<AVPacket>? = p; av_packet_free(&p) }
             pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
         }
         recentPauses.append(longestPauseInFrame)
         if recentPauses.count > 32 { recentPauses.removeFirst() }
@@ -338,8 +380,14 @@ final class LiveAccessUnits: @unchecked Sendable {
         recentLastSlices.append(pendingSliceStarts.max() ?? -1)
         if recentLastSlices.count > 16 { recentLastSlices.removeFirst() }
         lastFrameArrival = (pendingFirstArrivalNs, lastArrivalNs)
-        let size = pending.reduce(0) { $0 + Int($1.pointee.size) }
-        guard let unit = av_packet_alloc(), av_new_packet(unit, Int32(size)) == 0 else { return nil }
+        // Within Int32: the caps keep a frame under `largestFrameBytes`.
+        let size = pendingBytes
+        largestSeen = (max(largestSeen.bytes, size), max(largestSeen.packets, pending.count))
+        var unit = av_packet_alloc()
+        guard let unit, let size32 = Int32(exactly: size), av_new_packet(unit, size32) == 0 else {
+            av_packet_free(&unit)
+            ResourceExhaustion.report("memory for a frame of \(name) (\(size) bytes)", error: ENOMEM)
+        }
         var at = 0
         for p in pending {
             memcpy(unit.pointee.data + at, p.pointee.data, Int(p.pointee.size))

@@ -26,6 +26,8 @@ final class MediaDecoder {
     private(set) var framesDecoded: Int64 = 0
     /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
     private(set) var damaged = 0
+    /// Frames of an RTSP camera dropped whole as damaged, for their size (a frame that never ended).
+    var framesDroppedWhole: Int { liveUnits?.oversizedFrames ?? 0 }
     private var damagedInARow = 0
     /// So many damaged packets in a row means the rest of the file is not video any more.
     static let maxDamagedInARow = 100
@@ -216,10 +218,11 @@ final class MediaDecoder {
             }
             if draining { return nil }
             if let liveUnits {
-                let late = liveUnits.latePackets
+                let late = liveUnits.latePackets + liveUnits.oversizedFrames
                 let next = try liveUnits.next()
-                // A packet that came after its frame was decoded: that frame was damaged.
-                damaged += liveUnits.latePackets - late
+                // A packet that came after its frame was decoded (that frame was damaged), or a
+                // frame dropped for its size.
+                damaged += liveUnits.latePackets + liveUnits.oversizedFrames - late
                 guard let unit = next else {
                     draining = true
                     avcodec_send_packet(codec, nil)

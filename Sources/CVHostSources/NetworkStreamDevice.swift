@@ -139,6 +139,8 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
     private let damage: DamageCount
     private var decoder: MediaDecoder?
     private var backoff = 0.5
+    /// The decoder's frames dropped whole, as far as they were told with a frame (corruptBefore).
+    private var droppedWholeTold = 0
 
     init(device: NetworkStreamDevice, interrupt: InterruptDeadline, damage: DamageCount) {
         self.device = device
@@ -155,7 +157,9 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
                 defer { damage.value.store(decoder.damaged, ordering: .relaxed) }
                 if let (pixels, pts) = try decoder.nextFrame() {
                     backoff = 0.5
-                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts)
+                    let dropped = decoder.framesDroppedWhole - droppedWholeTold
+                    droppedWholeTold = decoder.framesDroppedWhole
+                    return CapturedFrame(pixelBuffer: pixels, presentationTimeNs: pts, corruptBefore: UInt64(dropped))
                 }
                 if interrupt.isCancelled || !device.location.endMeansDisconnect { return nil }
                 try lost("\(device.location.display) ended the stream")
@@ -171,6 +175,7 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
     /// The connection is gone: an error, or with reconnect an interruption and a new connection.
     private func lost(_ why: String) throws {
         decoder = nil
+        droppedWholeTold = 0
         guard device.options.reconnect else { throw CaptureError(.disconnected, "\(why): the connection is lost (--reconnect waits for it)") }
         throw CaptureInterruption(reason: "\(why); reconnecting")
     }

@@ -29,8 +29,10 @@ public enum Log {
 
     public static func write(_ level: Level, _ message: String, source: String? = nil) {
         guard level >= self.level else { return }
-        // Newlines inside a message would look like separate log lines: fold them.
-        let text = message.replacingNewlines()
+        // Newlines inside a message would look like separate log lines: fold them. Other control
+        // characters (a terminal's escapes) come from text cvhost did not write (a file's name,
+        // a model's class names, a library's message): shown, not obeyed.
+        let text = message.printable()
         let line = "cvhost: \(source.map { "[\($0)] " } ?? "")\(level == .info ? "" : level.name + ": ")\(text)\n"
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { raw in
@@ -51,8 +53,22 @@ public enum Log {
 }
 
 extension String {
-    func replacingNewlines() -> String {
-        guard contains(where: { $0 == "\n" || $0 == "\r" }) else { return self }
-        return String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    /// One line a terminal shows as it is: newlines as spaces, tabs kept, every other control
+    /// character (C0, DEL, C1) written as `\xNN`. Scalar by scalar: a control character followed by
+    /// a combining mark is still one.
+    func printable() -> String {
+        guard unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return self }
+        var out = String.UnicodeScalarView()
+        for s in unicodeScalars {
+            switch s.value {
+            case 0x0A, 0x0D: out.append(" ")
+            case 0x09: out.append(s)
+            case 0..<0x20, 0x7F...0x9F:
+                let hex = String(s.value, radix: 16)
+                out.append(contentsOf: ("\\x" + (hex.count < 2 ? "0" : "") + hex).unicodeScalars)
+            default: out.append(s)
+            }
+        }
+        return String(out)
     }
 }

@@ -31,19 +31,22 @@ extension BrokerConnection {
     var downReason: String? { nil }
 }
 
-/// The ids of lines a broker acknowledged, and of lines it could not take (to send again), with why
-/// the first of those failed.
+/// The ids of lines a broker acknowledged, of lines it could not take now (to send again), and of
+/// lines it refused for good (dropped, counted as rejected), with why each distinct failure happened.
 struct SettledLines {
     var acknowledged: [Int64] = []
     var failed: [Int64] = []
-    var failure: String?
+    var refused: [Int64] = []
+    /// Why lines failed or were refused: each distinct reason once, in the order seen.
+    var failures: [String] = []
 }
 
 enum PublishOutcome {
     /// Handed to the connection; its acknowledgement will name `id`.
     case published(id: Int64)
-    /// The broker takes no line this large: dropped and counted (rejected).
-    case tooLarge
+    /// The broker or its client refuses this line for good (too large, a topic it does not take,
+    /// an unknown topic, no authorisation): dropped and counted (rejected), never sent again.
+    case refused(String)
     /// Not now (the connection is going, or the library's buffer is full): it is published later, first.
     case notNow
 }

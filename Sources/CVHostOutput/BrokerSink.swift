@@ -64,8 +64,9 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     private let spool: Spool?
     /// Whether `output.connected` was said for the connection's current state.
     private var reportedUp = false
-    /// Whether a failed delivery was said on this connection (once a connection, not per line).
-    private var failureSaid = false
+    /// Why deliveries failed or lines were refused, as said on stderr: each distinct reason once a
+    /// run, not once per line (bounded: a broker with a new reason each time cannot fill stderr).
+    private var reasonsSaid = Set<String>()
     /// The next line's place in the order lines are taken (lines sent again keep theirs).
     private var nextOrder: UInt64 = 0
 
@@ -207,7 +208,6 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
                 }
                 connection = c
                 reportedUp = false
-                failureSaid = false
             }
             if let problem = pump(c, until: deadline) {
                 // In-flight lines are sent again first, in order, on the next connection.
@@ -291,13 +291,10 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             case .published(let id):
                 if pending.sentBefore { resent += 1 }
                 window.published(pending, id: id)
-            case .tooLarge:
+            case .refused(let why):
                 rejected = true
-                let first = status.withLock {
-                    state.rejected += 1
-                    return state.rejected == 1
-                }
-                if first { Log.warning("a \(pending.line.route.event) line of \(pending.line.bytes.count) bytes is larger than the broker takes: dropped (counted as rejected)", source: name) }
+                status.withLock { state.rejected += 1 }
+                say(why, "a \(pending.line.route.event) line of \(pending.line.bytes.count) bytes was refused (\(why)): dropped (counted as rejected)")
             case .notNow:
                 break publishing
             }
@@ -314,13 +311,15 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
 
     /// Lines the broker acknowledged leave the sink; lines it could not take are sent again.
     private func settle(_ settled: SettledLines) {
-        guard !settled.acknowledged.isEmpty || !settled.failed.isEmpty else { return }
-        if let why = settled.failure, !settled.failed.isEmpty, !failureSaid {
-            failureSaid = true
-            Log.warning("the broker did not take \(settled.failed.count) lines (\(why)): they are sent again", source: name)
+        guard !settled.acknowledged.isEmpty || !settled.failed.isEmpty || !settled.refused.isEmpty else { return }
+        for why in settled.failures {
+            say(why, "the broker did not take lines (\(why)): "
+                + (settled.refused.isEmpty ? "they are sent again" : "those it refused for good are dropped (counted as rejected), others sent again"))
         }
         let done = window.acknowledge(settled.acknowledged)
         let bad = window.failed(settled.failed)
+        // Refused for good: out of the window (as delivered lines are), never sent again.
+        let refused = window.acknowledge(settled.refused).count
         let now = HostClock.monotonicNs()
         status.withLock {
             for p in done where p.line.createdNs > 0 && p.line.createdNs <= now {
@@ -328,6 +327,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             }
             state.delivered += UInt64(done.count)
             state.failed += UInt64(bad)
+            state.rejected += UInt64(refused)
             state.unacknowledged = window.unacknowledged
         }
         advanceSpool()
@@ -338,6 +338,12 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     private func advanceSpool() {
         guard let spool else { return }
         spool.delivered(upTo: window.firstUndelivered ?? spool.readPosition)
+    }
+
+    /// Says `message` on stderr the first time `reason` is seen in this run.
+    private func say(_ reason: String, _ message: String) {
+        guard reasonsSaid.count < 100, reasonsSaid.insert(reason).inserted else { return }
+        Log.warning(message, source: name)
     }
 
     private func reportConnected() {

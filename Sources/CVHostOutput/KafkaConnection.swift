@@ -33,7 +33,9 @@ final class KafkaConnection: BrokerConnection {
         var up = true
         var downReason: String?
         var fatal: String?
-        var firstFailure: String?
+        var refused: [Int64] = []
+        /// Why deliveries failed since the sink last asked: each distinct reason once.
+        var failures: [String] = []
     }
 
     /// Makes the producer and waits (at most 5 s) for the cluster to answer with the topic's leaders.
@@ -75,8 +77,12 @@ final class KafkaConnection: BrokerConnection {
                 events.acknowledged.append(id)
                 events.up = true
             } else {
-                events.failed.append(id)
-                if events.firstFailure == nil { events.firstFailure = String(cString: rd_kafka_err2str(message.pointee.err)) }
+                // librdkafka retries what can pass by itself (idempotent producer): a report's error
+                // is either the message's time running out (the cluster away: sent again) or final.
+                let err = message.pointee.err
+                if KafkaConnection.isFinal(err) { events.refused.append(id) } else { events.failed.append(id) }
+                let why = String(cString: rd_kafka_err2str(err))
+                if !events.failures.contains(why) { events.failures.append(why) }
             }
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, opaque in
@@ -151,9 +157,21 @@ final class KafkaConnection: BrokerConnection {
         case RD_KAFKA_RESP_ERR_NO_ERROR:
             nextID += 1
             return .published(id: id)
-        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: return .tooLarge
-        default: return .notNow  // librdkafka's queue is full: later
+        // librdkafka's queue is full, or the producer is being remade: later.
+        case RD_KAFKA_RESP_ERR__QUEUE_FULL, RD_KAFKA_RESP_ERR__FATAL, RD_KAFKA_RESP_ERR__STATE: return .notNow
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: return .refused("larger than the broker takes")
+        // An unknown topic or partition, an invalid argument: no retry would change it.
+        default: return .refused("the producer refused it: \(String(cString: rd_kafka_err2str(err)))")
         }
+    }
+
+    /// Whether a delivery report's error is final: the message was refused (too large, not
+    /// authorised, an unknown or invalid topic), not lost on the way (timed out, purged).
+    static func isFinal(_ err: rd_kafka_resp_err_t) -> Bool {
+        [RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+         RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+         RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, RD_KAFKA_RESP_ERR__INVALID_ARG, RD_KAFKA_RESP_ERR_INVALID_MSG, RD_KAFKA_RESP_ERR_INVALID_RECORD,
+         RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION, RD_KAFKA_RESP_ERR_POLICY_VIOLATION].contains(err)
     }
 
     func service(readable: Bool, writable: Bool) -> String? {
@@ -167,8 +185,10 @@ final class KafkaConnection: BrokerConnection {
         defer {
             events.acknowledged.removeAll(keepingCapacity: true)
             events.failed.removeAll(keepingCapacity: true)
+            events.refused.removeAll(keepingCapacity: true)
+            events.failures.removeAll()
         }
-        return SettledLines(acknowledged: events.acknowledged, failed: events.failed, failure: events.firstFailure)
+        return SettledLines(acknowledged: events.acknowledged, failed: events.failed, refused: events.refused, failures: events.failures)
     }
 
     /// Why no broker answers, when none does.

@@ -109,7 +109,11 @@ final class MQTTConnection: BrokerConnection {
         // The payload is the line without its newline: a subscriber prints it as stdout would.
         let (rc, mid) = publish(topic: topics.topic(for: line.route), payload: line.bytes.dropLast(), qos: settings.qos)
         if rc == MOSQ_ERR_SUCCESS.rawValue { return .published(id: Int64(mid)) }
-        if rc == MOSQ_ERR_PAYLOAD_SIZE.rawValue || rc == MOSQ_ERR_OVERSIZE_PACKET.rawValue { return .tooLarge }
+        if rc == MOSQ_ERR_PAYLOAD_SIZE.rawValue || rc == MOSQ_ERR_OVERSIZE_PACKET.rawValue { return .refused("larger than the broker takes") }
+        // A topic MQTT does not take (a level the client refuses): never, however often it is tried.
+        if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_MALFORMED_UTF8.rawValue || rc == MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue {
+            return .refused("the topic \(topics.topic(for: line.route)) is refused: \(String(cString: mosquitto_strerror(rc)))")
+        }
         return .notNow  // the connection is going: the next service says why
     }
 

@@ -7,7 +7,8 @@
 /// e.g. `cvhost/gate-1/cam0/barcode/result`, `cvhost/gate-1/cam0/barcode/metrics`,
 /// `cvhost/gate-1/cam0/_/session.started`. A level with no value (the plugin of a session event,
 /// the source of a camera plugged in) is `_`; characters MQTT reserves in a level (`/`, `+`, `#`)
-/// become `_`, so an input read from `clips/a.mp4` is `clips_a.mp4` (name inputs with NAME=).
+/// and control characters become `_`, so an input read from `clips/a.mp4` is `clips_a.mp4` (name
+/// inputs with NAME=); a level is at most 200 bytes (`ProtocolNamePart`).
 struct MQTTTopics {
     let prefix: String
     let host: String
@@ -30,7 +31,6 @@ struct MQTTTopics {
 
     /// One topic level: never empty, never a wildcard or a separator.
     static func level(_ value: String?) -> String {
-        guard let value, !value.isEmpty else { return "_" }
-        return String(value.map { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" ? "_" : $0 })
+        ProtocolNamePart.make(value) { $0 == "/" || $0 == "+" || $0 == "#" }
     }
 }

@@ -32,7 +32,8 @@ final class NATSConnection: BrokerConnection {
         var ids: [UnsafeMutableRawPointer: Int64] = [:]
         var acknowledged: [Int64] = []
         var failed: [Int64] = []
-        var firstFailure: String?
+        /// Why acknowledgements failed since the sink last asked: each distinct reason once.
+        var failures: [String] = []
         var lost: String?
         /// The client's last callback for the connection came: none comes after it.
         var closed = false
@@ -120,8 +121,9 @@ final class NATSConnection: BrokerConnection {
                     shared.acknowledged.append(id)
                 } else {
                     shared.failed.append(id)
-                    if shared.firstFailure == nil, let error {
-                        shared.firstFailure = error.pointee.ErrText.map { String(cString: $0) } ?? NATSConnection.describe(error.pointee.Err)
+                    if let error {
+                        let why = error.pointee.ErrText.map { String(cString: $0) } ?? NATSConnection.describe(error.pointee.Err)
+                        if !shared.failures.contains(why) { shared.failures.append(why) }
                     }
                 }
             }
@@ -220,7 +222,7 @@ final class NATSConnection: BrokerConnection {
             // Not taken: still ours.
             shared.lock.withLock { _ = shared.ids.removeValue(forKey: key) }
             natsMsg_Destroy(created)
-            return s == NATS_MAX_PAYLOAD ? .tooLarge : .notNow
+            return s == NATS_MAX_PAYLOAD ? .refused("larger than the server takes (its max_payload)") : .notNow
         }
         nextID += 1
         return .published(id: id)
@@ -236,8 +238,9 @@ final class NATSConnection: BrokerConnection {
             defer {
                 shared.acknowledged.removeAll(keepingCapacity: true)
                 shared.failed.removeAll(keepingCapacity: true)
+                shared.failures.removeAll()
             }
-            return SettledLines(acknowledged: shared.acknowledged, failed: shared.failed, failure: shared.firstFailure)
+            return SettledLines(acknowledged: shared.acknowledged, failed: shared.failed, failures: shared.failures)
         }
     }
 

@@ -5,8 +5,9 @@
 /// e.g. `cvhost.gate-1.cam0.barcode.result`, `cvhost.gate-1.cam0._.session.started`,
 /// `cvhost.gate-1.cam0.face.track.started`: the event keeps its dots (its own tokens), so
 /// `cvhost.*.cam0.>` is one camera's every line and `cvhost.*.*.*.result` every result. A token
-/// with no value is `_`; characters NATS reserves in a token (`.`, `*`, `>`, white space)
-/// become `_`, so a host `gate-1.example` is `gate-1_example`.
+/// with no value is `_`; characters NATS reserves in a token (`.`, `*`, `>`, white space) and
+/// control characters become `_`, so a host `gate-1.example` is `gate-1_example`; a token is at
+/// most 200 bytes (`ProtocolNamePart`).
 struct NATSSubjects {
     let prefix: String
     let host: String
@@ -31,7 +32,6 @@ struct NATSSubjects {
 
     /// One token: never empty, never a wildcard or a separator.
     static func token(_ value: String?) -> String {
-        guard let value, !value.isEmpty else { return "_" }
-        return String(value.map { $0 == "." || $0 == "*" || $0 == ">" || $0.isWhitespace || $0 == "\0" ? "_" : $0 })
+        ProtocolNamePart.make(value) { $0 == "." || $0 == "*" || $0 == ">" || $0.properties.isWhitespace }
     }
 }

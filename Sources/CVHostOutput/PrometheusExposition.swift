@@ -95,22 +95,26 @@ public struct PrometheusExposition: Sendable {
         return String(v)
     }
 
-    /// Label values: backslash, double quote and newline escaped.
+    /// Label values: backslash, double quote and newline escaped (the exposition format's three
+    /// escapes), other control characters dropped.
     static func escapeLabel(_ s: String) -> String { escape(s, quote: true) }
 
-    /// HELP text: backslash and newline escaped.
+    /// HELP text: backslash and newline escaped, other control characters dropped.
     static func escapeHelp(_ s: String) -> String { escape(s, quote: false) }
 
+    /// Scalar by scalar, not by Characters: a `"` or newline followed by a combining mark is one
+    /// Character, which must still be escaped (else a label value ends early, and what follows
+    /// is read as a metric of its own).
     private static func escape(_ s: String, quote: Bool) -> String {
-        var out = ""
-        for c in s {
+        var out = String.UnicodeScalarView()
+        for c in s.unicodeScalars {
             switch c {
-            case "\\": out += "\\\\"
-            case "\"" where quote: out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(c)
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\"" where quote: out.append(contentsOf: "\\\"".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            default: if !ProtocolNamePart.isControl(c) { out.append(c) }
             }
         }
-        return out
+        return String(out)
     }
 }

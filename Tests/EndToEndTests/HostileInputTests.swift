@@ -20,6 +20,49 @@ struct HostileInputTests {
         return Int(line.split(separator: " ").dropFirst().first ?? "").map { $0 / 1024 }
     }
 
+    /// Images named as no one should name a file: `+` with a combining accent (one Character, yet a
+    /// wildcard's byte to MQTT), a tab, a quote with a combining accent and a newline (a label
+    /// value that would end early at /metrics, and a metric line of its own after it).
+    static func hostileImages() throws -> [String] {
+        let folder = TestFolders.make("hostile-names")
+        let image = try MediaFixtures.make("hostile-name.png", ["-f", "lavfi", "-i", "color=c=gray:s=64x48", "-frames:v", "1"])
+        return try ["plain.png", "a+\u{301}.png", "tab\tname.png", "q\"\u{301}\nfake_metric 7\n.png"].map { name in
+            let path = folder + "/" + name
+            if !FileManager.default.fileExists(atPath: path) { try FileManager.default.copyItem(atPath: image, toPath: path) }
+            return path
+        }
+    }
+
+    @Test("inputs named with `+` and a combining accent, a tab, a quote and a newline: every input's lines reach MQTT (none blocks the queue); /metrics stays valid (promtool) with no line injected")
+    func hostileNames() throws {
+        let broker = try MQTTBroker()
+        let subscriber = try MQTTSubscriber(port: broker.port, topic: "cvhost/#")
+        let port = freeLoopbackPort()
+        let images = try Self.hostileImages()
+        var scraped = ""
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--metrics-interval", "0", "--http", "127.0.0.1:\(port)",
+                                      "--output", "mqtt://127.0.0.1:\(broker.port)/cvhost?drain=10", "--output", "-"] + images.flatMap { ["--input", $0] },
+                                     timeout: 60, withStdin: false) { run in
+            guard run.wait(until: { Self.count($0, "\"event\":\"session.stopped\"") == images.count }) else { return }
+            scraped = (try? LiveViewTests.http(port, "/metrics").body) ?? ""
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let got = subscriber.wait(timeout: 20) { m in m.filter { $0.payload.contains("\"event\":\"result\"") }.count >= images.count }
+        #expect(got.filter { $0.payload.contains("\"event\":\"result\"") }.count == images.count, "\(got.map(\.topic))")
+        // The topics: `+` and the tab are `_` (the accent stays: it is no wildcard).
+        #expect(got.contains { $0.topic.contains("_a_\u{301}.png/") } && got.contains { $0.topic.contains("_tab_name.png/") }, "\(got.map(\.topic))")
+        let file = TestFolders.make("metrics") + "/hostile.txt"
+        try scraped.write(toFile: file, atomically: true, encoding: .utf8)
+        let promtool = try Tool.run("/bin/sh", ["-c", "promtool check metrics < '\(file)'"])
+        #expect(!scraped.isEmpty && promtool.status == 0, "promtool: \(promtool.output)")
+        #expect(!scraped.split(separator: "\n").contains { $0.hasPrefix("fake_metric") })
+        // stderr says the names without obeying them: no raw tab-less control bytes but the escapes cvhost writes.
+        #expect(!r.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" && $0 != "\t" })
+    }
+
+    static func count(_ text: String, _ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
+
     /// The frames' media times of a run's results.
     static func times(_ r: CommandResult) -> [Double] { r.events("result").compactMap { $0["pts"] as? Double } }
 

@@ -26,23 +26,28 @@ public enum PasswordRedaction {
         var out = ""
         var rest = Substring(text)
         while let start = rest.range(of: "://") {
+            let scheme = rest[..<start.lowerBound].reversed().prefix { $0.isLetter }
             out += rest[..<start.upperBound]
             rest = rest[start.upperBound...]
             let end = rest.firstIndex(where: { $0 == " " || $0 == "\"" || $0 == "'" || $0 == "\n" || $0 == "\t" }) ?? rest.endIndex
-            out += redactURL(rest[..<end])
+            out += redactURL(rest[..<end], userIsSecret: String(scheme.reversed()).lowercased() == "nats")
             rest = rest[end...]
         }
         return out + rest
     }
 
-    /// One URL after its `://`: `user:***@host/path?name=***&name=***#fragment`.
-    private static func redactURL(_ url: Substring) -> String {
+    /// One URL after its `://`: `user:***@host/path?name=***&name=***#fragment`. `userIsSecret`:
+    /// a user without a password is itself a secret (NATS reads `nats://TOKEN@host` as a token).
+    private static func redactURL(_ url: Substring, userIsSecret: Bool) -> String {
         var out = ""
         var rest = url
         // user:password@ (an '@' with no ':' before it is a user alone, or in the path or query).
         // A port and an '@' further on (host:8080/a?mail=x@y) is masked too: better too much than a secret.
         if let at = url.lastIndex(of: "@"), let colon = url[..<at].firstIndex(of: ":") {
             out += url[..<colon] + ":***@"
+            rest = url[url.index(after: at)...]
+        } else if userIsSecret, let at = url.lastIndex(of: "@"), !url[..<at].contains("/") {
+            out += "***@"
             rest = url[url.index(after: at)...]
         }
         guard let question = rest.firstIndex(of: "?") else { return out + rest }

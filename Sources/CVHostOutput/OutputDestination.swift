@@ -8,7 +8,7 @@ import Glibc
 ///     mqtt://[user[:password]@]host[:port][/prefix][?qos=0|1|2&queue=N&required=true]
 ///     mqtts://...[?ca=FILE]     (TLS; without ca=, the system's CA certificates)
 ///     kafka://[user[:password]@]broker[:port][,broker[:port]…]/TOPIC[?compression=…&tls=true&ca=FILE&sasl=…]
-///     nats://[user[:password]@]host[:port][/subject][?stream=NAME&token=T&tls=true&ca=FILE]
+///     nats://[user[:password]@|token@]host[:port][/subject][?stream=NAME&token=T&tls=true&ca=FILE]
 ///
 /// Options common to queued sinks: `queue=N` lines may wait (then the oldest are dropped and
 /// counted); `drain=S` seconds at the end to deliver what waits (10); `required=true` makes a
@@ -312,6 +312,11 @@ public enum OutputDestination: Sendable, Equatable {
         guard parts.hosts.count == 1 else { throw ParseError(description: "--output \(shown): name one server") }
         (n.host, n.port) = parts.hosts[0]
         (n.user, n.password) = (parts.user, parts.password)
+        // A user with no password is a token, as the NATS clients read `nats://TOKEN@host`: never shown.
+        if let user = n.user, n.password == nil {
+            n.token = user
+            n.user = nil
+        }
         if !parts.path.isEmpty {
             let subject = String(parts.path.reversed().drop { $0 == "/" }.reversed())
             guard NATSSettings.isSubject(subject) else {

@@ -34,7 +34,7 @@ final class WorkerProcess: @unchecked Sendable {
         let exe = program.executable
         let args = [exe] + program.arguments + [String(instances), String(getpid())]
         let mark = WorkerDescendants.newMark()
-        let environment = program.environment.merging([WorkerDescendants.markVariable: mark]) { _, new in new }
+        let environment = WorkerProcess.withoutSecrets(program.environment).merging([WorkerDescendants.markVariable: mark]) { _, new in new }
         let folder = program.workingFolder
         let fds = theirs.map(\.fd)
         let (rc, child) = WorkerProcess.spawner.run {
@@ -57,6 +57,13 @@ final class WorkerProcess: @unchecked Sendable {
         self.mark = mark
         channels = mine
         self.generation = generation
+    }
+
+    /// An environment without cvhost's secrets ($CVHOST_MQTT_PASSWORD, $CVHOST_NATS_TOKEN,
+    /// $CVHOST_HTTP_TOKEN: every CVHOST_*_PASSWORD and CVHOST_*_TOKEN): a plugin's worker is
+    /// the plugin's code, which has no business with the outputs' passwords or the server's token.
+    static func withoutSecrets(_ environment: [String: String]) -> [String: String] {
+        environment.filter { name, _ in !(name.hasPrefix("CVHOST_") && (name.hasSuffix("_PASSWORD") || name.hasSuffix("_TOKEN"))) }
     }
 
     /// cvhost's ends are closed only when no call holds the worker any more: closed earlier, their

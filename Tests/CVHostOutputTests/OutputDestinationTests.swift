@@ -1,3 +1,4 @@
+import CVHostCore
 import Testing
 @testable import CVHostOutput
 
@@ -55,6 +56,11 @@ struct OutputDestinationTests {
         guard case .nats(let t) = try OutputDestination(parsing: "nats://127.0.0.1:4223", environment: ["CVHOST_NATS_TOKEN": "tok"]) else { return }
         #expect(t.token == "tok" && t.subject == "cvhost" && t.stream == "CVHOST" && OutputDestination.nats(t).name == "nats://127.0.0.1:4223/cvhost")
         #expect(try OutputDestination(parsing: "nats://u:pw@h/x").name == "nats://u:***@h:4222/x")
+        // A user alone is a token (as NATS's clients read it), never shown.
+        guard case .nats(let k) = try OutputDestination(parsing: "nats://s3cr3tTOKEN@h/x") else { return }
+        #expect(k.token == "s3cr3tTOKEN" && k.user == nil && !OutputDestination.nats(k).name.contains("s3cr3t"))
+        #expect(PasswordRedaction.redact("cannot reach nats://s3cr3tTOKEN@h:4222/x") == "cannot reach nats://***@h:4222/x")
+        #expect(PasswordRedaction.redact("mqtt://user@h/x") == "mqtt://user@h/x")
     }
 
     @Test("a file, with rotation options; -, stdout")

@@ -61,6 +61,42 @@ struct HostileInputTests {
         #expect(!r.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" && $0 != "\t" })
     }
 
+    @Test("secrets never leave cvhost: a NATS token in the URL is shown nowhere (stdout, stderr, /metrics, /events); a plugin's worker does not inherit CVHOST_*_PASSWORD or _TOKEN")
+    func secrets() throws {
+        let server = try NATSServer()
+        let port = freeLoopbackPort()
+        let plugin = try PythonPluginTests.plugin("environment_probe", """
+            import os
+            import cvhost
+
+            class Probe(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "environment-probe"
+                version = "1.0.0"
+                description = "says which of cvhost's secrets its worker can read"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("env", {"secrets": sorted(k for k in os.environ if k.endswith(("_PASSWORD", "_TOKEN")))})
+            """)
+        var scraped = "", events = ""
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:64x48@30", "--max-frames", "5", "--metrics-interval", "1",
+                                      "--output", "nats://s3cr3tTOKEN@127.0.0.1:\(server.port)/cvhost", "--output", "-", "--http", "127.0.0.1:\(port)"],
+                                     timeout: 60, environment: PythonPluginTests.python.merging(["CVHOST_NATS_TOKEN": "tok-s3cr3t", "CVHOST_MQTT_PASSWORD": "s3cr3t-mqtt", "CVHOST_KAFKA_PASSWORD": "s3cr3t-k"]) { $1 },
+                                     withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
+            scraped = (try? LiveViewTests.http(port, "/metrics").body) ?? ""
+            events = (try? Tool.run("curl", ["-s", "--max-time", "2", "http://127.0.0.1:\(port)/events"]).output) ?? ""
+            kill(run.pid, SIGTERM)
+        }
+        let probes = r.events("result").compactMap { ($0["data"] as? [String: Any])?["secrets"] as? [String] }
+        #expect(probes.count == 5 && probes.allSatisfy(\.isEmpty), "\(probes) \(r.stderr)")
+        for (name, text) in [("stdout", r.stdout), ("stderr", r.stderr), ("/metrics", scraped), ("/events", events)] {
+            #expect(!text.contains("s3cr3t"), "\(name) shows a secret")
+        }
+        #expect(scraped.contains("output=\"nats://127.0.0.1:\(server.port)/cvhost\""), "\(scraped.prefix(300))")
+    }
+
     static func count(_ text: String, _ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
 
     /// The frames' media times of a run's results.

@@ -62,9 +62,10 @@ struct LineWatch {
             // Across between its two points (not around an end of it).
             if Segment(s.last, p).crosses(settings.segment) {
                 let inward = (side > 0) == (settings.inSide == .left)
-                var c = counts[label] ?? (0, 0)
+                let key = CountedLabel.key(label, in: counts)
+                var c = counts[key] ?? (0, 0)
                 if inward { c.in += 1 } else { c.out += 1 }
-                counts[label] = c
+                counts[key] = c
                 events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c))
             }
             s = State(side: side, last: p)

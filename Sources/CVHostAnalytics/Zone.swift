@@ -44,7 +44,7 @@ struct ZoneWatch {
     /// A track seen at `time` with `box`.
     mutating func see(track: Int, label: String, box: Box, time: Double, into events: inout [AnalyticsEvent]) {
         let inside = settings.polygon.contains(box.point(settings.anchor))
-        var s = states[track] ?? State(label: label)
+        var s = states[track] ?? State(label: CountedLabel.key(label, in: entries))
         if inside == s.inside {
             s.other = 0
         } else {
@@ -57,12 +57,12 @@ struct ZoneWatch {
                     s.since = s.firstOther
                     s.dwelt = false
                     events.append(.zone("zone.entered", zone: settings.name, track: track, label: label))
-                    entries[label, default: 0] += 1
-                    change(label, by: 1, &events)
+                    entries[s.label, default: 0] += 1
+                    change(s.label, by: 1, &events)
                 } else {
                     events.append(.zone("zone.exited", zone: settings.name, track: track, label: label, seconds: s.firstOther - s.since,
                                         reason: "left"))
-                    change(label, by: -1, &events)
+                    change(s.label, by: -1, &events)
                 }
             }
         }

@@ -90,3 +90,23 @@ struct TrackingTests {
         #expect(occupancy.max() == 2 && occupancy.last == 0, "\(fps) fps: \(occupancy)")
     }
 }
+
+extension TrackingTests {
+    @Test("a plugin with a new label for every object: a line and a zone keep counts for the first 64 labels and `_other` for the rest, nothing lost")
+    func labelsBounded() {
+        var line = LineWatch(Self.door)
+        var zone = ZoneWatch(Self.bay)
+        var events: [AnalyticsEvent] = []
+        for t in 0..<200 {
+            for x in [300.0, 300, 300, 1000, 1000, 1000] {
+                let box = Box(x: x, y: 400, width: 60, height: 160)
+                line.see(track: t, label: "label-\(t)", box: box, into: &events)
+                zone.see(track: t, label: "label-\(t)", box: Box(x: x - 100, y: 400, width: 60, height: 160), time: 0, into: &events)
+            }
+        }
+        #expect(line.counts.count == CountedLabel.maxLabels + 1 && line.counts[CountedLabel.other]?.in == 200 - CountedLabel.maxLabels)
+        #expect(line.counts.values.reduce(0) { $0 + $1.in } == 200)
+        #expect(zone.entries.count == CountedLabel.maxLabels + 1 && zone.entries.values.reduce(0, +) == 200)
+        #expect(zone.counts.values.reduce(0, +) == 200 && zone.counts[CountedLabel.other] == 200 - CountedLabel.maxLabels)
+    }
+}

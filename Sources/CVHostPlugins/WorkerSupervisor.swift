@@ -185,7 +185,7 @@ final class WorkerSupervisor: Sendable {
             ?? WorkerProcess(program: program, instances: lanes, generation: generation)
         let failure: String
         if worker.channels[0].send(.hello(hello)) {
-            switch worker.channels[0].receive(timeoutMs: Int32(limits.startTimeoutMs)) {
+            switch try awaitReady(worker) {
             case .message(.ready(let version, let request), _) where version == WorkerMessage.protocolVersion:
                 let same = requested.withLock { r in
                     defer { r = (true, r.known ? r.fields : request) }
@@ -217,6 +217,27 @@ final class WorkerSupervisor: Sendable {
         }
         let how = Self.describe(worker.reap())
         throw PluginLoadError(.createFailed, "plugin \(pluginName) \(failure) (worker \(how))")
+    }
+
+    /// The worker's answer to hello (create() done), waited for up to the start timeout; its
+    /// memory checked every 0.1 s meanwhile against max_rss_mb: a plugin's create() (a model's
+    /// metadata that makes a list of billions) must not take the machine before its first frame.
+    /// - Throws: `.createFailed` when the worker was ended for its memory.
+    private func awaitReady(_ worker: WorkerProcess) throws(PluginLoadError) -> WorkerChannel.Received {
+        let deadline = HostClock.monotonicNs() + UInt64(limits.startTimeoutMs) * 1_000_000
+        while true {
+            let now = HostClock.monotonicNs()
+            let left = deadline > now ? Int32((deadline - now) / 1_000_000) : 0
+            let step = limits.maxRSSBytes > 0 ? min(left, 100) : left
+            let received = worker.channels[0].receive(timeoutMs: step)
+            guard case .timedOut = received, step < left else { return received }
+            if limits.maxRSSBytes > 0, let rss = worker.residentBytes, rss > limits.maxRSSBytes {
+                worker.kill()
+                worker.reap()
+                throw PluginLoadError(.createFailed, "plugin \(pluginName) used \(rss / 1_048_576) MiB (max_rss_mb=\(limits.maxRSSBytes / 1_048_576)) "
+                                      + "while starting (create()): its worker was killed")
+            }
+        }
     }
 
     /// After a call returned: a worker whose memory grew past the limit is ended (checked at most every 0.1 s).

@@ -166,6 +166,19 @@ struct DetectPluginTests {
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }
 
+    @Test("a model that gives a NaN or infinite box beside good ones: those skipped and said, the frame's good boxes kept; a class name's terminal escape shown, not obeyed")
+    func nonFinite() throws {
+        let (r, found) = try Self.objects("model=\(Self.model("nan-box"))")
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        // The frame's boxes as from the plain model: none lost with the bad ones.
+        let (_, plain) = try Self.objects("model=\(Self.model("yolov8"))")
+        #expect(found.map(\.box) == plain.map(\.box) && !found.isEmpty, "\(found) vs \(plain)")
+        #expect(found.contains { $0.label == "?[31mcat" }, "\(found)")
+        #expect(r.stderr.contains("that are not numbers (NaN, infinite): they are skipped") && r.stderr.contains("2 boxes or scores that are not numbers skipped"),
+                "\(r.stderr)")
+        #expect(!r.stderr.unicodeScalars.contains("\u{1b}"))
+    }
+
     @Test("each refusal is one line naming the thing and what to do, with its exit code, and no traceback")
     func refusals() throws {
         let notes = Self.folder + "/notes.txt"
@@ -185,6 +198,11 @@ struct DetectPluginTests {
             ("model=\(v8),size=640", Self.python, 18, ["320x320", "cannot take size=640"]),
             ("model=\(v8),std=0", Self.python, 18, ["std=0"]),
             ("model=\(Self.model("colour")),classify=\(Self.model("colour"))", Self.python, 18, ["is a classifier itself"]),
+            // A model file's metadata is anyone's to write.
+            ("model=\(Self.model("names-huge"))", Self.python, 18, ["names class 10000000000", "65536 classes"]),
+            ("model=\(Self.model("names-beyond"))", Self.python, 18, ["names 5 classes", "its output has 2"]),
+            ("model=\(Self.model("imgsz-huge"))", Self.python, 18, ["imgsz=100000", "size=WIDTHxHEIGHT"]),
+            ("model=\(Self.model("imgsz-negative"))", Self.python, 18, ["imgsz=-5", "size=WIDTHxHEIGHT"]),
             // Debian's python3 has no onnxruntime, and takes no pip installs: the venv to make.
             ("model=\(v8)", ["CVHOST_PYTHON": "/usr/bin/python3"], 16,
              ["onnxruntime cannot be imported by /usr/bin/python3", "python3 -m venv --system-site-packages", "pip install onnxruntime", "CVHOST_PYTHON="]),

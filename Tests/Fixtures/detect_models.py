@@ -141,6 +141,17 @@ def main(folder):
         "detection_classes": [[c + 1 for *_, c, _ in rows]],
         "num_detections": [3],
     })
+    # Hostile metadata: a class numbered ten billion (once 1.8 GB made in create()), more names than
+    # the output has classes, imgsz out of range; a box that is NaN beside good ones; a class name
+    # with a terminal's escape.
+    constant_detector(folder, "names-huge", v8, dict(meta, names="{0: 'a', 10000000000: 'b'}"))
+    constant_detector(folder, "names-beyond", v8, dict(meta, names="{0: 'a', 1: 'b', 2: 'c', 3: 'd', 4: 'e'}"))
+    constant_detector(folder, "imgsz-huge", v8, dict(meta, imgsz="100000"), input_shape=(1, 3, "height", "width"))
+    constant_detector(folder, "imgsz-negative", v8, dict(meta, imgsz="-5"), input_shape=(1, 3, "height", "width"))
+    nan = v8.copy()
+    nan[0, :, 5] = (float("nan"), 100, 40, 40, 0.95, 0)
+    nan[0, :, 6] = (200, 100, float("inf"), 40, 0.0, 0.97)
+    constant_detector(folder, "nan-box", nan, dict(meta, names="{0: '\\x1b[31mcat', 1: 'dog'}"))
     # Classifiers.
     colour_classifier(folder, "colour")
     colour_classifier(folder, "colour-softmax", softmax=True)

@@ -152,6 +152,8 @@ class Detect(cvhost.Plugin):
         # benchmarks/detect.py: where each frame's time goes (preparing the input, session.run,
         # decoding), said on stderr at the end.
         self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
+        # Boxes and scores that were not numbers, skipped.
+        self.nonfinite = 0
         if self.instance_index == 0:
             # What was read from the model and what it is fed, once: where a wrong guess shows first.
             self.describe(rgb, resize, options["pad"], threads)
@@ -191,6 +193,8 @@ class Detect(cvhost.Plugin):
                 t[0], t[1], t[2], t[3] = t[0] + 1, t[1] + prepared - start, t[2] + ran - prepared, t[3] + time.perf_counter() - ran
 
     def close(self) -> None:
+        if self.nonfinite:
+            sys.stderr.write(f"detect: instance {self.instance_index}: {self.nonfinite} boxes or scores that are not numbers skipped\n")
         if self.timing and self.timing[0]:
             n, prepare, run, decode = self.timing
             sys.stderr.write(f"detect: instance {self.instance_index}: {n} frames: prepare {prepare / n * 1e3:.2f} ms, "
@@ -203,6 +207,12 @@ class Detect(cvhost.Plugin):
             self.report_classes(outputs[0])
             return
         boxes, needs_nms = self.decode.decode(self.model.type, outputs, self.model, self.confidence)
+        # A box with a NaN or infinite corner or score is the model's failing, not the frame's: it
+        # is skipped (and counted), the frame's other boxes are kept.
+        finite = self.np.isfinite(boxes.corners).all(axis=1) & self.np.isfinite(boxes.scores)
+        if not finite.all():
+            self.skip_nonfinite(int((~finite).sum()))
+            boxes = boxes.take(finite)
         if self.wanted is not None:
             boxes = boxes.take(self.np.isin(boxes.classes, list(self.wanted)))
         if self.classes.names:
@@ -228,7 +238,14 @@ class Detect(cvhost.Plugin):
                 result["classification"] = self.classify(whole, rgb, x1, y1, x2, y2)
             self.emit("object", result)
 
+    def skip_nonfinite(self, n: int) -> None:
+        if self.nonfinite == 0:
+            sys.stderr.write(f"detect: {os.path.basename(self.model.path)} gave boxes or scores that are not numbers (NaN, infinite): "
+                             "they are skipped (counted at the end), the frame's other boxes kept\n")
+        self.nonfinite += n
+
     def report_classes(self, scores: Any) -> None:
+        scores = self.np.where(self.np.isfinite(scores), scores, -self.np.inf)
         best = self.decode.top(scores, self.top_k, self.confidence, self.wanted)
         if not best:
             return

@@ -23,6 +23,17 @@ TYPES = tuple(LAYOUTS)
 
 ELEMENTS = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(uint8)": "uint8"}
 
+MAX_SIDE = 8192
+"""The largest input side the plugin feeds (size=, or the imgsz a model's metadata says)."""
+MAX_CLASSES = 65536
+"""The most classes a model may name in its metadata."""
+
+
+def printable(name: str) -> str:
+    """A class name without control characters (a terminal's escapes, line breaks): names come
+    from the model file, which anyone may have written, and reach stderr and every output."""
+    return "".join(c if c.isprintable() else "?" for c in name)[:200]
+
 
 def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
@@ -70,6 +81,9 @@ class Model:
         self.ssd: Optional[dict[str, Output]] = None
         self.type, self.classes = self.layout(forced_type)
         self.names = self.metadata_names()
+        if self.names and self.classes and len(self.names) > self.classes:
+            raise self.refuse(f"its metadata names {len(self.names)} classes (the last {self.names[-1]!r}), but its output has "
+                              f"{self.classes}: the file's metadata does not belong to this model")
         # An SSD's box order: TensorFlow's object detection API writes detection_boxes y first.
         boxes = self.ssd["boxes"].name if self.ssd else ""
         self.ssd_order = ssd_boxes if ssd_boxes != "auto" else ("yxyx" if boxes == "detection_boxes" else "xyxy")
@@ -111,27 +125,37 @@ class Model:
             self.width, self.height = trained
 
     def metadata_size(self) -> Optional[tuple[int, int]]:
-        """Ultralytics' imgsz ([h, w] or one number): the size the model was trained and exported at."""
+        """Ultralytics' imgsz ([h, w] or one number): the size the model was trained and exported at.
+        A size outside 1..MAX_SIDE (a model file's metadata is anyone's to write) is refused."""
+        text = self.metadata.get("imgsz", "")
         try:
-            value = ast.literal_eval(self.metadata.get("imgsz", ""))
-        except (ValueError, SyntaxError):
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             return None
-        if isinstance(value, int):
-            return (value, value)
-        if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value):
-            return (value[1], value[0])
-        return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value, value]
+        if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            return None
+        if not all(1 <= v <= MAX_SIDE for v in value):
+            raise self.refuse(f"its metadata says imgsz={text[:40]}, not a size of 1 to {MAX_SIDE} pixels: give size=WIDTHxHEIGHT")
+        return (value[1], value[0])
 
     def metadata_names(self) -> Optional[list[str]]:
-        """Ultralytics' names ({0: 'person', ...}, a Python literal), as a list by class number."""
+        """Ultralytics' names ({0: 'person', ...}, a Python literal), as a list by class number.
+        A class number past MAX_CLASSES is refused: a 300-byte file must not make a list of
+        ten billion names."""
         try:
             value = ast.literal_eval(self.metadata.get("names", ""))
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             return None
-        if isinstance(value, dict) and all(isinstance(k, int) and k >= 0 for k in value):
-            return [str(value.get(k, k)) for k in range(max(value) + 1)] if value else None
+        if isinstance(value, dict) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in value):
+            if value and max(value) >= MAX_CLASSES:
+                raise self.refuse(f"its metadata names class {max(value)}, past the {MAX_CLASSES} classes a model may have")
+            return [printable(str(value.get(k, k))) for k in range(max(value) + 1)] if value else None
         if isinstance(value, (list, tuple)):
-            return [str(v) for v in value]
+            if len(value) > MAX_CLASSES:
+                raise self.refuse(f"its metadata names {len(value)} classes, past the {MAX_CLASSES} a model may have")
+            return [printable(str(v)) for v in value]
         return None
 
     def layout(self, forced: str) -> tuple[str, Optional[int]]:
@@ -222,6 +246,6 @@ def parse_size(text: str) -> Optional[tuple[int, int]]:
         return None
     if len(values) == 1:
         values *= 2
-    if len(values) != 2 or not all(16 <= v <= 8192 for v in values):
+    if len(values) != 2 or not all(16 <= v <= MAX_SIDE for v in values):
         return None
     return (values[0], values[1])

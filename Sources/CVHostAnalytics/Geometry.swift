@@ -71,14 +71,25 @@ public enum Anchor: String, CaseIterable, Sendable {
 /// A closed polygon (a zone's outline).
 public struct Polygon: Equatable, Sendable {
     public let points: [Point]
+    /// The box around the points: a point outside it is outside at once (most tracks, most frames).
+    private let bounds: (min: Point, max: Point)
+
+    /// The most points a zone may have: its outline is checked in time that grows with their
+    /// square, and every track is tested against its edges on every frame.
+    public static let mostPoints = 1000
 
     public init(_ points: [Point]) {
         self.points = points
+        bounds = (Point(points.map(\.x).min() ?? 0, points.map(\.y).min() ?? 0), Point(points.map(\.x).max() ?? 0, points.map(\.y).max() ?? 0))
     }
 
-    /// What is wrong with `points` as a zone's outline, or nil: fewer than 3 points, no area, edges that cross.
+    public static func == (a: Polygon, b: Polygon) -> Bool { a.points == b.points }
+
+    /// What is wrong with `points` as a zone's outline, or nil: fewer than 3 points or more than
+    /// `mostPoints`, no area, edges that cross.
     public static func problem(_ points: [Point]) -> String? {
         guard points.count >= 3 else { return "a zone needs at least 3 points, it has \(points.count)" }
+        guard points.count <= mostPoints else { return "a zone has at most \(mostPoints) points, this one \(points.count)" }
         let n = points.count
         for i in 0..<n {
             for j in (i + 1)..<n {
@@ -97,6 +108,8 @@ public struct Polygon: Equatable, Sendable {
 
     /// Whether `p` lies inside (even-odd rule; a point on an edge counts as inside).
     func contains(_ p: Point) -> Bool {
+        let slack = 1e-9
+        guard p.x >= bounds.min.x - slack, p.x <= bounds.max.x + slack, p.y >= bounds.min.y - slack, p.y <= bounds.max.y + slack else { return false }
         var inside = false
         var j = points.count - 1
         for i in 0..<points.count {

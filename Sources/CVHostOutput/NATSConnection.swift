@@ -156,7 +156,14 @@ final class NATSConnection: BrokerConnection {
         var code = jsErrCode(rawValue: 0)
         var s = js_GetStreamInfo(&info, js, stream, nil, &code)
         if s == NATS_OK {
-            jsStreamInfo_Destroy(info)
+            defer { jsStreamInfo_Destroy(info) }
+            // A stream of that name that takes other subjects would never store a line (each
+            // publication would wait for its acknowledgement in vain).
+            let taken = info?.pointee.Config.map { c in (0..<Int(c.pointee.SubjectsLen)).compactMap { c.pointee.Subjects[$0].map { String(cString: $0) } } } ?? []
+            if !taken.contains(subjects.wildcard) && !taken.contains(">") {
+                throw BrokerFailure(reason: "the server's stream \(stream) takes \(taken.joined(separator: ", ")), not \(subjects.wildcard): name another stream "
+                                    + "with stream=NAME (made for \(subjects.wildcard) if missing), or give this output that stream's subject")
+            }
             return
         }
         guard code == JSStreamNotFoundErr else {
@@ -181,6 +188,10 @@ final class NATSConnection: BrokerConnection {
             }
         }
         guard s == NATS_OK else {
+            if code == JSStreamSubjectOverlapErr {
+                throw BrokerFailure(reason: "cannot make the stream \(stream) for \(wildcard): another stream of the server takes those subjects; "
+                                    + "name it with stream=NAME, or give this output a subject of its own (nats://host/SUBJECT)")
+            }
             throw BrokerFailure(reason: "cannot make the stream \(stream) for \(wildcard): " + NATSConnection.describe(s) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
         }
         jsStreamInfo_Destroy(info)

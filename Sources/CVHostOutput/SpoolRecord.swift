@@ -13,7 +13,7 @@
 ///              u8 1, u64 LE            seq      (u8 0: none)
 ///              u64 LE                  when the line was made (CLOCK_MONOTONIC ns: this boot's)
 ///              the line's bytes, with its newline
-enum SpoolRecord {
+public enum SpoolRecord {
     static let headerSize = 8
     private static let version: UInt8 = 1
     private static let none: UInt16 = 0xFFFF
@@ -99,13 +99,13 @@ enum SpoolRecord {
     /// stretches between them (each skipped up to the next valid record: a record has a length
     /// and a CRC, so the next one is found again), and where the last whole record ends (what
     /// follows it is a record cut short, or damage with no record after it).
-    struct Survey: Equatable {
-        var lines = 0
-        var damaged: [Range<Int>] = []
-        var end = 0
+    public struct Survey: Equatable, Sendable {
+        public var lines = 0
+        public var damaged: [Range<Int>] = []
+        public var end = 0
     }
 
-    static func survey(_ bytes: ArraySlice<UInt8>) -> Survey {
+    public static func survey(_ bytes: ArraySlice<UInt8>) -> Survey {
         var survey = Survey(end: bytes.startIndex)
         var at = bytes.startIndex
         while at < bytes.endIndex {

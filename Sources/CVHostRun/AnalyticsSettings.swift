@@ -25,6 +25,11 @@ public struct AnalyticsSettings: Sendable {
             }
             return out
         }
+        // Every track is checked against every zone and line on every frame: a bound keeps a
+        // frame's analytics within reach (with at most 1000 points a zone).
+        for (flag, count) in [("--zone", zones.count), ("--line", lines.count)] where count > Self.most {
+            throw UsageError("\(flag) is given \(count) times: at most \(Self.most) (each track is checked against each on every frame)")
+        }
         tracked = try parsed("track", track, AnalyticsSpec.tracked)
         self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
         self.lines = try parsed("line", lines, AnalyticsSpec.line)
@@ -37,6 +42,9 @@ public struct AnalyticsSettings: Sendable {
             }
         }
     }
+
+    /// The most zones, and the most lines, a run may have.
+    public static let most = 100
 
     /// Inputs zones and lines name that the run does not have: said before anything runs.
     func unknownInputs(_ sources: [String]) -> [String] {

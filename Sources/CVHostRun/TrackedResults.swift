@@ -104,18 +104,24 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
     }
 
     /// The box of a result line, if it has one: `bounds` {x, y, width, height}; its label (else
-    /// the result's type) and confidence (else 1). A result that has a `track_id` of its own is left alone.
+    /// the result's type) and confidence (else 1). A result that has a `track_id` of its own is left
+    /// alone, and so is a box that is no box in any frame: a side of none or past `largestCoordinate`
+    /// (whose x + width may overflow, and which would start a track of its own on every frame).
     static func detection(_ line: OutputLine) -> Detection? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any],
               let data = object["data"] as? [String: Any], data["track_id"] == nil,
               let b = data["bounds"] as? [String: Any],
-              let x = number(b["x"]), let y = number(b["y"]), let w = number(b["width"]), let h = number(b["height"]), w > 0, h > 0
+              let x = number(b["x"]), let y = number(b["y"]), let w = number(b["width"]), let h = number(b["height"]), w > 0, h > 0,
+              [x, y, w, h].allSatisfy({ abs($0) <= largestCoordinate })
         else { return nil }
         let label = data["label"] as? String ?? object["type"] as? String ?? "object"
         return Detection(box: Box(x: x, y: y, width: w, height: h), label: label, confidence: number(data["confidence"]) ?? 1)
     }
 
     private static func number(_ v: Any?) -> Double? { (v as? NSNumber).map(\.doubleValue) }
+
+    /// No frame is larger than this, in pixels (a side of FFmpeg's largest picture is 2^16).
+    static let largestCoordinate = 1e7
 
     /// The line with `"track_id":ID` first in its data: the envelope is cvhost's own, its `data`
     /// key the one `"data":{` of the line outside a string (a quote inside a string is escaped).

@@ -179,6 +179,16 @@ struct DetectPluginTests {
         #expect(!r.stderr.unicodeScalars.contains("\u{1b}"))
     }
 
+    @Test("a labels file's lines end at newlines alone: \\v, \\f, U+0085 and U+2028 inside a label do not make more labels than the model's classes")
+    func labelsLineBreaks() throws {
+        let labels = Self.folder + "/odd-breaks.txt"
+        try "cat\u{0B}kitten\u{0C}\u{85}\r\ndog\u{2028}puppy\n".write(toFile: labels, atomically: true, encoding: .utf8)
+        let (r, found) = try Self.objects("model=\(Self.model("yolov8")),labels=\(labels)")
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        // Two labels for the two classes (white space at a label's ends trimmed; control characters as `?`).
+        #expect(Set(found.map(\.label)) == ["cat?kitten", "dog?puppy"], "\(found)")
+    }
+
     @Test("each refusal is one line naming the thing and what to do, with its exit code, and no traceback")
     func refusals() throws {
         let notes = Self.folder + "/notes.txt"

@@ -29,6 +29,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case workerMessage = "worker-message"
     /// A frame from an MJPEG camera (MJPEGDecoder: markers, then FFmpeg's decoder).
     case mjpegFrame = "mjpeg-frame"
+    /// A broker output's spool segment as found on disk (SpoolRecord.survey: records, damage
+    /// skipped to the next whole record, a tail cut short).
+    case spoolRecord = "spool-record"
 
     /// Runs the target on one input.
     public func run(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -41,6 +44,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .controlsBody: Self.controlsBody(bytes)
         case .workerMessage: Self.workerMessage(bytes)
         case .mjpegFrame: Self.mjpegFrame(bytes)
+        case .spoolRecord: Self.spoolRecord(bytes)
         }
     }
 
@@ -114,6 +118,19 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let checked = type.withUnsafeBufferPointer { t in json.withUnsafeBufferPointer { try? EmittedResult.check(type: t, json: $0) } }
             if let checked { check(String(validating: checked.json, as: UTF8.self) != nil, "a result let through is not UTF-8") }
         }
+    }
+
+    static func spoolRecord(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let all = Array(bytes)
+        let s = SpoolRecord.survey(all[...])
+        check(s.end <= all.count && s.lines >= 0, "the end \(s.end) past \(all.count) bytes")
+        var at = 0
+        for hole in s.damaged {
+            check(!hole.isEmpty && hole.lowerBound >= at && hole.upperBound < s.end, "damage \(hole) out of order or past the end \(s.end)")
+            at = hole.upperBound
+        }
+        // What is kept (up to the end) reads the same again: the cut is stable.
+        check(SpoolRecord.survey(all[..<s.end]) == s, "the kept bytes survey otherwise")
     }
 
     static func mjpegFrame(_ bytes: UnsafeBufferPointer<UInt8>) {

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import cvhost
 
-from detect_model import LAYOUTS, Model
+from detect_model import LAYOUTS, Model, printable
 from detect_runtime import cores, require
 
 BACKGROUND = {"background", "__background__"}
@@ -43,14 +43,16 @@ def number_list(text: str, what: str) -> Optional[list[float]]:
 def read_labels(path: str, what: str) -> list[str]:
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            # Lines end at a newline alone (\r\n and \r read as one): str.splitlines would also
+            # end one at \v, \f, U+0085 or U+2028, and so miscount the model's classes.
+            lines = f.read().split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise cvhost.OptionError(f"{what}={path} cannot be read: {e}") from None
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:
         raise cvhost.OptionError(f"{what}={path} holds no labels: write one a line, class 0 first")
-    return [line.strip() for line in lines]
+    return [printable(line.strip()) for line in lines]
 
 
 class Classes:

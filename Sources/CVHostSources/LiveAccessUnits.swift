@@ -11,32 +11,18 @@ import Glibc
 /// (33 ms at 30 fps) after the frame was all there. GStreamer's depayloader ends a frame on the
 /// marker. Here the demuxer runs with its parsers off (AVFMT_FLAG_NOPARSE) on a thread of its own
 /// that stamps each packet's arrival, and a frame is complete when a packet of the next one arrives
-/// (as before, for certain) or when no packet has come for `gap` after a packet that may end a
+/// (as before, for certain) or when no packet has come for a gap after a packet that may end a
 /// frame: a camera sends a frame's picture data in one burst (tenths of a millisecond apart on a
-/// LAN) and the next frame a frame interval later. The gap follows the stream: three times the
-/// longest pause seen inside a frame's picture data lately, 2 to 15 ms; a packet that arrives for
-/// a frame already handed over (the gap was too short: that frame is decoded with what came, as
-/// after a lost packet) is counted, dropped, and doubles the gap from then on. No frame ends by the
-/// gap alone before its first slice (an access unit delimiter or parameter sets may come well before
-/// it, as the encoder works), nor on a packet as full as the fullest seen (a fragment with more to come).
-///
-/// Slices may be sent as the encoder finishes each (milliseconds apart), so the gap covers the
-/// pauses between them. But most H.264 cameras cut every frame into the same slices: once the
-/// last 16 frames' last slices all began at the same macroblock, a frame is not taken as whole
-/// before a slice begins there (whatever the pause), and then waits only for the rest of that
-/// slice's own packets: a short gap (three times the longest pause seen lately between one NAL
-/// unit's fragments, which a sender writes back to back, at least 2 ms, for this machine's own
-/// scheduling of the reading thread), or none when the sender is seen to fill every fragment but a
-/// NAL unit's last to the same size (as RTP payloaders do, up to the path's MTU: 32 fragments and
-/// never a shorter one followed by more): then a shorter packet ends its NAL unit. A late packet
-/// turns the learned layout off for good.
+/// LAN) and the next frame a frame interval later. Slices may be sent as the encoder finishes each
+/// (milliseconds apart), so the gap covers the pauses between them; most H.264 cameras cut every
+/// frame into the same slices, which is learned. The decisions, and their rules, are
+/// `AccessUnitJoiner`'s; this class holds the packets, the reader thread and the waiting.
 ///
 /// The reader thread stops reading while `maxQueuedBytes` wait (the camera's TCP connection then
 /// holds back, as it did when the capture thread read itself). A frame that never ends (a hostile
-/// or broken camera sending packets of one timestamp without end) is bounded: once its packets
-/// pass 8 times the largest frame seen (4 to 32 MB: `largestFrameBytes`) or 8 times the most
-/// packets of a frame (4,096 to 32,768), it is dropped as damaged (`oversizedFrames`), the rest of
-/// its packets too, and joining resumes at the next timestamp: the camera keeps being read.
+/// or broken camera sending packets of one timestamp without end) is dropped as damaged once past
+/// the joiner's caps (`oversizedFrames`), and joining resumes at the next timestamp: the camera
+/// keeps being read.
 final class LiveAccessUnits: @unchecked Sendable {
     // @unchecked Sendable: `queue`, `queuedBytes`, `readerEnded` and `stopping` are touched with
     // `lock` held; the rest is the capture thread's own (next()).
@@ -47,11 +33,6 @@ final class LiveAccessUnits: @unchecked Sendable {
     }
 
     static let maxQueuedBytes = 64 << 20
-    /// The most bytes, and packets, one frame may have (whatever the frames seen so far).
-    static let largestFrameBytes = 32 << 20
-    static let mostFramePackets = 32_768
-    static let shortestGapNs: UInt64 = 2_000_000
-    static let longestGapNs: UInt64 = 15_000_000
 
     private let lock = ConditionLock()
     private var queue: [Item] = []
@@ -65,44 +46,18 @@ final class LiveAccessUnits: @unchecked Sendable {
     private let hevc: Bool
 
     // The capture thread's own.
+    private var joiner = AccessUnitJoiner()
+    /// The packets of the frame being joined.
     private var pending: [UnsafeMutablePointer<AVPacket>] = []
-    private var pendingBytes = 0
-    /// The largest frame handed over, in bytes and in packets (for the caps).
-    private var largestSeen: (bytes: Int, packets: Int) = (0, 0)
-    /// The pts of a frame dropped for its size: the rest of its packets are dropped too.
-    private var discardingPTS: Int64?
-    /// Frames dropped as damaged for their size.
-    private(set) var oversizedFrames = 0
-    private var pendingPTS: Int64 = 0
-    /// A slice of the pending frame has begun (its picture data).
-    private var pendingHasSlice = false
-    private var lastArrivalNs: UInt64 = 0
-    private var longestPauseInFrame: UInt64 = 0
-    /// The longest pause inside each of the last frames.
-    private var recentPauses: [UInt64] = []
-    private var gapFloorNs = LiveAccessUnits.shortestGapNs
-    /// The longest pause before a fragment that continues a NAL unit, in the pending frame; lately.
-    private var longestFragmentPause: UInt64 = 0
-    private var recentFragmentPauses: [UInt64] = []
-    /// The first macroblocks of the pending frame's slices (H.264), and of each recent frame's last slice.
-    private var pendingSliceStarts: [Int] = []
-    private var recentLastSlices: [Int] = []
-    /// No late packet yet: the learned slice layout and the short gap may be used.
-    private var layoutTrusted = true
-    /// Fragments followed by more of their NAL unit: as full as the fullest seen, or not.
-    private var fragments: (full: Int, short: Int) = (0, 0)
-    /// The most bytes of a NAL unit one packet has carried (the sender's fragment size).
-    private var largestFragment: Int32 = 0
     private var carried: Item?
     private var endAfterFlush: Int32?
-    /// The pts of the last frame handed over before a packet of the next one came (one of its
-    /// packets arriving later is late).
-    private var flushedByGap: Int64?
+
     /// Packets that came for a frame already handed over.
-    private(set) var latePackets = 0
+    var latePackets: Int { joiner.latePackets }
+    /// Frames dropped as damaged for their size.
+    var oversizedFrames: Int { joiner.oversizedFrames }
     /// When the first and the last packet of the frame last handed over arrived (monotonic ns).
-    private(set) var lastFrameArrival: (first: UInt64, last: UInt64) = (0, 0)
-    private var pendingFirstArrivalNs: UInt64 = 0
+    var lastFrameArrival: (first: UInt64, last: UInt64) { joiner.lastFrameArrival }
 
     /// Starts reading `format`'s `streamIndex` on a thread of its own. `interrupt` must be the one
     /// `format` calls back (its own: `stop()` cancels it).
@@ -197,77 +152,42 @@ final class LiveAccessUnits: @unchecked Sendable {
         while true {
             switch take() {
             case .gapElapsed:
-                flushedByGap = pendingPTS
+                joiner.gapElapsed()
                 return joined()
             case .item(.stalled):
                 throw StreamStalled(seconds: stallSeconds)
             case .item(.end(let code)):
                 if pending.isEmpty { return try end(code) }
                 endAfterFlush = code
+                joiner.ended()
                 return joined()
             case .item(.packet(let p, let arrival)):
-                if let discarding = discardingPTS, p.pointee.pts == discarding {
-                    var p: UnsafeMutablePointer<AVPacket>? = p
-                    av_packet_free(&p)
-                    continue
-                }
-                discardingPTS = nil
-                if let flushed = flushedByGap, p.pointee.pts == flushed, pending.isEmpty || pendingPTS != flushed {
-                    // The gap was too short for this stream: wait longer from now on.
-                    latePackets += 1
-                    gapFloorNs = min(LiveAccessUnits.longestGapNs, max(gapFloorNs, gap) * 2)
-                    layoutTrusted = false
-                    var p: UnsafeMutablePointer<AVPacket>? = p
-                    av_packet_free(&p)
-                    continue
-                }
-                if !pending.isEmpty && p.pointee.pts != pendingPTS {
+                // The first bytes are all the joiner reads of a packet (NAL and slice headers).
+                let head = UnsafeRawBufferPointer(start: p.pointee.data, count: p.pointee.data == nil ? 0 : min(Int(p.pointee.size), 13))
+                switch joiner.offer(AccessUnitJoiner.Packet(pts: p.pointee.pts, size: Int(p.pointee.size), arrivalNs: arrival, head: head, hevc: hevc)) {
+                case .joined:
+                    pending.append(p)
+                case .handOver:
                     carried = .packet(p, arrivalNs: arrival)
                     return joined()
+                case .oversized:
+                    if joiner.oversizedFrames == 1 {
+                        Log.warning("\(name): a frame of more than \(joiner.frameByteLimit) bytes or \(joiner.framePacketLimit) packets (the camera sent no "
+                                    + "end to it) was dropped as damaged; reading goes on at the next frame", source: name)
+                    }
+                    free(p)
+                    pending.forEach(free)
+                    pending.removeAll(keepingCapacity: true)
+                case .late, .discarded:
+                    free(p)
                 }
-                if pending.isEmpty {
-                    pendingPTS = p.pointee.pts
-                    pendingFirstArrivalNs = arrival
-                    longestPauseInFrame = 0
-                    longestFragmentPause = 0
-                    pendingHasSlice = false
-                    pendingSliceStarts.removeAll(keepingCapacity: true)
-                } else if pendingHasSlice {
-                    longestPauseInFrame = max(longestPauseInFrame, arrival - lastArrivalNs)
-                    if !startsNAL(p) { longestFragmentPause = max(longestFragmentPause, arrival - lastArrivalNs) }
-                }
-                if !startsNAL(p), let before = pending.last {
-                    if isFull(before) { fragments.full += 1 } else { fragments.short += 1 }
-                }
-                if startsSlice(p) {
-                    pendingHasSlice = true
-                    if !hevc, let mb = LiveAccessUnits.firstMacroblock(p) { pendingSliceStarts.append(mb) }
-                }
-                largestFragment = max(largestFragment, fragmentBytes(p))
-                lastArrivalNs = arrival
-                pending.append(p)
-                pendingBytes += Int(p.pointee.size)
-                if pendingBytes > frameByteLimit || pending.count > framePacketLimit { dropOversized() }
             }
         }
     }
 
-    /// The most bytes the pending frame may have: 8 times the largest frame seen, 4 to 32 MB.
-    private var frameByteLimit: Int { min(Self.largestFrameBytes, max(4 << 20, 8 * largestSeen.bytes)) }
-    private var framePacketLimit: Int { min(Self.mostFramePackets, max(4096, 8 * largestSeen.packets)) }
-
-    /// The pending frame has grown past its caps: dropped as damaged, with the rest of its packets.
-    private func dropOversized() {
-        if oversizedFrames == 0 {
-            Log.warning("\(name): a frame of more than \(pendingBytes) bytes in \(pending.count) packets (the camera sent no end to it) "
-                        + "was dropped as damaged; reading goes on at the next frame", source: name)
-        }
-        oversizedFrames += 1
-        discardingPTS = pendingPTS
-        for p in pending { var p: UnsafeMutablePointer<AVPacket>? = p; av_packet_free(&p) }
-        pending.removeAll(keepingCapacity: true)
-        pendingBytes = 0
-        pendingHasSlice = false
+    private func free(_ p: UnsafeMutablePointer<AVPacket>) {
+        var p: UnsafeMutablePointer<AVPacket>? = p
+        av_packet_free(&p)
     }
 
     private enum Taken {
@@ -281,6 +201,7 @@ final class LiveAccessUnits: @unchecked Sendable {
             carried = nil
             return .item(c)
         }
+        let deadline = joiner.deadline
         return lock.withLock {
             while true {
                 if head < queue.count {
@@ -295,9 +216,7 @@ final class LiveAccessUnits: @unchecked Sendable {
                     return .item(item)
                 }
                 if readerEnded { return .item(.end(CFFmpeg_AVERROR_EOF)) }
-                let layout = sliceLayout
-                if pendingHasSlice, layout == nil || pendingSliceStarts.contains(layout!), let last = pending.last, !isFull(last) {
-                    let deadline = lastArrivalNs + (layout == nil ? gap : fragmentsFilled ? 0 : shortGap)
+                if let deadline {
                     if HostClock.monotonicNs() >= deadline { return .gapElapsed }
                     lock.wait(untilMonotonicNs: deadline)
                 } else {
@@ -307,82 +226,14 @@ final class LiveAccessUnits: @unchecked Sendable {
         }
     }
 
-    /// Whether a packet begins a NAL unit: the depacketizer starts each one, and the first
-    /// fragment of one, with 00 00 00 01 (a packet without it continues the NAL unit before).
-    private func startsNAL(_ p: UnsafeMutablePointer<AVPacket>) -> Bool {
-        guard p.pointee.size > 4, let d = p.pointee.data else { return false }
-        return d[0] == 0 && d[1] == 0 && d[2] == 0 && d[3] == 1
-    }
-
-    /// The bytes of a NAL unit a packet carries: without the start code and NAL unit header the
-    /// depacketizer puts before a NAL unit's first fragment (the RTP packet's own payload).
-    private func fragmentBytes(_ p: UnsafeMutablePointer<AVPacket>) -> Int32 {
-        startsNAL(p) ? p.pointee.size - 4 - (hevc ? 2 : 1) : p.pointee.size
-    }
-
-    /// A packet as full as the sender's fragments: a NAL unit's fragment with more to come.
-    private func isFull(_ p: UnsafeMutablePointer<AVPacket>) -> Bool { fragmentBytes(p) >= largestFragment }
-
-    /// Whether a packet begins a slice (a VCL NAL unit; its header is the byte after the start code).
-    private func startsSlice(_ p: UnsafeMutablePointer<AVPacket>) -> Bool {
-        guard startsNAL(p), let d = p.pointee.data else { return false }
-        if hevc { return (d[4] >> 1) & 0x3F < 32 }
-        let type = d[4] & 0x1F
-        return type >= 1 && type <= 5
-    }
-
-    /// An H.264 slice's first_mb_in_slice: the first exp-Golomb number after its NAL header (no
-    /// emulation prevention byte can come before it in a frame of fewer than 65,535 macroblocks).
-    static func firstMacroblock(_ p: UnsafeMutablePointer<AVPacket>) -> Int? {
-        guard p.pointee.size >= 9, let d = p.pointee.data else { return nil }
-        var bits: UInt64 = 0
-        for i in 5..<min(Int(p.pointee.size), 13) { bits = bits << 8 | UInt64(d[i]) }
-        let width = 8 * (min(Int(p.pointee.size), 13) - 5)
-        bits <<= UInt64(64 - width)
-        let zeros = bits.leadingZeroBitCount
-        guard zeros < 24, 2 * zeros + 1 <= width else { return nil }
-        return Int(bits >> UInt64(64 - (2 * zeros + 1))) - 1
-    }
-
-    /// The first macroblock of the slice that ends every recent frame (H.264), when the last 16
-    /// frames agree and no packet came late: a frame is not whole before a slice begins there.
-    private var sliceLayout: Int? {
-        guard layoutTrusted, recentLastSlices.count >= 16, let last = recentLastSlices.last, last >= 0,
-              recentLastSlices.allSatisfy({ $0 == last }) else { return nil }
-        return last
-    }
-
-    /// The sender fills every fragment but a NAL unit's last: a shorter packet ends its NAL unit.
-    private var fragmentsFilled: Bool { fragments.full >= 32 && fragments.short == 0 }
-
-    /// How long after a frame's last packet it is taken as complete, once its last slice has begun.
-    private var shortGap: UInt64 {
-        min(gap, max(LiveAccessUnits.shortestGapNs, 3 * (recentFragmentPauses.max() ?? 0)))
-    }
-
-    /// How long after a frame's last packet it is taken as complete.
-    private var gap: UInt64 {
-        let longest = recentPauses.max() ?? 0
-        return min(LiveAccessUnits.longestGapNs, max(gapFloorNs, 3 * longest))
-    }
-
     /// The pending packets as one: the frame.
     private func joined() -> UnsafeMutablePointer<AVPacket>? {
         defer {
-            for p in pending { var p: UnsafeMutablePointer<AVPacket>? = p; av_packet_free(&p) }
+            pending.forEach(free)
             pending.removeAll(keepingCapacity: true)
-            pendingBytes = 0
         }
-        recentPauses.append(longestPauseInFrame)
-        if recentPauses.count > 32 { recentPauses.removeFirst() }
-        recentFragmentPauses.append(longestFragmentPause)
-        if recentFragmentPauses.count > 32 { recentFragmentPauses.removeFirst() }
-        recentLastSlices.append(pendingSliceStarts.max() ?? -1)
-        if recentLastSlices.count > 16 { recentLastSlices.removeFirst() }
-        lastFrameArrival = (pendingFirstArrivalNs, lastArrivalNs)
-        // Within Int32: the caps keep a frame under `largestFrameBytes`.
-        let size = pendingBytes
-        largestSeen = (max(largestSeen.bytes, size), max(largestSeen.packets, pending.count))
+        // Within Int32: the joiner's caps keep a frame under its largest.
+        let size = pending.reduce(0) { $0 + Int($1.pointee.size) }
         var unit = av_packet_alloc()
         guard let unit, let size32 = Int32(exactly: size), av_new_packet(unit, size32) == 0 else {
             av_packet_free(&unit)
@@ -394,8 +245,8 @@ final class LiveAccessUnits: @unchecked Sendable {
             at += Int(p.pointee.size)
             unit.pointee.flags |= p.pointee.flags
         }
-        unit.pointee.pts = pendingPTS
-        unit.pointee.dts = pendingPTS
+        unit.pointee.pts = pending[0].pointee.pts
+        unit.pointee.dts = unit.pointee.pts
         unit.pointee.stream_index = pending[0].pointee.stream_index
         return unit
     }

@@ -1,6 +1,7 @@
 import CVHostOutput
 import CVHostPlugins
 import CVHostRun
+import CVHostSources
 import CVHostV4L2
 import Foundation
 import Glibc
@@ -32,6 +33,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A broker output's spool segment as found on disk (SpoolRecord.survey: records, damage
     /// skipped to the next whole record, a tail cut short).
     case spoolRecord = "spool-record"
+    /// An RTSP camera's packets with their arrival times, joined into frames as they arrive
+    /// (AccessUnitJoiner: the gap, the slice layout, late packets, a frame without end).
+    case rtspPackets = "rtsp-packets"
 
     /// Runs the target on one input.
     public func run(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -45,6 +49,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .workerMessage: Self.workerMessage(bytes)
         case .mjpegFrame: Self.mjpegFrame(bytes)
         case .spoolRecord: Self.spoolRecord(bytes)
+        case .rtspPackets: Self.rtspPackets(bytes)
         }
     }
 
@@ -131,6 +136,41 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
         // What is kept (up to the end) reads the same again: the cut is stable.
         check(SpoolRecord.survey(all[..<s.end]) == s, "the kept bytes survey otherwise")
+    }
+
+    /// Each packet is 6 bytes: its timestamp's step and its kind, the time since the last one
+    /// (10 µs units), its size, and a slice's first macroblock.
+    static func rtspPackets(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var j = AccessUnitJoiner()
+        var pts: Int64 = 0
+        var now: UInt64 = 0
+        var at = 0
+        while at + 6 <= bytes.count {
+            let c = Array(bytes[at..<(at + 6)])
+            at += 6
+            switch c[0] & 3 {
+            case 0: break
+            case 1: pts += 3000
+            case 2: pts -= 3000
+            default: pts = Int64(Int8(bitPattern: c[5])) * 90_000
+            }
+            now += UInt64(UInt16(c[1]) << 8 | UInt16(c[2])) * 10_000
+            // What the reader thread sees first: the deadline passed with no packet.
+            if let deadline = j.deadline, now >= deadline { j.gapElapsed() }
+            let size = max(1, Int(UInt16(c[3]) << 8 | UInt16(c[4])) * 4)
+            let nal: UInt8 = [0x41, 0x65, 0x67, 0x06][Int(c[0] >> 2) & 3]
+            let head: [UInt8] = c[0] & 0x10 != 0 ? [c[5], 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55]
+                : [0, 0, 0, 1, nal, c[5], c[4], c[3], c[2], 0x80, 0, 0, 0]
+            let p = head.withUnsafeBytes { AccessUnitJoiner.Packet(pts: pts, size: size, arrivalNs: now, head: $0, hevc: c[0] & 0x20 != 0) }
+            var d = j.offer(p)
+            if d == .handOver {
+                d = j.offer(p)
+                check(d != .handOver, "a packet handed over the frame twice")
+            }
+            check(j.pendingPackets <= j.framePacketLimit && j.pendingBytes <= j.frameByteLimit, "a frame past its caps")
+            check((AccessUnitJoiner.shortestGapNs...AccessUnitJoiner.longestGapNs).contains(j.gap), "a gap of \(j.gap) ns")
+            check(j.deadline == nil || j.isJoining, "a deadline with no frame being joined")
+        }
     }
 
     static func mjpegFrame(_ bytes: UnsafeBufferPointer<UInt8>) {

@@ -37,6 +37,7 @@ final class WorkerProcess: @unchecked Sendable {
         let environment = WorkerProcess.withoutSecrets(program.environment).merging([WorkerDescendants.markVariable: mark]) { _, new in new }
         let folder = program.workingFolder
         let fds = theirs.map(\.fd)
+        let stderrDescriptor = WorkerStderr.descriptor
         let (rc, child) = WorkerProcess.spawner.run {
             var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
             var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -44,7 +45,7 @@ final class WorkerProcess: @unchecked Sendable {
             var child: pid_t = 0
             let rc = fds.withUnsafeBufferPointer { fdList in
                 PathText.withFileSystemPath(folder ?? "") { cwd in
-                    cvhost_spawn_worker(exe, &argv, &envp, fdList.baseAddress, Int32(fds.count), folder == nil ? nil : cwd, &child)
+                    cvhost_spawn_worker(exe, &argv, &envp, fdList.baseAddress, Int32(fds.count), folder == nil ? nil : cwd, stderrDescriptor, &child)
                 }
             }
             return (rc, child)

@@ -25,8 +25,11 @@ static int child_attributes(posix_spawnattr_t *attr) {
 }
 
 int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
-                        pid_t *pid) {
+                        int err_fd, pid_t *pid) {
     if (nfds < 0 || nfds > 64) return EINVAL;
+    /* Above the sockets' places too, for the same reason. */
+    int err = fcntl(err_fd >= 0 ? err_fd : 2, F_DUPFD_CLOEXEC, 3 + nfds);
+    if (err < 0) return errno;
     // Copies of the sockets above 3 + nfds (close-on-exec, closed again below), so that placing
     // them at 3.. in the worker cannot overwrite one another. The lowest free numbers, not fixed
     // ones: a process allowed few descriptors (ulimit -n 512) has no descriptor 900.
@@ -36,6 +39,7 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
         if (high[i] < 0) {
             int e = errno;
             while (i-- > 0) close(high[i]);
+            close(err);
             return e;
         }
     }
@@ -49,7 +53,8 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
     }
     for (int i = 0; i < nfds && !rc; i++) rc = posix_spawn_file_actions_adddup2(&actions, high[i], 3 + i);
     if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, 2, 1);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, err, 2);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, err, 1);
     if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
     if (!rc && cwd) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
     if (!rc) rc = child_attributes(&attr);
@@ -58,6 +63,7 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
     posix_spawn_file_actions_destroy(&actions);
 close_high:
     for (int i = 0; i < nfds; i++) close(high[i]);
+    close(err);
     return rc;
 }
 

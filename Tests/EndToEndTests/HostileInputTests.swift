@@ -97,6 +97,31 @@ struct HostileInputTests {
         #expect(scraped.contains("output=\"nats://127.0.0.1:\(server.port)/cvhost\""), "\(scraped.prefix(300))")
     }
 
+    @Test("what a plugin's worker writes (print, a traceback, a library's message) reaches stderr with its terminal escapes shown, not obeyed; every line of it")
+    func workerEscapes() throws {
+        let plugin = try PythonPluginTests.plugin("escapes", """
+            import os, sys
+            import cvhost
+
+            class Escapes(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "escapes"
+                version = "1.0.0"
+                description = "writes a terminal's escapes to stderr"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    print("clear\\x1b[2J title\\x1b]0;owned\\x07 c1\\u009b31m tab\\tend", file=sys.stderr, flush=True)
+                    os.write(2, b"raw \\x1b[5m from C\\n")
+                    raise ValueError("bad \\x1b[31m label")
+            """)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:64x48", "--max-frames", "3", "--metrics-interval", "0"],
+                                     timeout: 60, environment: PythonPluginTests.python)
+        #expect(!r.stderr.unicodeScalars.contains { $0 == "\u{1b}" || $0 == "\u{07}" || $0 == "\u{9b}" }, "\(r.stderr)")
+        #expect(r.stderr.contains("clear\\x1b[2J title\\x1b]0;owned\\x07 c1\\x9b31m tab\tend"), "\(r.stderr)")
+        #expect(Self.count(r.stderr, "raw \\x1b[5m from C") >= 1 && r.stderr.contains("bad \\x1b[31m label"), "\(r.stderr)")
+    }
+
     static func count(_ text: String, _ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
 
     /// The frames' media times of a run's results.

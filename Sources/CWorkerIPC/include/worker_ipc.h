@@ -10,14 +10,14 @@
 #include <sys/types.h>
 
 /* Starts `exe` with `argv` and `envp` as a worker: fds[i] becomes descriptor 3 + i, every other descriptor
- * above 2 is closed, stdin is /dev/null, stdout is this process's stderr (a plugin's printf can
- * never reach the JSON lines), all signals have their default action and none is blocked, and the
+ * above 2 is closed, stdin is /dev/null, stdout and stderr are `err_fd` (-1: this process's stderr; a
+ * plugin's printf can never reach the JSON lines), all signals have their default action and none is blocked, and the
  * worker is in a process group of its own (a Ctrl-C on the terminal is cvhost's to handle, not the
  * worker's; and its group is what cvhost kills when the worker ends, so that what the plugin started
  * ends with it). `cwd`, when not NULL, is the worker's working folder. Returns 0 and the pid, or an
  * errno value. */
 int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[], const int *fds, int nfds, const char *cwd,
-                        pid_t *pid);
+                        int err_fd, pid_t *pid);
 
 /* Starts `exe` as a short helper whose output is read (a Python plugin's description): stdin is
  * /dev/null, stdout is `out_fd`, stderr is `err_fd`, no other descriptor above 2, default signals,

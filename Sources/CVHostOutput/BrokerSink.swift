@@ -340,7 +340,8 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         spool.delivered(upTo: window.firstUndelivered ?? spool.readPosition)
     }
 
-    /// Says `message` on stderr the first time `reason` is seen in this run.
+    /// Says `message` on stderr the first time `reason` is seen in this run (a reason is the
+    /// broker's or its client's words alone, so that one cause is said once however it shows).
     private func say(_ reason: String, _ message: String) {
         guard reasonsSaid.count < 100, reasonsSaid.insert(reason).inserted else { return }
         Log.warning(message, source: name)

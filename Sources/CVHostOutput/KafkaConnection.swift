@@ -161,7 +161,7 @@ final class KafkaConnection: BrokerConnection {
         case RD_KAFKA_RESP_ERR__QUEUE_FULL, RD_KAFKA_RESP_ERR__FATAL, RD_KAFKA_RESP_ERR__STATE: return .notNow
         case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: return .refused("larger than the broker takes")
         // An unknown topic or partition, an invalid argument: no retry would change it.
-        default: return .refused("the producer refused it: \(String(cString: rd_kafka_err2str(err)))")
+        default: return .refused(String(cString: rd_kafka_err2str(err)))
         }
     }
 

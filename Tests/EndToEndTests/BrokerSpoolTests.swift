@@ -233,6 +233,8 @@ struct BrokerSpoolTests {
                                      timeout: 120)
         #expect(r.exitCode == 4, "\(r.stderr)")
         #expect(r.stderr.contains("the spool \(spool) is full (1 MB)"), "\(r.stderr)")
+        // What waits for the next run is said, with where.
+        #expect(r.stderr.contains("lines wait in the spool \(spool) for nats://"), "\(r.stderr)")
         let output = try #require(MQTTOutputTests.finalOutput(r, named: "nats://"))
         let dropped = try #require(output["dropped"] as? [String: Int])
         #expect((dropped["spool_full"] ?? 0) > 0 && dropped["unsent"] == 0 && (output["spooled"] as? Int ?? 0) > 1000, "\(output)")
@@ -258,6 +260,31 @@ struct BrokerSpoolTests {
         let written = r.lines.filter { !$0.contains("\"event\":\"output.") }
         let got = try broker.received(atLeast: Set(written).count)
         #expect(Set(written).subtracting(got).isEmpty, "\(Set(written).subtracting(got).count) of \(written.count) lines did not arrive")
+    }
+
+    @Test("Kafka refuses lines for good (too large, then not authorised): each reason said once, those lines counted as rejected, never sent again; the rest delivered")
+    func kafkaRefusals() throws {
+        let cluster = try KafkaCluster(topic: "results")
+        // MESSAGE_TOO_LARGE (10) for the first produce requests; later TOPIC_AUTHORIZATION_FAILED (29),
+        // which librdkafka then keeps for the topic: every later line is refused at once.
+        try cluster.command("produce-errors 2 10")
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,backpressure=block", "--input", "testsrc:64x48@100", "--max-frames", "200",
+                                      "--metrics-interval", "0", "--output", "kafka://\(cluster.bootstrap)/results?drain=30", "--output", "-"], timeout: 120,
+                                     withStdin: false) { running in
+            _ = running.wait(timeout: 30) { $0.components(separatedBy: Self.result).count > 100 }
+            try? cluster.command("produce-errors 2 29")
+        }
+        #expect(r.exitCode == 4, "lines were lost: \(r.stderr.suffix(1500))")
+        #expect(Self.count(r.stderr, "Topic authorization failed") == 1, "\(r.stderr.suffix(1500))")
+        #expect(Self.count(r.stderr, "Message size too large") == 1, "\(r.stderr.suffix(1500))")
+        let output = try #require(MQTTOutputTests.finalOutput(r, named: "kafka://"))
+        let dropped = try #require(output["dropped"] as? [String: Int])
+        let rejected = dropped["rejected"] ?? 0
+        let delivered = output["delivered"] as? Int ?? 0
+        #expect(rejected > 0 && dropped["unsent"] == 0, "\(output)")
+        // Every line either delivered or rejected: none sent again and again, none left.
+        let written = r.lines.filter { !$0.contains("\"event\":\"output.") && !$0.contains("\"event\":\"metrics\"") }.count
+        #expect(delivered + rejected >= written - 2 && delivered > 0, "\(delivered) + \(rejected) of \(written): \(output)")
     }
 
     @Test("required=true and a broker that never answers: exit 5 naming the output, for each broker; no password shown")

@@ -9,6 +9,7 @@
 //   topic NAME PARTITIONS   make a topic (replicated on every broker)
 //   down ID | up ID         take broker ID (1..BROKERS) down (connections cut, none taken) or up
 //   alldown | allup         every broker
+//   produce-errors N CODE   the next N produce requests (to any broker) answered with error CODE
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
@@ -42,6 +43,10 @@ int main(int argc, char **argv) {
             err = rd_kafka_mock_broker_set_down(cluster, a);
         } else if (sscanf(line, "up %d", &a) == 1) {
             err = rd_kafka_mock_broker_set_up(cluster, a);
+        } else if (sscanf(line, "produce-errors %d %d", &a, &b) == 2 && a > 0 && a <= 1000) {
+            rd_kafka_resp_err_t codes[1000];
+            for (int i = 0; i < a; i++) codes[i] = (rd_kafka_resp_err_t)b;
+            rd_kafka_mock_push_request_errors_array(cluster, 0 /* Produce's ApiKey */, (size_t)a, codes);
         } else if (strncmp(line, "alldown", 7) == 0 || strncmp(line, "allup", 5) == 0) {
             for (b = 1; b <= brokers && !err; b++)
                 err = line[3] == 'd' ? rd_kafka_mock_broker_set_down(cluster, b) : rd_kafka_mock_broker_set_up(cluster, b);

@@ -6,7 +6,8 @@
 # a plugin's boxes, the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
-# a reload, an RTSP camera (frames joined on a reader thread), an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools.
+# a reload, an RTSP camera (frames joined on a reader thread) and one that sends a frame without end,
+# an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered.
 # Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
@@ -113,6 +114,15 @@ coproc rtsp { /usr/bin/python3 Tests/Servers/rtsp_server.py --file examples/demo
 read -r _ rtsp_port <&"${rtsp[0]}"
 run rtsp-live 2 --plugin barcode --plugin null:results=1 --input "rtsp://127.0.0.1:$rtsp_port/codes"
 kill "$rtsp_PID"; wait "$rtsp_PID" 2>/dev/null || true
+# A camera that sends one frame without end (100 MB of one timestamp): the joiner's caps drop it
+# and joining resumes at the next frame.
+ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=160x120:rate=25 -frames:v 50 -c:v libx264 -bf 0 -x264-params slices=1 \
+  -pix_fmt yuv420p -f h264 "$log/hostile.h264"
+coproc hostile { /usr/bin/python3 Tests/Servers/hostile_rtsp_server.py --clip "$log/hostile.h264" --endless 100; }
+read -r _ hostile_port <&"${hostile[0]}"
+run rtsp-endless-frame 2 --plugin null:results=1 --input "rtsp://127.0.0.1:$hostile_port/cam"
+# (It serves one client and ends: bash forgets a coprocess's pid once it has ended.)
+if [ -n "${hostile_PID:-}" ]; then kill "$hostile_PID" 2>/dev/null || true; wait "$hostile_PID" 2>/dev/null || true; fi
 
 # An MQTT output to a real broker on loopback, beside stdout.
 port=$(free_port)
@@ -129,6 +139,11 @@ nats-server -js -a 127.0.0.1 -p "$port" -sd "$log/jetstream" > "$log/nats-server
 server=$!
 for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 run nats-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "nats://127.0.0.1:$port/cvhost?spool=$log/spool-nats" --output -
+# A spool's recovery: lines left by a run whose server was away, a byte flipped in the middle of
+# the segment, then sent by the next run (the damage skipped and counted: exit 4).
+run spool-left 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "nats://127.0.0.1:$(free_port)/cvhost?spool=$log/spool-damaged&drain=0" --output -
+python3 -c 'import glob,sys; p=max(glob.glob(sys.argv[1]+"/*.spool"), key=lambda f: len(open(f,"rb").read())); b=bytearray(open(p,"rb").read()); b[len(b)//2]^=0x20; open(p,"wb").write(b)' "$log/spool-damaged"
+run spool-recovery 4 --plugin null:results=1 --input testsrc:320x240@30 --max-frames 10 --output "nats://127.0.0.1:$port/cvhost?spool=$log/spool-damaged" --output -
 kill "$server"; wait "$server" 2>/dev/null || true
 # Not under TSan: librdkafka makes its threads with glibc's thrd_create, which TSan does not see
 # (its allocator crashes at a broker thread's first malloc, before any report).

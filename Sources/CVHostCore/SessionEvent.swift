@@ -10,6 +10,8 @@ public enum StopReason: String, Sendable {
     case signal
     /// Nobody reads the results any more (stdout closed).
     case outputClosed = "output_closed"
+    /// A required output (required=true) refuses lines for good (not authorised, an unknown topic...).
+    case outputFailed = "output_failed"
     /// --oneshot: a frame had a result.
     case firstResult = "first_result"
     /// stopRunning() was called.

@@ -34,6 +34,9 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// join them rather than the spool). Full, the oldest is dropped, counted as write_failed.
     private let unspooled: LineQueue
     private let onStatus: @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void
+    /// A required output (required=true) refused a line for good: told once, with why; the run ends (exit 5).
+    private let onRefusedForGood: (@Sendable (String) -> Void)?
+    private let refusedForGood = Locked(false)
 
     private struct Status {
         var connected: Bool?  // nil: not tried yet
@@ -76,11 +79,13 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// - Throws: `Spool.OpenError` when the spool folder cannot be used.
     init(name: String, queue settings: OutputDestination.QueueSettings, window: Int,
          connect: @escaping () throws(BrokerFailure) -> BrokerConnection,
-         onStatus: @escaping @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void) throws(Spool.OpenError) {
+         onStatus: @escaping @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void,
+         onRefusedForGood: (@Sendable (String) -> Void)? = nil) throws(Spool.OpenError) {
         self.name = name
         queueSettings = settings
         self.connect = connect
         self.onStatus = onStatus
+        self.onRefusedForGood = onRefusedForGood
         self.window = InflightWindow(capacity: window)
         queue = LineQueue(capacity: settings.capacity)
         unspooled = LineQueue(capacity: settings.capacity)
@@ -295,6 +300,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
                 rejected = true
                 status.withLock { state.rejected += 1 }
                 say(why, "a \(pending.line.route.event) line of \(pending.line.bytes.count) bytes was refused (\(why)): dropped (counted as rejected)")
+                refused(why)
             case .notNow:
                 break publishing
             }
@@ -316,6 +322,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
             say(why, "the broker did not take lines (\(why)): "
                 + (settled.refused.isEmpty ? "they are sent again" : "those it refused for good are dropped (counted as rejected), others sent again"))
         }
+        if !settled.refused.isEmpty { refused(settled.failures.first ?? "refused by the broker") }
         let done = window.acknowledge(settled.acknowledged)
         let bad = window.failed(settled.failed)
         // Refused for good: out of the window (as delivered lines are), never sent again.
@@ -338,6 +345,12 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     private func advanceSpool() {
         guard let spool else { return }
         spool.delivered(upTo: window.firstUndelivered ?? spool.readPosition)
+    }
+
+    /// A line was refused for good: a required output ends the run (told once).
+    private func refused(_ why: String) {
+        guard let tell = onRefusedForGood, refusedForGood.withLock({ was in defer { was = true }; return !was }) else { return }
+        tell(why)
     }
 
     /// Says `message` on stderr the first time `reason` is seen in this run (a reason is the

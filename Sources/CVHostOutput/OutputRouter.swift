@@ -16,6 +16,9 @@ public final class OutputRouter: OutputSink {
     private let taps: [OutputSink]
     private let relay: StatusRelay
     private let finished = Locked<[SinkStatistics]?>(nil)
+    private let requiredFailureText: Locked<String?>
+    /// Which required=true output refused a line for good, and why (the run ends with exit 5).
+    public var requiredFailure: String? { requiredFailureText.withLock { $0 } }
     /// With `--field NAME`: whether a result had it; until one did, the data fields results had
     /// (at most `maxFieldNames`), to name in the warning that it never came.
     private let fieldSeen = Locked<(seen: Bool, others: Set<String>)>((false, []))
@@ -29,14 +32,18 @@ public final class OutputRouter: OutputSink {
     /// - Parameters:
     ///   - stdoutDescriptor: where stdout's lines go (see `StandardOutput.claim`).
     ///   - onStdoutClosed: stdout's reader went away or a write failed (`JSONLineWriter`).
+    ///   - onRequiredFailed: a required=true output refused a line for good (`requiredFailure` says which, and why).
     ///   - connectTimeout: how long a `required=true` broker may take to accept the connection.
     ///   - taps: sinks that see every line too (their `write` must not wait).
     ///   - stdoutSelection: what of the lines stdout gets (every other output gets every line).
     /// - Throws: `OpenError` naming the destination: a file that cannot be opened, a required
     ///   broker that cannot be reached.
     public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink] = [],
-                stdoutSelection: StdoutSelection = .everything, onStdoutClosed: @escaping @Sendable () -> Void) throws(OpenError) {
+                stdoutSelection: StdoutSelection = .everything, onStdoutClosed: @escaping @Sendable () -> Void,
+                onRequiredFailed: @escaping @Sendable () -> Void = {}) throws(OpenError) {
         selection = stdoutSelection
+        let requiredFailureBox = Locked<String?>(nil)
+        requiredFailureText = requiredFailureBox
         let relay = StatusRelay()
         self.relay = relay
         var stdout: JSONLineWriter?
@@ -46,9 +53,18 @@ public final class OutputRouter: OutputSink {
             for d in destinations {
                 let name = d.name
                 func broker(_ q: OutputDestination.QueueSettings, window: Int, _ connect: @escaping () throws(BrokerFailure) -> BrokerConnection) throws {
+                    var refused: (@Sendable (String) -> Void)?
+                    if q.required {
+                        refused = { (why: String) -> Void in
+                            requiredFailureBox.withLock { failure in
+                                if failure == nil { failure = "\(name) refused a line for good (\(why))" }
+                            }
+                            onRequiredFailed()
+                        }
+                    }
                     let sink = try BrokerSink(name: name, queue: q, window: window, connect: connect, onStatus: { connected, reason, waiting in
                         relay.tell(OutputStatusLines.line(output: name, connected: connected, reason: reason, queued: waiting), except: name)
-                    })
+                    }, onRefusedForGood: refused)
                     queued.append(sink)
                     if q.required { required.append(sink) }
                 }

@@ -99,6 +99,8 @@ final class Spool: @unchecked Sendable {
         if let saved = Spool.readCursor(cursorFD) {
             if numbers.isEmpty || numbers.contains(saved.segment) {
                 start = saved
+            } else if saved.segment < numbers[0] {
+                // Its segment was deleted, delivered, before the cursor was saved (a kill between): nothing is lost.
             } else {
                 Log.warning("spool \(folder): its cursor names segment \(saved.segment), which is not there: every segment there is sent from its start", source: name)
             }

@@ -19,7 +19,8 @@ final class OutputStage: Sendable {
         // (The stop, weakly: it holds stdout in turn, through its listener below.)
         output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
                                     taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
-                                    onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) })
+                                    onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) },
+                                    onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) })
         lines = RunLines(output: output, sources: sources)
         pluginSink = s.oneshot ? OneShotGate(output: output, stop: stop) : output
         // Stopping, a reader of stdout that has stopped reading has 5 s more; then its lines are

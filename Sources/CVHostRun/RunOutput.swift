@@ -43,18 +43,20 @@ public enum RunOutput {
 
     /// Opens every output. - Throws: exit 5 naming the output that cannot be opened or reached.
     static func open(_ destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink],
-                     stdoutSelection: StdoutSelection, onStdoutClosed: @escaping @Sendable () -> Void) throws -> OutputRouter {
+                     stdoutSelection: StdoutSelection, onStdoutClosed: @escaping @Sendable () -> Void,
+                     onRequiredFailed: @escaping @Sendable () -> Void) throws -> OutputRouter {
         do {
             return try OutputRouter(destinations: destinations, stdoutDescriptor: stdoutDescriptor, connectTimeout: connectTimeout,
-                                    taps: taps, stdoutSelection: stdoutSelection, onStdoutClosed: onStdoutClosed)
+                                    taps: taps, stdoutSelection: stdoutSelection, onStdoutClosed: onStdoutClosed, onRequiredFailed: onRequiredFailed)
         } catch {
             throw fail(error.description, code: ExitCodes.outputUnavailable)
         }
     }
 
-    /// Delivers what waits, then says on stderr what each output lost. - Throws: exit 4 when an
-    /// output lost lines (stdout or a file could not be written, a queue dropped lines, lines were
-    /// still undelivered at the end); a stdout whose reader went away is a clean end.
+    /// Delivers what waits, then says on stderr what each output lost. - Throws: exit 5 when a
+    /// required=true output refused lines for good; exit 4 when an output lost lines (stdout or a
+    /// file could not be written, a queue dropped lines, lines were still undelivered at the end);
+    /// a stdout whose reader went away is a clean end.
     static func finish(_ output: OutputRouter) throws {
         let final = output.finish()
         var lost = false
@@ -69,6 +71,10 @@ public enum RunOutput {
             }
         }
         if let stdout = output.stdout { try checkOutput(stdout) }
+        if let failure = output.requiredFailure {
+            Log.error(failure + ": the output is required=true, so the run ended")
+            throw RunFailure(ExitCodes.outputUnavailable)
+        }
         if lost { throw RunFailure(ExitCodes.outputFailed) }
     }
 }

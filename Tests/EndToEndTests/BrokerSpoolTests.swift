@@ -285,6 +285,15 @@ struct BrokerSpoolTests {
         // Every line either delivered or rejected: none sent again and again, none left.
         let written = r.lines.filter { !$0.contains("\"event\":\"output.") && !$0.contains("\"event\":\"metrics\"") }.count
         #expect(delivered + rejected >= written - 2 && delivered > 0, "\(delivered) + \(rejected) of \(written): \(output)")
+
+        // required=true: the first line refused for good ends the run, exit 5, saying which output and why.
+        try cluster.command("produce-errors 3 29")
+        let required = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:64x48@30", "--metrics-interval", "0",
+                                             "--output", "kafka://\(cluster.bootstrap)/results?required=true&drain=5", "--output", "-"], timeout: 60)
+        #expect(required.exitCode == 5 && required.stderr.contains("refused a line for good (Broker: Topic authorization failed): the output is required=true"),
+                "\(required.exitCode): \(required.stderr.suffix(1500))")
+        #expect(required.events("session.stopped").first?["reason"] as? String == "output_failed")
+        #expect(try CVHostBinary.schemaProblems(required.stdout) == nil)
     }
 
     @Test("required=true and a broker that never answers: exit 5 naming the output, for each broker; no password shown")

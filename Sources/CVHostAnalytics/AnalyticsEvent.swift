@@ -20,6 +20,7 @@ public struct AnalyticsEvent: Sendable {
         var o = JSONObject()
         o.set("track_id", t.id)
         o.set("label", t.label)
+        o.set("labels", object: labels(t))
         o.set("first_seen", t.firstTime)
         o.set("frames", t.frames)
         o.set("bounds", object: box(t.lastBox))
@@ -27,10 +28,18 @@ public struct AnalyticsEvent: Sendable {
     }
 
     /// `reason`: "lost" (not seen for `lost` seconds) or "input_ended".
+    /// How often each label came on a track's boxes.
+    static func labels(_ t: Track) -> JSONObject {
+        var o = JSONObject()
+        for (label, n) in t.labels.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) { o.set(label, n) }
+        return o
+    }
+
     static func trackEnded(_ t: Track, reason: String) -> AnalyticsEvent {
         var o = JSONObject()
         o.set("track_id", t.id)
         o.set("label", t.label)
+        o.set("labels", object: labels(t))
         o.set("first_seen", t.firstTime)
         o.set("last_seen", t.lastTime)
         o.set("seconds", t.lastTime - t.firstTime)
@@ -60,7 +69,7 @@ public struct AnalyticsEvent: Sendable {
         return AnalyticsEvent(kind: "zone.occupancy", data: o)
     }
 
-    static func crossed(line: String, track: Int, label: String, direction: String, counts: (in: Int, out: Int)) -> AnalyticsEvent {
+    static func crossed(line: String, track: Int, label: String, direction: String, counts: (in: Int, out: Int), total: (in: Int, out: Int)) -> AnalyticsEvent {
         var o = JSONObject()
         o.set("line", line)
         o.set("track_id", track)
@@ -68,6 +77,50 @@ public struct AnalyticsEvent: Sendable {
         o.set("direction", direction)
         o.set("in", counts.in)
         o.set("out", counts.out)
+        o.set("total_in", total.in)
+        o.set("total_out", total.out)
         return AnalyticsEvent(kind: "line.crossed", data: o)
+    }
+
+    /// The run's totals for one tracked plugin on one input, at its end: tracks, each line's
+    /// crossings in and out per label and in all, each zone's entries per label, exits, dwell
+    /// events and the most tracks inside at once.
+    static func summary(tracksStarted: Int, untracked: Int, lines: [LineWatch], zones: [ZoneWatch]) -> AnalyticsEvent {
+        func perLabel(_ counts: [String: Int]) -> JSONObject {
+            var o = JSONObject()
+            for (label, n) in counts.sorted(by: { $0.key < $1.key }) { o.set(label, n) }
+            return o
+        }
+        var o = JSONObject()
+        o.set("tracks_started", tracksStarted)
+        o.set("untracked_results", untracked)
+        o.set("lines", array: lines.map { l in
+            var j = JSONObject()
+            j.set("line", l.settings.name)
+            j.set("in", object: perLabel(l.counts.mapValues(\.in)))
+            j.set("out", object: perLabel(l.counts.mapValues(\.out)))
+            j.set("total_in", l.counts.values.reduce(0) { $0 + $1.in })
+            j.set("total_out", l.counts.values.reduce(0) { $0 + $1.out })
+            return j
+        })
+        o.set("zones", array: zones.map { z in
+            var j = JSONObject()
+            j.set("zone", z.settings.name)
+            j.set("entries", object: perLabel(z.entries))
+            j.set("total_entries", z.entries.values.reduce(0, +))
+            j.set("exits", z.exits)
+            j.set("dwell_events", z.dwells)
+            j.set("peak_occupancy", z.peak)
+            return j
+        })
+        return AnalyticsEvent(kind: "analytics.summary", data: o)
+    }
+
+    /// The input's timestamps jumped (back, or far ahead of the time that passed): said once an input.
+    public static func timeJumped(fromNs: Int64, toNs: Int64) -> AnalyticsEvent {
+        var o = JSONObject()
+        o.set("from_pts", Double(fromNs) / 1e9)
+        o.set("to_pts", Double(toNs) / 1e9)
+        return AnalyticsEvent(kind: "input.time_jumped", data: o)
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 
 /// Zones, lines and tracked plugins as the command line and the config file give them:
 ///
-///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5]
-///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,input=ID,units=auto]
+///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5,iou=0.2,by_label=false]
+///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
 ///     --line NAME=X,Y X,Y[:in=left,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
 ///
 /// Points are pixels of the frame, or fractions of its width and height (0..1) with units=fractions,
@@ -31,7 +31,10 @@ public enum AnalyticsSpec {
             case "min_hits": s.minHits = Int(try number(v, k, text, 1...1000))
             case "lost": s.lost = try number(v, k, text, 0...3600)
             case "iou": s.matchIoU = try number(v, k, text, 0.01...1)
-            default: throw Problem("--track \(text): no option '\(k)' (high, low, min_hits, lost, iou)")
+            case "by_label":
+                guard v == "true" || v == "false" else { throw Problem("--track \(text): by_label is true or false, not '\(v)'") }
+                s.byLabel = v == "true"
+            default: throw Problem("--track \(text): no option '\(k)' (high, low, min_hits, lost, iou, by_label)")
             }
         }
         guard s.low <= s.high else { throw Problem("--track \(text): low (\(s.low)) must not be above high (\(s.high))") }
@@ -48,9 +51,10 @@ public enum AnalyticsSpec {
             case "dwell": z.dwell = try number(v, k, text, 0...(365 * 86400))
             case "anchor": z.anchor = try anchor(v, text)
             case "min_frames": z.minFrames = Int(try number(v, k, text, 1...1000))
+            case "min_distance": z.minDistance = try number(v, k, text, 0...100_000)
             case "input": z.input = v
             case "units": break
-            default: throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, input, units)")
+            default: throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, units)")
             }
         }
         return z

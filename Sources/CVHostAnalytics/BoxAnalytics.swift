@@ -12,6 +12,8 @@ public final class BoxAnalytics: @unchecked Sendable {
         var lines: [LineWatch] = []
         /// The frame size zones and lines in fractions were made for.
         var size: (width: Int, height: Int)?
+        /// Boxes reported that joined no track.
+        var untracked = 0
     }
     private let state: Locked<State>
     public let zones: [ZoneSettings]
@@ -32,17 +34,24 @@ public final class BoxAnalytics: @unchecked Sendable {
     /// One frame's boxes at `time` (seconds, the frame's media time), the frame `width` x `height`.
     public func update(_ detections: [Detection], time: Double, width: Int, height: Int) -> Outcome {
         state.withLock { s in
-            if s.size == nil || s.size! != (width, height) {
-                // Zones and lines in fractions of the frame, in its pixels (made again if the size changes).
+            if s.size == nil {
                 s.size = (width, height)
                 s.zones = zones.map { ZoneWatch(Self.placed($0, width, height)) }
                 s.lines = lines.map { LineWatch(Self.placed($0, width, height)) }
+            } else if s.size! != (width, height) {
+                // The frame's size changed (a camera's new stream): zones and lines in fractions
+                // are placed again in its pixels; every track's state and every count is kept.
+                s.size = (width, height)
+                for i in s.zones.indices { s.zones[i].settings = Self.placed(zones[i], width, height) }
+                for i in s.lines.indices { s.lines[i].settings = Self.placed(lines[i], width, height) }
             }
             let step = s.tracker.update(detections, time: time)
+            s.untracked += step.untracked
             var events = step.started.map(AnalyticsEvent.trackStarted)
-            for (track, d) in step.seen {
-                for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: detections[d].box, time: time, into: &events) }
-                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: detections[d].box, into: &events) }
+            // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
+            for (track, _) in step.seen {
+                for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: track.filter.box, time: time, into: &events) }
+                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: track.filter.box, into: &events) }
             }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
             return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events)
@@ -53,6 +62,8 @@ public final class BoxAnalytics: @unchecked Sendable {
     public struct Counts: Sendable {
         public var tracksStarted = 0
         public var tracksActive = 0
+        /// Boxes reported that joined no track (under the tracker's thresholds).
+        public var untracked = 0
         /// Per line and label: crossings in and out.
         public var crossings: [(line: String, label: String, in: Int, out: Int)] = []
         /// Per zone and label: tracks inside now, and entries so far.
@@ -64,6 +75,7 @@ public final class BoxAnalytics: @unchecked Sendable {
             var c = Counts()
             c.tracksStarted = s.tracker.reported
             c.tracksActive = s.tracker.tracks.filter { $0.id != 0 }.count
+            c.untracked = s.untracked
             for l in s.lines {
                 for (label, n) in l.counts.sorted(by: { $0.key < $1.key }) { c.crossings.append((l.settings.name, label, n.in, n.out)) }
             }
@@ -76,11 +88,15 @@ public final class BoxAnalytics: @unchecked Sendable {
         }
     }
 
-    /// The input ended: every track ends.
+    /// The input ended: every track ends, and the run's totals are said (analytics.summary).
     public func finish() -> [AnalyticsEvent] {
         state.withLock { s in
             var events: [AnalyticsEvent] = []
             for t in s.tracker.finish() { Self.end(t, reason: "input_ended", &s, &events) }
+            // (Before any frame, the watchers are not placed yet: their names and zero counts.)
+            let lines = s.size == nil ? self.lines.map(LineWatch.init) : s.lines
+            let zones = s.size == nil ? self.zones.map(ZoneWatch.init) : s.zones
+            events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: lines, zones: zones))
             return events
         }
     }

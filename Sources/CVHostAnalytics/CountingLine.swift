@@ -1,16 +1,23 @@
 /// A counting line: two points, and which side of a→b is "in" (left or right as seen on the
-/// picture, facing from a to b). A track crosses it when its anchor, once on one side, is seen on
-/// the other for `minFrames` frames in a row and, once, `minDistance` pixels from the line (by
-/// default a tenth of the box's height), and the step across passes between the two points:
-/// counted once per crossing however the box jitters over the line, or stands on it.
+/// picture, facing from a to b). A track is on a side only once its anchor (of its filtered box:
+/// the Kalman filter's, not the detector's jittering one) is a band's width from the line:
+/// `minDistance` pixels, by default a quarter of its box's height. It crosses when, known on one
+/// side, it is seen beyond the band on the other for `minFrames` frames in a row, and its step
+/// across passes between the two points. A track that never leaves the band (a car parked on the
+/// line, its box jittering over it) is never counted, however long it stays; one that stands on the
+/// line and goes on is counted once.
 public struct LineSettings: Equatable, Sendable {
     public let name: String
     public var segment: Segment
     public var inSide = Side.left
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2
-    /// Pixels from the line a track must be seen at on its new side; nil: a tenth of its box's height.
+    /// The band's half width: pixels from the line a track's anchor must be, on either side, to be
+    /// on that side; nil: `bandOfHeight` of its box's height.
     public var minDistance: Double?
+    /// The band's half width by default, in box heights: more than a detector's usual jitter (a
+    /// few pixels on a box of tens, up to 15% of its height), less than one step of a walker.
+    public static let bandOfHeight = 0.25
     /// The input it watches; nil: every input.
     public var input: String?
     /// Its points are fractions of the frame's width and height (0..1), not pixels.
@@ -25,14 +32,14 @@ public struct LineSettings: Equatable, Sendable {
 }
 
 struct LineWatch {
-    let settings: LineSettings
+    /// Its settings in the frame's pixels (placed again when the frame's size changes).
+    var settings: LineSettings
     private struct State {
-        /// +1 left, -1 right; 0 until the track is first seen off the line.
+        /// +1 left, -1 right: the side the track was last seen on beyond the band; 0: not yet.
         var side = 0.0
-        /// The last anchor on `side`, frames seen since on the other, and whether it was far enough from the line.
+        /// The last anchor on `side`, and frames seen since beyond the band on the other.
         var last: Point
         var other = 0
-        var far = false
     }
     private var states: [Int: State] = [:]
     private(set) var counts: [String: (in: Int, out: Int)] = [:]
@@ -41,10 +48,13 @@ struct LineWatch {
         self.settings = settings
     }
 
+    /// A track seen with `box` (its filtered box), its voted `label`.
     mutating func see(track: Int, label: String, box: Box, into events: inout [AnalyticsEvent]) {
         let p = box.point(settings.anchor)
         let offset = settings.segment.side(p)
-        let side: Double = offset > 0 ? 1 : offset < 0 ? -1 : 0
+        let band = settings.minDistance ?? box.height * LineSettings.bandOfHeight
+        // Within the band it is on neither side: a box jittering over the line changes nothing.
+        let side: Double = offset >= band ? 1 : offset <= -band ? -1 : 0
         guard var s = states[track], s.side != 0 else {
             if side != 0 { states[track] = State(side: side, last: p) }
             return
@@ -52,13 +62,11 @@ struct LineWatch {
         if side == s.side || side == 0 {
             if side == s.side { s.last = p }
             s.other = 0
-            s.far = false
             states[track] = s
             return
         }
         s.other += 1
-        if abs(offset) >= (settings.minDistance ?? box.height / 10) { s.far = true }
-        if s.other >= settings.minFrames && s.far {
+        if s.other >= settings.minFrames {
             // Across between its two points (not around an end of it).
             if Segment(s.last, p).crosses(settings.segment) {
                 let inward = (side > 0) == (settings.inSide == .left)
@@ -66,7 +74,8 @@ struct LineWatch {
                 var c = counts[key] ?? (0, 0)
                 if inward { c.in += 1 } else { c.out += 1 }
                 counts[key] = c
-                events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c))
+                let total = counts.values.reduce((in: 0, out: 0)) { ($0.in + $1.in, $0.out + $1.out) }
+                events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c, total: total))
             }
             s = State(side: side, last: p)
         }

@@ -106,6 +106,20 @@ public struct Polygon: Equatable, Sendable {
         return nil
     }
 
+    /// The smaller of the width and the height of the box around the points.
+    var narrowerSide: Double { min(bounds.max.x - bounds.min.x, bounds.max.y - bounds.min.y) }
+
+    /// The distance from `p` to the nearest edge.
+    func distanceToOutline(_ p: Point) -> Double {
+        var nearest = Double.infinity
+        var j = points.count - 1
+        for i in points.indices {
+            nearest = min(nearest, Segment(points[j], points[i]).distance(to: p))
+            j = i
+        }
+        return nearest
+    }
+
     /// Whether `p` lies inside (even-odd rule; a point on an edge counts as inside).
     func contains(_ p: Point) -> Bool {
         let slack = 1e-9

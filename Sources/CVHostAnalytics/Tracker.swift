@@ -1,7 +1,8 @@
 /// One box a plugin gave for a frame: what the tracker follows.
 public struct Detection: Sendable {
     public var box: Box
-    /// The result's `label` (else its type: "face", "barcode"): boxes are followed per label.
+    /// The result's `label` (else its type: "face", "barcode"): a track's label is the one its
+    /// boxes had most often.
     public var label: String
     /// The result's `confidence`, 1 when it has none.
     public var confidence: Double
@@ -17,7 +18,11 @@ public struct Detection: Sendable {
 public struct TrackerSettings: Equatable, Sendable {
     /// Boxes at or above it start tracks and are matched first; below it, down to `low`, they only
     /// keep tracks that are already followed (ByteTrack's second pass: an occluded object's weak box).
-    public var high = 0.4
+    public var high = 0.4 {
+        didSet { highGiven = true }
+    }
+    /// Whether `high` was given: if not, it follows what the plugin reports (`following(confidence:)`).
+    public private(set) var highGiven = false
     public var low = 0.1
     /// Frames a new track must be seen in a row before it is reported (and given its id).
     public var minHits = 3
@@ -28,6 +33,21 @@ public struct TrackerSettings: Equatable, Sendable {
     public var matchIoU = 0.2
     public var lowMatchIoU = 0.5
     public var newMatchIoU = 0.3
+    /// Boxes matched to tracks of their own label only. Off by default: a detector's label flips
+    /// between classes on one object (car and truck, man and woman), which is still one object.
+    public var byLabel = false
+
+    /// The settings for a plugin that reports boxes from `confidence` up: a box it reports is not
+    /// to be left without a track for being under `high`, so `high` (when not given) comes down to
+    /// it, and `low` with it.
+    public func following(confidence: Double?) -> TrackerSettings {
+        guard let confidence, !highGiven, confidence < high else { return self }
+        var s = self
+        s.high = confidence
+        s.highGiven = false
+        s.low = min(s.low, confidence)
+        return s
+    }
 
     public init() {}
 }
@@ -38,7 +58,9 @@ struct Track {
 
     /// 0 until the track is reported (`minHits` frames seen in a row).
     var id = 0
-    let label: String
+    /// The label its boxes had most often (the first such, on a tie), and how often each label came.
+    private(set) var label: String
+    private(set) var labels: [String: Int]
     var filter: KalmanBoxFilter
     var state = State.new
     /// Frames it was seen in.
@@ -48,8 +70,12 @@ struct Track {
     let firstBox: Box
     var lastBox: Box
 
+    /// Labels a track keeps a count for (a plugin that makes a new one per frame cannot grow it).
+    static let mostLabels = 16
+
     init(_ d: Detection, time: Double) {
         label = d.label
+        labels = [d.label: 1]
         filter = KalmanBoxFilter(d.box)
         firstTime = time
         lastTime = time
@@ -60,12 +86,17 @@ struct Track {
     mutating func see(_ d: Detection, time: Double) {
         filter.update(d.box)
         frames += 1
+        if labels[d.label] != nil || labels.count < Self.mostLabels {
+            labels[d.label, default: 0] += 1
+            if labels[d.label]! > labels[label]! { label = d.label }
+        }
         lastTime = time
         lastBox = d.box
     }
 }
 
-/// ByteTrack (Zhang et al., 2022) for boxes of any plugin, per label: each frame, every track's
+/// ByteTrack (Zhang et al., 2022) for boxes of any plugin, across labels (as ByteTrack and
+/// supervision associate; per label with `byLabel`): each frame, every track's
 /// box is predicted (KalmanBoxFilter); the strong boxes are matched to followed and lost tracks by
 /// overlap, then the weak boxes to the followed tracks left; new tracks are matched to the strong
 /// boxes left and reported after `minHits` frames; strong boxes left start new tracks; a track not
@@ -91,6 +122,8 @@ struct Tracker {
         var ended: [Track] = []
         /// The reported tracks seen this frame: (track, detection index).
         var seen: [(track: Track, detection: Int)] = []
+        /// Boxes that joined no track, new or reported (under `low`, or weak with no track to keep).
+        var untracked = 0
     }
 
     /// Follows the boxes of a frame at `time` (seconds; never earlier than the frame before).
@@ -100,21 +133,25 @@ struct Tracker {
         for i in tracks.indices { tracks[i].filter.predict(seconds: dt, still: tracks[i].state != .tracked) }
         var step = Step()
         var matchedTrack = Set<Int>()
-        let labels = Set(detections.map(\.label)).union(tracks.map(\.label)).sorted()
-        for label in labels {
-            let mine = detections.indices.filter { detections[$0].label == label }
+        var placed = 0
+        // One group of every box and track, or (byLabel) a group per label.
+        let groups: [String?] = settings.byLabel ? Set(detections.map(\.label)).union(tracks.map(\.label)).sorted() : [nil]
+        for label in groups {
+            let mine = detections.indices.filter { label == nil || detections[$0].label == label }
             let strong = mine.filter { detections[$0].confidence >= settings.high }
             let weak = mine.filter { detections[$0].confidence < settings.high && detections[$0].confidence >= settings.low }
-            let pool = tracks.indices.filter { tracks[$0].label == label && tracks[$0].state != .new }
+            let pool = tracks.indices.filter { (label == nil || tracks[$0].label == label) && tracks[$0].state != .new }
             // 1: strong boxes, followed and lost tracks.
             let first = match(pool, strong, detections, minIoU: settings.matchIoU)
             // 2: weak boxes, the followed tracks left (a lost track is not found again by a weak box).
             let leftTracked = pool.filter { !first.tracks.contains($0) && tracks[$0].state == .tracked }
             let second = match(leftTracked, weak, detections, minIoU: settings.lowMatchIoU)
             // 3: the strong boxes left, tracks not yet reported.
-            let fresh = tracks.indices.filter { tracks[$0].label == label && tracks[$0].state == .new }
+            let fresh = tracks.indices.filter { (label == nil || tracks[$0].label == label) && tracks[$0].state == .new }
             let strongLeft = strong.filter { !first.detections.contains($0) }
             let third = match(fresh, strongLeft, detections, minIoU: settings.newMatchIoU)
+            // Every strong box left joins a new track (matched in the third pass, or its first box).
+            placed += first.pairs.count + second.pairs.count + strongLeft.count
             for (t, d) in first.pairs + second.pairs + third.pairs {
                 tracks[t].see(detections[d], time: time)
                 matchedTrack.insert(t)
@@ -152,6 +189,7 @@ struct Tracker {
         tracks = kept
         let byID = Dictionary(uniqueKeysWithValues: tracks.filter { $0.id != 0 }.map { ($0.id, $0) })
         step.seen = step.trackOf.sorted { $0.key < $1.key }.compactMap { d, id in byID[id].map { ($0, d) } }
+        step.untracked = detections.count - placed
         return step
     }
 

@@ -1,12 +1,19 @@
 /// A zone: a polygon with, per track, whether it is inside, entered and exited once a track's
-/// anchor has been seen on the other side of its outline `minFrames` frames in a row (a box that
-/// jitters over the edge does not flicker in and out), the tracks inside per label (occupancy), and
-/// `zone.dwell` once for a track that has stayed `dwell` seconds.
+/// anchor (of its filtered box) has been seen on the other side of its outline, beyond a band
+/// along it, `minFrames` frames in a row: a box that jitters over the edge does not flicker in
+/// and out. The band's half width is `minDistance` pixels, by default a fifth of the box's height
+/// but never more than a quarter of the zone's narrower side (a small zone can still be entered).
+/// Also the tracks inside per label (occupancy), and `zone.dwell` once for a track that has
+/// stayed `dwell` seconds.
 public struct ZoneSettings: Equatable, Sendable {
     public let name: String
     public var polygon: Polygon
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2
+    /// The band's half width along the outline, pixels; nil: `bandOfHeight` of the box's height,
+    /// at most a quarter of the zone's narrower side.
+    public var minDistance: Double?
+    public static let bandOfHeight = 0.2
     /// Seconds after which a track inside is said to linger (zone.dwell); nil: never.
     public var dwell: Double?
     /// The input it watches; nil: every input.
@@ -21,7 +28,8 @@ public struct ZoneSettings: Equatable, Sendable {
 }
 
 struct ZoneWatch {
-    let settings: ZoneSettings
+    /// Its settings in the frame's pixels (placed again when the frame's size changes).
+    var settings: ZoneSettings
     private struct State {
         var inside = false
         /// Consecutive frames seen on the other side of the outline.
@@ -30,21 +38,35 @@ struct ZoneWatch {
         var since = 0.0
         var firstOther = 0.0
         var dwelt = false
-        let label: String
+        /// The label it is counted under while inside: its label when it came in.
+        var label: String
     }
     private var states: [Int: State] = [:]
     private var occupancy: [String: Int] = [:]
-    /// Tracks that came in so far, per label.
+    /// Tracks that came in so far, per label; those that went out, zone.dwell events, and the most
+    /// tracks inside at once (for the run's summary).
     private(set) var entries: [String: Int] = [:]
+    private(set) var exits = 0
+    private(set) var dwells = 0
+    private(set) var peak = 0
 
     init(_ settings: ZoneSettings) {
         self.settings = settings
     }
 
     /// A track seen at `time` with `box`.
+    /// A track seen at `time` with `box` (its filtered box), its voted `label`.
     mutating func see(track: Int, label: String, box: Box, time: Double, into events: inout [AnalyticsEvent]) {
-        let inside = settings.polygon.contains(box.point(settings.anchor))
+        let p = box.point(settings.anchor)
         var s = states[track] ?? State(label: CountedLabel.key(label, in: entries))
+        let band = settings.minDistance ?? min(box.height * ZoneSettings.bandOfHeight, settings.polygon.narrowerSide / 4)
+        // Within the band along the outline it is on neither side: nothing changes.
+        guard settings.polygon.distanceToOutline(p) >= band else {
+            s.other = 0
+            states[track] = s
+            return
+        }
+        let inside = settings.polygon.contains(p)
         if inside == s.inside {
             s.other = 0
         } else {
@@ -54,20 +76,23 @@ struct ZoneWatch {
                 s.inside = inside
                 s.other = 0
                 if inside {
+                    s.label = CountedLabel.key(label, in: entries)
                     s.since = s.firstOther
                     s.dwelt = false
                     events.append(.zone("zone.entered", zone: settings.name, track: track, label: label))
                     entries[s.label, default: 0] += 1
                     change(s.label, by: 1, &events)
                 } else {
-                    events.append(.zone("zone.exited", zone: settings.name, track: track, label: label, seconds: s.firstOther - s.since,
+                    events.append(.zone("zone.exited", zone: settings.name, track: track, label: s.label, seconds: s.firstOther - s.since,
                                         reason: "left"))
+                    exits += 1
                     change(s.label, by: -1, &events)
                 }
             }
         }
         if s.inside, !s.dwelt, let dwell = settings.dwell, time - s.since >= dwell {
             s.dwelt = true
+            dwells += 1
             events.append(.zone("zone.dwell", zone: settings.name, track: track, label: label, seconds: time - s.since))
         }
         states[track] = s
@@ -77,12 +102,15 @@ struct ZoneWatch {
     mutating func end(track: Int, time: Double, into events: inout [AnalyticsEvent]) {
         guard let s = states.removeValue(forKey: track), s.inside else { return }
         events.append(.zone("zone.exited", zone: settings.name, track: track, label: s.label, seconds: time - s.since, reason: "track_ended"))
+        exits += 1
         change(s.label, by: -1, &events)
     }
 
     private mutating func change(_ label: String, by delta: Int, _ events: inout [AnalyticsEvent]) {
         occupancy[label, default: 0] += delta
-        events.append(.occupancy(zone: settings.name, label: label, count: occupancy[label]!, total: occupancy.values.reduce(0, +)))
+        let total = occupancy.values.reduce(0, +)
+        peak = max(peak, total)
+        events.append(.occupancy(zone: settings.name, label: label, count: occupancy[label]!, total: total))
     }
 
     /// Tracks inside now, per label.

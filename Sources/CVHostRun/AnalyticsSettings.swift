@@ -1,4 +1,5 @@
 import CVHostAnalytics
+import CVHostCore
 
 /// `--track`, `--zone`, `--line`: whose boxes are followed across frames, and the zones and
 /// lines their tracks are watched in (CVHostAnalytics). Checked before anything runs: a zone or a
@@ -43,6 +44,14 @@ public struct AnalyticsSettings: Sendable {
         }
     }
 
+    /// Says once, at start, where a tracked plugin reports boxes that can start no track: `high`
+    /// given above the plugin's own `confidence`.
+    func checkThresholds(plugin: String, confidence: Double?) {
+        guard let t = tracked.first(where: { $0.plugin == plugin }), let confidence, t.settings.highGiven, t.settings.high > confidence else { return }
+        Log.warning("--track \(plugin): boxes \(plugin) reports between its confidence=\(confidence) and high=\(t.settings.high) start no track "
+                    + "(counted as untracked_results): lower high (--track \(plugin):high=\(confidence)) or raise the plugin's confidence")
+    }
+
     /// The most zones, and the most lines, a run may have.
     public static let most = 100
 
@@ -51,11 +60,13 @@ public struct AnalyticsSettings: Sendable {
         (zones.compactMap(\.input) + lines.compactMap(\.input)).filter { !sources.contains($0) }
     }
 
-    /// The analytics stage of the plugin called `plugin` on input `source`, or nil when its boxes are not followed.
-    func stage(plugin: String, index: Int, source: String) -> TrackedResults? {
+    /// The analytics stage of the plugin called `plugin` on input `source` (`live`: a camera or a
+    /// network stream; `confidence`: the plugin's own threshold, when it has one), or nil when its
+    /// boxes are not followed.
+    func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?) -> TrackedResults? {
         guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
-        let analytics = BoxAnalytics(tracker: t.settings, zones: zones.filter { $0.input == nil || $0.input == source },
+        let analytics = BoxAnalytics(tracker: t.settings.following(confidence: confidence), zones: zones.filter { $0.input == nil || $0.input == source },
                                      lines: lines.filter { $0.input == nil || $0.input == source })
-        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index)
+        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live)
     }
 }

@@ -69,6 +69,12 @@ final class PluginStage: Sendable {
                 throw fail("input=\(unknown) of a --zone or --line: this run has no input called \(unknown) (its inputs: "
                            + "\(sourceIDs.joined(separator: ", ")); name one with --input NAME=...)", code: ExitCodes.usage)
             }
+            // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
+            let confidence = requests.map { request, plugin -> Double? in
+                let given = request.options.last { $0.key == "confidence" }?.value
+                return Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? "")
+            }
+            for (index, (_, plugin)) in requests.enumerated() { s.analytics.checkThresholds(plugin: plugin.name, confidence: confidence[index]) }
             for id in sourceIDs {
                 var forInput: [PluginRunner] = []
                 for (index, (request, plugin)) in requests.enumerated() {
@@ -78,7 +84,9 @@ final class PluginStage: Sendable {
                         forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: sourceIDs.count > 1 ? id : nil, index: index,
                                                          options: request.options, queueDepth: s.queueDepth, backpressure: s.backpressure,
                                                          isolation: s.isolation, sink: sink,
-                                                         resultStage: s.analytics.stage(plugin: plugin.name, index: index, source: id)))
+                                                         resultStage: s.analytics.stage(plugin: plugin.name, index: index, source: id,
+                                                                                        live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true,
+                                                                                        confidence: confidence[index])))
                     } catch {
                         _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()))
                         throw error

@@ -14,9 +14,14 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
     let analytics: BoxAnalytics
     private let source: String, plugin: String, pluginIndex: Int
     private let last = Locked<ProcessedFrame?>(nil)
+    /// The time the analytics count in (the frames' media time, kept monotonic).
+    private let clock: Locked<AnalyticsClock>
 
-    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int) {
+    /// - Parameter live: the input is a camera or a network stream (its timestamps' jumps are
+    ///   measured against arrival on this host).
+    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int, live: Bool) {
         self.analytics = analytics
+        clock = Locked(AnalyticsClock(live: live))
         self.source = source
         self.plugin = plugin
         self.pluginIndex = pluginIndex
@@ -29,14 +34,26 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
             detections.append(d)
             at.append(i)
         }
-        // The frame's media time: a file's own clock, a live source's from its start (what `lost` and `dwell` count in).
-        let outcome = analytics.update(detections, time: Double(frame.presentationTimeNs) / 1e9, width: frame.width, height: frame.height)
+        // The frame's media time: a file's own clock, a live source's from its start (what `lost` and
+        // `dwell` count in), never running backwards; its first jump said (input.time_jumped).
+        let (time, jump, first) = clock.withLock { c in
+            let t = c.time(ptsNs: frame.presentationTimeNs, wallNs: frame.captureTimeNs)
+            return (t.time, t.jump, c.jumps == 1)
+        }
+        var jumped: [AnalyticsEvent] = []
+        if let jump, first {
+            Log.warning("the timestamps jumped from \(Double(jump.fromNs) / 1e9) s to \(Double(jump.toNs) / 1e9) s (a reconnection, or a camera's "
+                        + "clock): tracks, zones and lines go on in the time that passed here (input.time_jumped; later jumps are counted in analytics.summary)",
+                        source: source)
+            jumped.append(AnalyticsEvent.timeJumped(fromNs: jump.fromNs, toNs: jump.toNs))
+        }
+        let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id { out[at[k]] = Self.tagged(out[at[k]], trackID: id) }
         }
         last.withLock { $0 = frame }
-        return out + outcome.events.map { line($0, frame) }
+        return out + (jumped + outcome.events).map { line($0, frame) }
     }
 
     func finish() -> [OutputLine] {
@@ -83,6 +100,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         let l = [("source", source), ("plugin", plugin), ("plugin_index", String(pluginIndex))]
         p.counter("cvhost_tracks_started_total", "Tracks reported (--track): objects followed across frames.", l, UInt64(c.tracksStarted))
         p.gauge("cvhost_tracks_active", "Tracks followed now (seen, or lost for less than `lost` seconds).", l, Double(c.tracksActive))
+        p.counter("cvhost_untracked_results_total", "Boxes the plugin reported that joined no track (under the tracker's thresholds).", l, UInt64(c.untracked))
         for x in c.crossings {
             for (direction, n) in [("in", x.in), ("out", x.out)] {
                 p.counter("cvhost_line_crossings_total", "Tracks that crossed a line (--line), by label and direction.",

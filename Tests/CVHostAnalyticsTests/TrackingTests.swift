@@ -110,3 +110,121 @@ extension TrackingTests {
         #expect(zone.counts.values.reduce(0, +) == 200 && zone.counts[CountedLabel.other] == 200 - CountedLabel.maxLabels)
     }
 }
+
+/// The ways real detectors and cameras make counts go wrong: a box parked on a line or a zone's
+/// edge jittering over it, a label that flips between classes, boxes under the tracker's start
+/// threshold, a frame size that changes; each count exact, at 30, 10 and 5 fps.
+extension TrackingTests {
+    static func car(_ points: [Point], pauses: [Int: Double] = [:]) -> Scene.Object {
+        Scene.Object(label: "car", width: 80, height: 40, at: Scene.path(points, speed: 120, pauses: pauses))
+    }
+
+    @Test("a car parked on a counting line for 10 s, its 80x40 box jittering up to 6 px (15% of its height) over it: never counted", arguments: rates)
+    func parkedOnTheLine(fps: Double) {
+        // Its anchor (bottom centre) stands on the line: x = 640.
+        var scene = Scene(objects: [Self.car([Point(640, 400), Point(640, 401)], pauses: [0: 10])], seconds: 10)
+        scene.jitter = 6
+        scene.falseBoxesPerSecond = 0
+        scene.missed = 0
+        let r = scene.run(BoxAnalytics(tracker: TrackerSettings(), lines: [Self.door]), fps: fps)
+        #expect(Self.events(r.events, "line.crossed").isEmpty, "\(fps) fps: \(Self.events(r.events, "line.crossed"))")
+    }
+
+    @Test("a car parked on a zone's edge, jittering over it for 10 s: it never enters", arguments: rates)
+    func parkedOnTheEdge(fps: Double) {
+        // Its anchor (bottom centre, y + 20) on the bay's left edge, x = 800.
+        var scene = Scene(objects: [Self.car([Point(800, 480), Point(800, 481)], pauses: [0: 10])], seconds: 10)
+        scene.jitter = 6
+        scene.falseBoxesPerSecond = 0
+        scene.missed = 0
+        let r = scene.run(BoxAnalytics(tracker: TrackerSettings(), zones: [Self.bay]), fps: fps)
+        #expect(Self.events(r.events, "zone.entered").isEmpty && Self.events(r.events, "zone.exited").isEmpty, "\(fps) fps")
+    }
+
+    @Test("a person whose label flips between two classes frame to frame: one track, one crossing, the label seen most", arguments: rates)
+    func labelFlips(fps: Double) {
+        var walker = Self.person([Point(300, 400), Point(1000, 400)])
+        walker.flips = [("man", 0.7), ("woman", 0.3)]
+        let scene = Scene(objects: [walker], seconds: 8)
+        let r = scene.run(BoxAnalytics(tracker: TrackerSettings(), lines: [Self.door]), fps: fps)
+        Self.expectContinuity(r, objects: 1, fps: fps)
+        let crossed = Self.events(r.events, "line.crossed")
+        #expect(crossed.count == 1 && crossed.first?["label"] as? String == "man" && crossed.first?["total_in"] as? Int == 1, "\(fps) fps: \(crossed)")
+        let ended = Self.events(r.events, "track.ended").first
+        #expect(ended?["label"] as? String == "man" && (ended?["labels"] as? [String: Int])?.keys.sorted() == ["man", "woman"], "\(fps) fps: \(String(describing: ended))")
+        // Per label, as before, when asked.
+        var byLabel = TrackerSettings()
+        byLabel.byLabel = true
+        let split = scene.run(BoxAnalytics(tracker: byLabel, lines: [Self.door]), fps: fps)
+        #expect(Self.events(split.events, "track.started").count >= 2, "\(fps) fps")
+    }
+
+    @Test("boxes reported at 0.3, under the tracker's default high (0.4): a tracker following the plugin's confidence (0.25) tracks and counts them", arguments: rates)
+    func weakBoxesFollowed(fps: Double) {
+        var walker = Self.person([Point(300, 400), Point(1000, 400)])
+        walker.confidence = 0.3
+        let scene = Scene(objects: [walker], seconds: 8)
+        let followed = scene.run(BoxAnalytics(tracker: TrackerSettings().following(confidence: 0.25), lines: [Self.door]), fps: fps)
+        #expect(Self.events(followed.events, "line.crossed").count == 1, "\(fps) fps")
+        // high given (0.4): it is not lowered; the boxes are reported but never tracked, and counted so.
+        var strict = TrackerSettings()
+        strict.high = 0.4
+        let analytics = BoxAnalytics(tracker: strict.following(confidence: 0.25), lines: [Self.door])
+        let ignored = scene.run(analytics, fps: fps)
+        #expect(Self.events(ignored.events, "track.started").isEmpty && analytics.counts.untracked > 0, "\(fps) fps")
+    }
+
+    @Test("the frame's size changes halfway (1280x720 to 640x360): a line in fractions is placed again, tracks and counts kept", arguments: rates)
+    func frameSizeChanges(fps: Double) {
+        var door = LineSettings(name: "door", segment: Segment(Point(0.5, 0.1), Point(0.5, 0.9)))
+        door.fractions = true
+        var scene = Scene(objects: [Self.person([Point(300, 400), Point(1000, 400)]), Self.person([Point(300, 300), Point(1000, 300)], start: 9)], seconds: 17)
+        scene.frameSize = { $0 < 8.5 ? (1280, 720) : (640, 360) }
+        let analytics = BoxAnalytics(tracker: TrackerSettings(), lines: [door])
+        let r = scene.run(analytics, fps: fps)
+        let crossed = Self.events(r.events, "line.crossed")
+        #expect(crossed.map { $0["in"] as? Int } == [1, 2], "\(fps) fps: \(crossed)")
+        let summary = Self.events(r.events, "analytics.summary").first
+        #expect((summary?["lines"] as? [[String: Any]])?.first?["total_in"] as? Int == 2, "\(fps) fps: \(String(describing: summary))")
+    }
+}
+
+/// The clock the analytics count in: monotonic whatever the timestamps do.
+@Suite("The analytics' clock")
+struct AnalyticsClockTests {
+    @Test("a live camera that reconnects after 8.4 s and restarts its timestamps at 0: time goes on by the 8.4 s that passed; one jump")
+    func restartAtZero() {
+        var c = AnalyticsClock(live: true)
+        var times: [Double] = []
+        for n in 0..<60 { times.append(c.time(ptsNs: Int64(n) * 33_333_333, wallNs: 1_000_000_000_000 + Int64(n) * 33_333_333).time) }
+        let before = times.last!
+        let after = c.time(ptsNs: 0, wallNs: 1_000_000_000_000 + 59 * 33_333_333 + 8_400_000_000)
+        #expect(after.jump != nil && abs(after.time - before - 8.4) < 0.001)
+        let next = c.time(ptsNs: 33_333_333, wallNs: 1_000_000_000_000 + 59 * 33_333_333 + 8_433_333_333)
+        #expect(next.jump == nil && abs(next.time - after.time - 0.0333) < 0.001 && c.jumps == 1)
+    }
+
+    @Test("a camera whose every 10th frame is stamped 3 s back: time steps one frame interval each frame, never back")
+    func framesStampedBack() {
+        var c = AnalyticsClock(live: true)
+        var last = -1.0
+        for n in 0..<360 {
+            let pts = Int64(n) * 33_333_333 - (n % 10 == 9 ? 3_000_000_000 : 0)
+            let t = c.time(ptsNs: pts, wallNs: Int64(n) * 33_333_333).time
+            #expect(t >= last && (last < 0 || t - last < 0.05), "frame \(n): \(t) after \(last)")
+            last = t
+        }
+        // 36 frames stamped back, and the 35 after them that jump forward again.
+        #expect(abs(last - 359 * 0.0333) < 0.1 && c.jumps == 71)
+    }
+
+    @Test("a file: its media time as it is, a gap included; a step back is one frame interval")
+    func fileTime() {
+        var c = AnalyticsClock(live: false)
+        _ = c.time(ptsNs: 0, wallNs: 0)
+        _ = c.time(ptsNs: 40_000_000, wallNs: 1_000)
+        #expect(c.time(ptsNs: 5_040_000_000, wallNs: 2_000).time == 5.04)
+        #expect(abs(c.time(ptsNs: 0, wallNs: 3_000).time - 5.08) < 1e-9 && c.jumps == 1)
+        #expect(c.time(ptsNs: .min, wallNs: .max).time >= 5.08)
+    }
+}

@@ -12,6 +12,8 @@ struct Scene {
         /// Where its box's centre is at a time, nil while it is hidden or not there.
         let at: (Double) -> Point?
         var confidence = 0.8
+        /// A detector that flips the object's label from frame to frame: each label with its share of frames.
+        var flips: [(label: String, share: Double)]? = nil
     }
 
     var objects: [Object]
@@ -20,6 +22,8 @@ struct Scene {
     var jitter = 3.0
     var missed = 0.08
     var falseBoxesPerSecond = 1.0
+    /// The frame's size at a time (a camera that changes its stream), and the scale of every box and point in it.
+    var frameSize: (Double) -> (width: Int, height: Int) = { _ in (1280, 720) }
 
     /// A path through points at a speed (pixels a second), starting at `start`; nil outside it.
     static func path(_ points: [Point], speed: Double, start: Double = 0, pauses: [Int: Double] = [:]) -> (Double) -> Point? {
@@ -56,8 +60,20 @@ struct Scene {
                 guard let c = o.at(time), random.unit() >= missed else { continue }
                 let jx = (random.unit() * 2 - 1) * jitter, jy = (random.unit() * 2 - 1) * jitter
                 let jw = (random.unit() * 2 - 1) * jitter, jh = (random.unit() * 2 - 1) * jitter
-                detections.append(Detection(box: Box(x: c.x - o.width / 2 + jx, y: c.y - o.height / 2 + jy, width: o.width + jw, height: o.height + jh),
-                                            label: o.label, confidence: o.confidence))
+                var label = o.label
+                if let flips = o.flips {
+                    var pick = random.unit()
+                    label = flips.last!.label
+                    for f in flips {
+                        if pick < f.share { label = f.label; break }
+                        pick -= f.share
+                    }
+                }
+                // Scene coordinates are of a 1280x720 frame: scaled to the frame's size now.
+                let s = Double(frameSize(time).width) / 1280
+                detections.append(Detection(box: Box(x: (c.x - o.width / 2 + jx) * s, y: (c.y - o.height / 2 + jy) * s,
+                                                     width: (o.width + jw) * s, height: (o.height + jh) * s),
+                                            label: label, confidence: o.confidence))
                 truth.append(i)
             }
             // Boxes of nothing, each in one frame, somewhere.
@@ -75,7 +91,8 @@ struct Scene {
     func run(_ analytics: BoxAnalytics, fps: Double) -> (events: [AnalyticsEvent], idsOf: [Int: Set<Int>], falseTracks: Int) {
         var events: [AnalyticsEvent] = [], ids: [Int: Set<Int>] = [:], falseTracks = 0
         for frame in frames(fps: fps) {
-            let outcome = analytics.update(frame.detections, time: frame.time, width: 1280, height: 720)
+            let size = frameSize(frame.time)
+            let outcome = analytics.update(frame.detections, time: frame.time, width: size.width, height: size.height)
             events += outcome.events
             for (i, id) in outcome.trackIDs.enumerated() {
                 guard let id else { continue }

@@ -65,8 +65,8 @@ struct RunCommand: ParsableCommand {
                          --track detect \\
                          --zone 'bay=800,300 1100,300 1100,650 800,650:dwell=600' \\
                          --line 'door=0.5,0.1 0.5,0.9:in=left'
-            --track PLUGIN follows the boxes (`bounds`) of that plugin's results from frame to frame, per label (ByteTrack: a motion model, overlap matching, a second pass for weak boxes): a track is reported after min_hits frames in a row, with track.started and a track_id in each of its results, and ends with track.ended after `lost` seconds unseen (media time, not frames). Boxes at or above `high` confidence start and keep tracks; from `low` up they only keep them.
-            A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) is tested: zone.entered and zone.exited (with its seconds inside) once it has been on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second) and the running counts per label, once a track has been on the other side min_frames frames (2) and once min_distance pixels from it (a tenth of the box's height): a box that jitters or stops on the line is counted once. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
+            --track PLUGIN follows the boxes (`bounds`) of that plugin's results from frame to frame, across labels (ByteTrack: a motion model, overlap matching, a second pass for weak boxes; by_label=true keeps labels apart): a track is reported after min_hits frames in a row, with track.started and a track_id in each of its results, and ends with track.ended after `lost` seconds unseen (media time, not frames, never running backwards: a timestamp jump is input.time_jumped). A track's label is the one its boxes had most often. Boxes at or above `high` confidence start and keep tracks (high comes down to the plugin's own confidence unless given); from `low` up they only keep them; boxes that join no track are counted (untracked_results). At an input's end: analytics.summary, its totals.
+            A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) of its filtered box is tested, beyond a band along the outline or the line (min_distance pixels; by default a fifth of the box's height for a zone, a quarter for a line): zone.entered and zone.exited (with its seconds inside) once it has been beyond the band on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second), the running counts of its label and the totals, once a track has been beyond the band on the other side min_frames frames (2): a box that jitters or is parked on the line is never counted. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
 
             ISOLATION
             none (the default): a plugin runs in cvhost's process; a crash or exit() in it ends the run (exit 19). process: each --plugin runs in a worker process of its own (this executable, run again), frames shared through memory, results checked by cvhost as always. A crash, exit(), a call hung past timeout_ms or memory past max_rss_mb gives plugin.crashed; the frames meanwhile are dropped (reason restarting), the worker is started again after a backoff (0.1 s, doubling) and plugin.restarted follows; 5 crashes within 60 s quarantine it (plugin.quarantined): the run goes on without it and ends with exit 21.
@@ -91,17 +91,17 @@ struct RunCommand: ParsableCommand {
     var plugins: [String] = []
 
     @Option(name: .customLong("track"), help: ArgumentHelp(
-        "Follow a plugin's boxes across frames: PLUGIN [:high=0.4, low=0.1, min_hits=3, lost=1.5, iou=0.2]. Its results get track_id; track.started, track.ended (see TRACKS, ZONES AND LINES). Repeatable.",
+        "Follow a plugin's boxes across frames, across labels: PLUGIN [:high=0.4 (or the plugin's confidence when lower), low=0.1, min_hits=3, lost=1.5, iou=0.2, by_label=false]. Its results get track_id; track.started, track.ended, analytics.summary (see TRACKS, ZONES AND LINES). Repeatable.",
         valueName: "plugin"))
     var track: [String] = []
 
     @Option(name: .customLong("zone"), help: ArgumentHelp(
-        "A zone tracks are watched in: NAME=X,Y X,Y X,Y... [:dwell=S, anchor=A, min_frames=N, input=ID, units=U]. Repeatable.",
+        "A zone tracks are watched in: NAME=X,Y X,Y X,Y... [:dwell=S, anchor=A, min_frames=N, min_distance=PX (the band along its outline), input=ID, units=U]. Repeatable.",
         valueName: "zone"))
     var zones: [String] = []
 
     @Option(name: .customLong("line"), help: ArgumentHelp(
-        "A line tracks are counted across: NAME=X,Y X,Y [:in=left|right, anchor=A, min_frames=N, min_distance=PX, input=ID, units=U]. Repeatable.",
+        "A line tracks are counted across: NAME=X,Y X,Y [:in=left|right, anchor=A, min_frames=N, min_distance=PX (the band on each side; a quarter of the box's height), input=ID, units=U]. Repeatable.",
         valueName: "line"))
     var lines: [String] = []
 

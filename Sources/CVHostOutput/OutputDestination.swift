@@ -178,7 +178,10 @@ public enum OutputDestination: Sendable, Equatable {
             switch key {
             case "max_mb": f.maxBytes = UInt64(try number(key, value, in: 0...1_000_000)) * 1_048_576
             case "keep": f.keep = try number(key, value, in: 1...1000)
-            default: try queueOption(key, value, into: &f.queue, sink: "file", known: "max_mb, keep, queue, drain, required")
+            // A file is always required: one that cannot be opened stops the run before it starts (exit 5).
+            case "required", "spool", "spool_mb":
+                throw ParseError(description: "--output file:\(path): \(key)= is for broker outputs (a file that cannot be opened already stops the run, exit 5)")
+            default: try queueOption(key, value, into: &f.queue, sink: "file", known: "max_mb, keep, queue, drain")
             }
         }
         return f

@@ -19,7 +19,7 @@ public enum PythonPlugin {
     static func interpreter(environment: [String: String] = ProcessInfo.processInfo.environment) throws(PluginLoadError) -> String {
         if let given = environment["CVHOST_PYTHON"], !given.isEmpty {
             guard let found = resolve(given, environment: environment) else {
-                throw PluginLoadError(.notFound, "CVHOST_PYTHON=\(given): no such program; give the path of a python3")
+                throw PluginLoadError(.createFailed, "CVHOST_PYTHON=\(given): no such program; give the path of a python3")
             }
             return found
         }
@@ -27,7 +27,7 @@ public enum PythonPlugin {
             return PathText.absolute(venv + "/bin/python3")
         }
         guard let found = resolve("python3", environment: environment) else {
-            throw PluginLoadError(.notFound, "a Python plugin needs python3, and there is none on the PATH: install it (apt-get install python3) or set CVHOST_PYTHON")
+            throw PluginLoadError(.createFailed, "a Python plugin needs python3, and there is none on the PATH: install it (apt-get install python3) or set CVHOST_PYTHON")
         }
         return found
     }

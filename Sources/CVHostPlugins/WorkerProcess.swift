@@ -34,7 +34,9 @@ final class WorkerProcess: @unchecked Sendable {
         let exe = program.executable
         let args = [exe] + program.arguments + [String(instances), String(getpid())]
         let mark = WorkerDescendants.newMark()
-        let environment = WorkerProcess.withoutSecrets(program.environment).merging([WorkerDescendants.markVariable: mark]) { _, new in new }
+        // CVHOST_LOG_LEVEL: what cvhost writes on stderr (-q: warning), for a plugin's own messages to follow.
+        let environment = WorkerProcess.withoutSecrets(program.environment)
+            .merging([WorkerDescendants.markVariable: mark, "CVHOST_LOG_LEVEL": Log.level.name]) { _, new in new }
         let folder = program.workingFolder
         let fds = theirs.map(\.fd)
         let stderrDescriptor = WorkerStderr.descriptor

@@ -11,8 +11,10 @@ public struct AnalyticsSettings: Sendable {
 
     public init() {}
 
-    /// - Parameter origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
-    public init(track: [String], zones: [String], lines: [String],
+    /// - Parameters:
+    ///   - inputs: the run's inputs (their source ids), when known: a zone or line naming another is refused.
+    ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
+    public init(track: [String], zones: [String], lines: [String], inputs: [String]? = nil,
                 origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
         func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
             var out: [T] = []
@@ -34,6 +36,14 @@ public struct AnalyticsSettings: Sendable {
         tracked = try parsed("track", track, AnalyticsSpec.tracked)
         self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
         self.lines = try parsed("line", lines, AnalyticsSpec.line)
+        if let inputs {
+            let named = zip(zones, self.zones.map(\.input)).map { ("zone", $0, $1) } + zip(lines, self.lines.map(\.input)).map { ("line", $0, $1) }
+            for (key, text, input) in named {
+                guard let input, !inputs.contains(input) else { continue }
+                let why = "input=\(input): this run has no input called \(input) (its inputs: \(inputs.joined(separator: ", ")); name one with --input NAME=...)"
+                throw UsageError(origin(key, text).map { "\($0): \(why)" } ?? "--\(key) \(text): \(why)")
+            }
+        }
         if tracked.isEmpty && !(zones.isEmpty && lines.isEmpty) {
             throw UsageError("--zone and --line watch tracks: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
         }

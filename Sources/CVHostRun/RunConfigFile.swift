@@ -27,7 +27,7 @@ public struct RunConfigFile {
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
         "max-frames": .integer, "max-image-pixels": .integer, "queue-depth": .integer, "preview-width": .integer,
-        "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag,
+        "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag, "events": .flag,
         "stdin-commands": .invertedFlag,
     ]
     // Lines under 80 columns: ArgumentParser wraps longer ones badly.

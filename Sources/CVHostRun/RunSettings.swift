@@ -51,7 +51,7 @@ public struct RunSettings: Sendable {
 
     /// - Throws: UsageError naming the option whose value cannot be run.
     public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],
-                resultsOnly: Bool = false, field: String? = nil,
+                resultsOnly: Bool = false, events: Bool = false, field: String? = nil,
                 format: String? = nil, pixelFormat: String? = nil, controls: [String] = [], reconnect: Bool = false,
                 rtspTransport: String? = nil, openTimeout: Double = 10, maxImagePixels: Int = StillImageDevice.defaultMaxPixels,
                 queueDepth: Int = 2, backpressure: BackpressurePolicy? = nil, isolation: PluginIsolation = .none,
@@ -94,9 +94,12 @@ public struct RunSettings: Sendable {
         if let field, field.isEmpty || field.contains(where: { $0.isWhitespace }) {
             throw UsageError("--field '\(field)': give the name of a result's data field, e.g. --field text (barcode)")
         }
-        stdoutSelection = field.map { .field($0) } ?? (resultsOnly ? .results : .everything)
+        if [resultsOnly, events, field != nil].filter({ $0 }).count > 1 {
+            throw UsageError("--results-only, --events and --field each choose what stdout gets: give one of them")
+        }
+        stdoutSelection = field.map { .field($0) } ?? (resultsOnly ? .results : events ? .events : .everything)
         if stdoutSelection != .everything && !self.outputs.contains(.stdout) {
-            throw UsageError("--results-only and --field choose what stdout gets: add --output - (files and brokers get every line)")
+            throw UsageError("--results-only, --events and --field choose what stdout gets: add --output - (files and brokers get every line)")
         }
         self.plugins = plugins
         self.inputs = specs

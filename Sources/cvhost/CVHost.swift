@@ -56,6 +56,8 @@ struct CVHost: ParsableCommand {
         } catch {
             // Help, --version and exit codes as ArgumentParser ends them; a refusal of the command
             // line in cvhost's one style (one line: `cvhost: error: ...`), as every other refusal.
+            // A run's own failure said its message already (RunFailure, as an ExitCode): no second line.
+            if let code = error as? ExitCode { Glibc.exit(code.rawValue) }
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
             Log.error(locate(message(for: error)))
             Glibc.exit(ExitCodes.usage)
@@ -66,7 +68,7 @@ struct CVHost: ParsableCommand {
         commandName: "cvhost",
         abstract: "Run computer-vision plugins on camera, video, image or test-pattern frames; read results as JSON Lines.",
         discussion: """
-            cvhost runs a capture session and hands every frame to the plugins you name, each on its own serial delivery queue with back-pressure and metrics. Results, metrics and session events are written to stdout as JSON Lines (one object per line; schema in schema/cvhost-events.schema.json), or with --output to files and an MQTT broker. Logs go to stderr.
+            cvhost runs a capture session and hands every frame to the plugins you name, each on its own serial delivery queue with back-pressure and metrics. Results, metrics and session events are written to stdout as JSON Lines (one object per line; schema in schema/cvhost-events.schema.json), or with --output to files and brokers (MQTT, Kafka, NATS JetStream). Logs go to stderr.
 
             EXAMPLES
               cvhost run --plugin barcode              # the first camera

@@ -10,7 +10,7 @@ extension PluginIsolation: ExpressibleByArgument {}
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run plugins on an input and write their results as JSON Lines (stdout, files, an MQTT broker).",
+        abstract: "Run plugins on an input and write their results as JSON Lines (stdout, files, MQTT, Kafka, NATS).",
         discussion: """
             EXAMPLES
               cvhost run --plugin barcode                    # the first camera
@@ -66,7 +66,7 @@ struct RunCommand: ParsableCommand {
                          --zone 'bay=800,300 1100,300 1100,650 800,650:dwell=600' \\
                          --line 'door=0.5,0.1 0.5,0.9:in=left'
             --track PLUGIN follows the boxes (`bounds`) of that plugin's results from frame to frame, across labels (ByteTrack: a motion model, overlap matching, a second pass for weak boxes; by_label=true keeps labels apart): a track is reported after min_hits frames in a row, with track.started and a track_id in each of its results, and ends with track.ended after `lost` seconds unseen (media time, not frames, never running backwards: a timestamp jump is input.time_jumped). A track's label is the one its boxes had most often. Boxes at or above `high` confidence start and keep tracks (high comes down to the plugin's own confidence unless given); from `low` up they only keep them; boxes that join no track are counted (untracked_results). At an input's end: analytics.summary, its totals.
-            A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) of its filtered box is tested, beyond a band along the outline or the line (min_distance pixels; by default a fifth of the box's height for a zone, a quarter for a line): zone.entered and zone.exited (with its seconds inside) once it has been beyond the band on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second), the running counts of its label and the totals, once a track has been beyond the band on the other side min_frames frames (2): a box that jitters or is parked on the line is never counted. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
+            A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) of its filtered box is tested, beyond a band along the outline or the line (min_distance pixels; by default a fifth of the box's height for a zone, a quarter for a line): zone.entered and zone.exited (with its seconds inside) once it has been beyond the band on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second; left by default), the running counts of its label and the totals, once a track has been beyond the band on the other side min_frames frames (2): a box that jitters or is parked on the line is never counted. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
 
             ISOLATION
             none (the default): a plugin runs in cvhost's process; a crash or exit() in it ends the run (exit 19). process: each --plugin runs in a worker process of its own (this executable, run again), frames shared through memory, results checked by cvhost as always. A crash, exit(), a call hung past timeout_ms or memory past max_rss_mb gives plugin.crashed; the frames meanwhile are dropped (reason restarting), the worker is started again after a backoff (0.1 s, doubling) and plugin.restarted follows; 5 crashes within 60 s quarantine it (plugin.quarantined): the run goes on without it and ends with exit 21.
@@ -134,8 +134,8 @@ struct RunCommand: ParsableCommand {
                                                                     valueName: "tcp|udp"))
     var rtspTransport: String?
 
-    @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open.", valueName: "seconds"))
-    var openTimeout: Double = 10
+    @Option(name: .customLong("open-timeout"), help: ArgumentHelp("Seconds a stream URL may take to open (10, 2.5, 30s, 1m).", valueName: "seconds"))
+    var openTimeout = Seconds(10)
 
     @Option(name: .customLong("max-image-pixels"),
             help: ArgumentHelp("An image whose header declares more pixels than this is skipped before it is decoded (a small file can declare a picture that takes gigabytes): input.skipped says so. 0: no limit.",
@@ -150,6 +150,10 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("results-only"),
           help: "Write only result lines to stdout (no session, metrics or other events; files and brokers still get every line).")
     var resultsOnly = false
+
+    @Flag(name: .customLong("events"),
+          help: "Write only result lines and the analytics' events to stdout (track.*, zone.*, line.*, analytics.summary, input.time_jumped; files and brokers still get every line).")
+    var events = false
 
     @Option(help: ArgumentHelp("Write only this field of each result's data to stdout, as plain text, a line each (e.g. --field text: a barcode's decoded text, as zbarimg prints it raw); results without it are skipped.",
                                valueName: "name"))
@@ -167,9 +171,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds of wall-clock time, also for files (a file read slower than real time covers less of itself; --max-frames counts frames).",
+    @Option(help: ArgumentHelp("Stop after this many seconds of wall-clock time (90, 1.5, 90s, 2m, 1h), also for files (a file read slower than real time covers less of itself; --max-frames counts frames).",
                                valueName: "seconds"))
-    var duration: Double?
+    var duration: Seconds?
 
     @Option(help: ArgumentHelp("What to do when a plugin is busy: drop-late or block (default: drop-late for live sources, block for files and images).",
                                valueName: "policy"))
@@ -182,9 +186,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("queue-depth"), help: ArgumentHelp("Frames that may wait for each plugin.", valueName: "frames"))
     var queueDepth: Int = 2
 
-    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp("Seconds between metrics events (0: only the final ones).",
+    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp("Seconds between metrics events (0: only the final ones; 5, 30s, 1m).",
                                                                       valueName: "seconds"))
-    var metricsInterval: Double = 5
+    var metricsInterval = Seconds(5)
 
     @Option(help: ArgumentHelp("Read the options from a YAML file (see CONFIG FILE); options on the command line override it.",
                                valueName: "file"))
@@ -232,14 +236,15 @@ struct RunCommand: ParsableCommand {
 
     /// The options, checked as a whole (RunSettings): what HostRun runs.
     func settings() throws(UsageError) -> RunSettings {
-        var settings = try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs, resultsOnly: resultsOnly, field: field,
+        var settings = try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs, resultsOnly: resultsOnly, events: events, field: field,
                         format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
-                        rtspTransport: rtspTransport, openTimeout: openTimeout, maxImagePixels: maxImagePixels,
+                        rtspTransport: rtspTransport, openTimeout: openTimeout.value, maxImagePixels: maxImagePixels,
                         queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
-                        oneshot: oneshot, maxFrames: maxFrames, duration: duration, metricsInterval: metricsInterval,
+                        oneshot: oneshot, maxFrames: maxFrames, duration: duration?.value, metricsInterval: metricsInterval.value,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
-        settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, origin: Self.origin)
+        settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, inputs: settings.inputs.map { $0.sourceID() },
+                                                   origin: Self.origin)
         return settings
     }
 

@@ -71,6 +71,12 @@ struct OutputDestinationTests {
             return
         }
         #expect(f.path == "/var/log/r.jsonl" && f.maxBytes == 5 * 1_048_576 && f.keep == 3 && f.queue.capacity == 10)
+        // Options that do nothing for a file are refused, not taken silently.
+        for option in ["required=true", "spool=/s"] {
+            #expect { _ = try OutputDestination(parsing: "file:/r.jsonl?" + option) } throws: {
+                "\($0)".contains("is for broker outputs (a file that cannot be opened already stops the run, exit 5)")
+            }
+        }
     }
 
     @Test("refusals name the value and never show a password", arguments: [

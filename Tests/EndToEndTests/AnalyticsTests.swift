@@ -37,6 +37,24 @@ struct AnalyticsTests {
                               "--metrics-interval", "0"] + extra, environment: python)
     }
 
+    @Test("--events: stdout gets the results and the analytics' events, and the run's totals (analytics.summary) at the end; nothing else")
+    func eventsOnly() throws {
+        let r = try Self.run(["--track", "walker", "--line", "door=160,0 160,240:in=left", "--zone", "right=170,0 320,0 320,240 170,240", "--events"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let kinds = Set(r.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["event"] as? String })
+        #expect(kinds == ["result", "track.started", "track.ended", "line.crossed", "zone.entered", "zone.exited", "zone.occupancy", "analytics.summary"],
+                "\(kinds)")
+        let summary = try #require(r.events("analytics.summary").first?["data"] as? [String: Any])
+        let line = try #require((summary["lines"] as? [[String: Any]])?.first)
+        let zone = try #require((summary["zones"] as? [[String: Any]])?.first)
+        #expect(summary["tracks_started"] as? Int == 1 && line["total_in"] as? Int == 1 && (line["in"] as? [String: Int]) == ["person": 1], "\(summary)")
+        #expect(zone["total_entries"] as? Int == 1 && zone["exits"] as? Int == 1 && zone["peak_occupancy"] as? Int == 1, "\(summary)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        // One choice of what stdout gets.
+        let both = try Self.run(["--track", "walker", "--events", "--results-only"])
+        #expect(both.exitCode == 64 && both.stderr.contains("--results-only, --events and --field each choose what stdout gets: give one of them"))
+    }
+
     @Test("a box that walks across a line into a zone: track.started after 3 frames, track_id in its results, line.crossed in, zone entered and exited at the end, track.ended")
     func walkAcross() throws {
         let r = try Self.run(["--track", "walker", "--line", "door=160,0 160,240:in=left", "--zone", "right=170,0 320,0 320,240 170,240"])

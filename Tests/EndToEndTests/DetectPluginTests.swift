@@ -187,6 +187,12 @@ struct DetectPluginTests {
         #expect(r.exitCode == 0, "\(r.stderr)")
         // Two labels for the two classes (white space at a label's ends trimmed; control characters as `?`).
         #expect(Set(found.map(\.label)) == ["cat?kitten", "dog?puppy"], "\(found)")
+        // classes= matches labels whatever their case (NudeNet's FACE_FEMALE as face_female); its start line not under -q.
+        let (upper, cats) = try Self.objects("model=\(Self.model("yolov8")),classes=CAT")
+        #expect(upper.exitCode == 0 && !cats.isEmpty && cats.allSatisfy { $0.label == "cat" }, "\(upper.stderr)")
+        let quiet = try CVHostBinary.run(["run", "-q", "--plugin", "detect:model=\(Self.model("yolov8"))", "--input", try Self.picture("halves", halves: true),
+                                          "--metrics-interval", "0"], timeout: 120, environment: Self.python)
+        #expect(quiet.exitCode == 0 && !quiet.stderr.contains("detect: yolov8.onnx"), "\(quiet.stderr)")
     }
 
     @Test("each refusal is one line naming the thing and what to do, with its exit code, and no traceback")
@@ -204,6 +210,7 @@ struct DetectPluginTests {
             ("model=\(Self.model("unreadable"))", Self.python, 18, ["cannot tell how to read its outputs", "[1, 2, 3, 4]", "set type="]),
             ("model=\(Self.model("colour")),type=yolov8", Self.python, 18, ["are not what type=yolov8 reads"]),
             ("model=\(v8),classes=bird+dog", Self.python, 18, ["bird is not a label", "cat, dog"]),
+            ("model=\(v8),classes=dgo", Self.python, 18, ["dgo is not a label of the model; did you mean dog?"]),
             ("model=\(Self.model("int64-input"))", Self.python, 18, ["tensor(int64)", "float, float16 or uint8"]),
             ("model=\(v8),size=640", Self.python, 18, ["320x320", "cannot take size=640"]),
             ("model=\(v8),std=0", Self.python, 18, ["std=0"]),

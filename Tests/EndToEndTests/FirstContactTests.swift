@@ -152,12 +152,29 @@ extension FirstContactTests {
     @Test("a refused command line is one line in cvhost's style (cvhost: error: ...), as every other refusal, exit 64")
     func oneErrorStyle() throws {
         for args in [["run", "--plugin", "barcode", "--input", "testsrc", "--max-frame", "3"], ["run", "--input", "testsrc"],
-                     ["run", "--plugin", "null", "--queue-depth", "0"], ["devices", "--nope"]] {
+                     ["run", "--plugin", "null", "--queue-depth", "0"], ["devices", "--nope"],
+                     // Refused once the plugins are found: still one line, not a second empty one.
+                     ["run", "--plugin", "null", "--input", "testsrc", "--track", "detect"],
+                     ["run", "--plugin", "null", "--input", "testsrc", "--duration", "1x"]] {
             let r = try CVHostBinary.run(args)
             #expect(r.exitCode == 64, "\(args)")
             #expect(r.stderr.hasPrefix("cvhost: error: ") && r.stderr.split(separator: "\n").count == 1, "\(args): \(r.stderr)")
             #expect(!r.stderr.contains("Usage:") && !r.stderr.contains("Error: "), "\(args): \(r.stderr)")
         }
+    }
+
+    @Test("a new user's frictions: --duration 1s is one second; a zone's input= that is no input names its file and line; a missing CVHOST_PYTHON is exit 16")
+    func frictions() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:64x48@30", "--duration", "1s", "--metrics-interval", "0"])
+        #expect(r.exitCode == 0 && r.events("session.stopped").first?["reason"] as? String == "duration", "\(r.stderr)")
+        let path = Self.folder + "/zone-input.yaml"
+        try "input: cam=testsrc\nplugin: [null]\ntrack: [null]\nzone:\n  - \"bay=0,0 10,0 10,10:input=gate\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let zone = try CVHostBinary.run(["run", "--config", path])
+        #expect(zone.exitCode == 64 && zone.stderr.contains("\(path):5: zone: input=gate: this run has no input called gate (its inputs: cam"), "\(zone.stderr)")
+        #expect(zone.stderr.split(separator: "\n").count == 1, "\(zone.stderr)")
+        let python = try CVHostBinary.run(["run", "--plugin", Self.root + "/examples/python/brightness.py", "--input", "testsrc", "--max-frames", "1"],
+                                          environment: ["CVHOST_PYTHON": "/nonexistent/python3"])
+        #expect(python.exitCode == 16 && python.stderr.contains("CVHOST_PYTHON=/nonexistent/python3: no such program"), "\(python.stderr)")
     }
 
     @Test("a plugin option mistyped in a config file names the file, its line and the option meant (exit 17)")

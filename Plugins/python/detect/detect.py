@@ -10,6 +10,7 @@ detect_model (the model and its layout), detect_prepare (frame to input, boxes b
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import time
@@ -74,15 +75,20 @@ class Classes:
             return None
         ids, unknown = set(), []
         for name in (w.strip() for w in wanted.split("+")):
-            found = {i for i, n in enumerate(self.names) if n == name}
+            # Labels are matched whatever their case (face_female is NudeNet's FACE_FEMALE).
+            found = {i for i, n in enumerate(self.names) if n.lower() == name.lower()}
             if not found and name.isdigit():
                 found = {int(name)}
             if not found:
                 unknown.append(name)
             ids |= found
         if unknown:
-            known = ", ".join(self.names[:12]) + (", ..." if len(self.names) > 12 else "") if self.names else "numbers only: the model has no labels"
-            raise cvhost.OptionError(f"{what}: {', '.join(unknown)} is not a label of the model (its labels: {known})")
+            if not self.names:
+                raise cvhost.OptionError(f"{what}: {', '.join(unknown)} is not a label of the model (numbers only: the model has no labels)")
+            close = difflib.get_close_matches(unknown[0].lower(), [n.lower() for n in self.names], n=1, cutoff=0.6)
+            hint = f"; did you mean {next(n for n in self.names if n.lower() == close[0])}?" if close else ""
+            known = ", ".join(self.names[:100]) + (f", ... ({len(self.names)} in all)" if len(self.names) > 100 else "")
+            raise cvhost.OptionError(f"{what}: {', '.join(unknown)} is not a label of the model{hint} (its labels: {known})")
         return ids
 
 
@@ -156,8 +162,9 @@ class Detect(cvhost.Plugin):
         self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
         # Boxes and scores that were not numbers, skipped.
         self.nonfinite = 0
-        if self.instance_index == 0:
-            # What was read from the model and what it is fed, once: where a wrong guess shows first.
+        if self.instance_index == 0 and os.environ.get("CVHOST_LOG_LEVEL", "info") in ("debug", "info"):
+            # What was read from the model and what it is fed, once: where a wrong guess shows first
+            # (not under cvhost -q, which says warnings and errors alone).
             self.describe(rgb, resize, options["pad"], threads)
         if options["classify"]:
             if classifier:

@@ -4,8 +4,8 @@
 // Floors (each uses only the floors below it):
 //   cvhost (CLI)
 //   CVHostRun
-//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics
-//   CVHostOutput
+//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics, CVHostOutput
+//   CVHostLines
 //   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CKafka, CNATS, CPluginGuard, CWorkerIPC, CSharedMemory)
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "CWorkerIPC", path: "Sources/CWorkerIPC"),
 
         // What boxes do across frames: followed (ByteTrack), entering and leaving zones, crossing lines.
-        .target(name: "CVHostAnalytics", dependencies: ["CVHostCore", "CVHostOutput"], path: "Sources/CVHostAnalytics"),
+        .target(name: "CVHostAnalytics", dependencies: ["CVHostCore", "CVHostLines"], path: "Sources/CVHostAnalytics"),
 
         // FFmpeg's libav* (decoding of video files, streams, still images and MJPEG; pixel conversions).
         .systemLibrary(
@@ -87,12 +87,20 @@ let package = Package(
         // The NATS C client (Debian's libnats-dev): the NATS JetStream output.
         .systemLibrary(name: "CNATS", path: "Sources/CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
 
-        // What leaves the machine: the JSON Lines of every event (envelope, builder, validator), who
-        // produced them, and the sinks they go to (stdout, files, MQTT, Kafka, NATS JetStream) behind
-        // bounded queues, brokers' through a spool on disk.
+        // The words every room speaks: a line and its route, the JSON object it is built as and its
+        // envelope (who produced it, which line it is), the validator of what plugins emit, the
+        // Prometheus text, and what a sink is. No I/O library: a room that needs only the words
+        // (analytics, plugins, the live view) does not depend on a broker's client.
+        .target(
+            name: "CVHostLines",
+            dependencies: ["CVHostCore", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "Sources/CVHostLines"),
+
+        // What leaves the machine: the sinks lines go to (stdout, files, MQTT, Kafka, NATS
+        // JetStream) behind bounded queues, brokers' through a spool on disk.
         .target(
             name: "CVHostOutput",
-            dependencies: ["CVHostCore", "CPluginGuard", "CMosquitto", "CKafka", "CNATS", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["CVHostCore", "CVHostLines", "CPluginGuard", "CMosquitto", "CKafka", "CNATS", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "Sources/CVHostOutput"),
 
         // Plugin loader (descriptors read from the ELF file), plugin instances in this process or in a
@@ -100,7 +108,7 @@ let package = Package(
         .target(
             name: "CVHostPlugins",
             dependencies: [
-                "CVHostCore", "CVHostOutput", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
+                "CVHostCore", "CVHostLines", "CVHostPluginABI", "CPluginGuard", "CWorkerIPC",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/CVHostPlugins",
@@ -113,7 +121,7 @@ let package = Package(
         .target(
             name: "CVHostHTTP",
             dependencies: [
-                "CVHostCore", "CVHostOutput", "CFFmpeg",
+                "CVHostCore", "CVHostLines", "CFFmpeg",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -127,7 +135,7 @@ let package = Package(
         .target(
             name: "CVHostRun",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CPluginGuard",
                 .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/CVHostRun"),
@@ -136,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CPluginGuard",
                 // Not imported: a dependency so that `swift build` puts the bundled Python plugins beside the executable.
                 "PythonPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -145,13 +153,13 @@ let package = Package(
 
         // What the host itself costs, measured with the null plugin, and its MJPEG decoding (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostOutput", "CVHostPlugins", "CVHostAnalytics"],
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostAnalytics"],
             path: "benchmarks/cvhost-bench"),
 
         // Every parser of bytes someone else wrote, as a function of those bytes (fuzz/targets), and
         // libFuzzer's entry to them (scripts/fuzz.sh builds it with -sanitize=fuzzer; a plain build
         // replays files: `cvhost-fuzz TARGET FILE...`).
-        .target(name: "CVHostFuzzTargets", dependencies: ["CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostSources", "CVHostV4L2"], path: "fuzz/targets"),
+        .target(name: "CVHostFuzzTargets", dependencies: ["CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostSources", "CVHostV4L2"], path: "fuzz/targets"),
         .executableTarget(name: "cvhost-fuzz", dependencies: ["CVHostFuzzTargets"], path: "fuzz/cvhost-fuzz"),
 
         // Plugins: one folder each, named as users load them.
@@ -188,9 +196,9 @@ let package = Package(
         // mock cluster; NATS read with its C client) and a runner for the built binary.
         .target(name: "CVHostTestSupport", dependencies: ["CNATS"], path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
-        .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostOutput", "CVHostTestSupport"]),
-        .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
-        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostLines", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostLines", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),
         // Format selection, control parsing, plane layouts, MJPEG decoding; streaming itself is tested on vivid (EndToEndTests/CameraTests).
         .testTarget(name: "CVHostV4L2Tests", dependencies: ["CVHostV4L2", "CVHostCore", "CVHostTestSupport"]),
@@ -199,13 +207,13 @@ let package = Package(
         .testTarget(
             name: "CVHostHTTPTests",
             dependencies: [
-                "CVHostHTTP", "CVHostOutput", "CVHostCore", "CVHostTestSupport",
+                "CVHostHTTP", "CVHostLines", "CVHostCore", "CVHostTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         // The run's settings, config file, exit codes and stops, as a library (no binary run).
-        .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         // Every fuzz seed and finding (fuzz/corpus, fuzz/findings) through its target: what a fuzz run found stays fixed.
         .testTarget(name: "FuzzRegressionTests", dependencies: ["CVHostFuzzTargets", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.

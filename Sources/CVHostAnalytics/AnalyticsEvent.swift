@@ -1,4 +1,4 @@
-import CVHostOutput
+import CVHostLines
 
 /// What the analytics stage says, each a line of its own (`event` is its kind; the envelope
 /// gives the input, the plugin whose boxes it followed, and the frame).

@@ -57,7 +57,7 @@ extension String {
     /// character (C0, DEL, C1) written as `\xNN`. Scalar by scalar: a control character followed by
     /// a combining mark is still one.
     func printable() -> String {
-        guard unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return self }
+        guard unicodeScalars.contains(where: \.isControlCharacter) else { return self }
         var out = String.UnicodeScalarView()
         for s in unicodeScalars {
             switch s.value {

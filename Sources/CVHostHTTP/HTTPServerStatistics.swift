@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// What the server refused and closed, and how many connections it has: counted for /metrics
 /// (`cvhost_http_*`), so that an attack, or a client it wrongly refuses, shows there.

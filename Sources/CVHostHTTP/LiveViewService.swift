@@ -1,4 +1,4 @@
-import CVHostOutput
+import CVHostLines
 
 /// What the HTTP server asks of the run it serves: the routes whose answers only the run knows.
 /// Given by the command line's layer (it knows the inputs, the plugins and the cameras).

@@ -1,3 +1,4 @@
+import CVHostLines
 /// One connection of a broker sink to its broker (MQTT, Kafka, NATS JetStream): what `BrokerSink`
 /// needs of a client library to deliver lines at least once. Made, used and dropped by the sink's
 /// thread alone; a connection that is lost is not mended in place: the sink makes a new one and

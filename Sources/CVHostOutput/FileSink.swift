@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import Foundation
 import Glibc
 

@@ -1,3 +1,4 @@
+import CVHostLines
 /// A line a broker sink has taken and not yet delivered: where it is in the sink's spool (nil
 /// without one), and whether it was sent before (by this run, or by an earlier one that spooled it).
 struct PendingLine {

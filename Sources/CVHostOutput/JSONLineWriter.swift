@@ -1,5 +1,6 @@
 import CPluginGuard
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// Writes JSON Lines to a file descriptor (stdout): one whole line per write(2), so lines from

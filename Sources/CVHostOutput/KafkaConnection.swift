@@ -1,5 +1,6 @@
 import CKafka
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// `--output kafka://BROKER[,BROKER…]/TOPIC`: lines produced to a Kafka topic by librdkafka's

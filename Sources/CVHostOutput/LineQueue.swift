@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// The lines waiting for one sink: bounded, and a writer never waits. When it is full, the

@@ -1,5 +1,6 @@
 import CMosquitto
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// `--output mqtt://…`: one connection to a broker through libmosquitto (the reference client),

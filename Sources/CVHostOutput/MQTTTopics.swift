@@ -1,3 +1,4 @@
+import CVHostLines
 /// The MQTT topic layout, a contract with subscribers (README, "Fleets"):
 ///
 ///     PREFIX/HOST/SOURCE/PLUGIN/EVENT    every line; the payload is the line itself

@@ -1,5 +1,6 @@
 import CNATS
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// `--output nats://HOST:PORT/SUBJECT`: lines published to a JetStream stream through the NATS C

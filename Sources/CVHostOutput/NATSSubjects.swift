@@ -1,3 +1,4 @@
+import CVHostLines
 /// The NATS subject layout, a contract with consumers (README, "Fleets"):
 ///
 ///     SUBJECT.HOST.SOURCE.PLUGIN.EVENT    every line; the payload is the line itself

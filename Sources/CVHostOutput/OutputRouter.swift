@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 
 /// The run's output: every line to every `--output`. stdout is written at once by the thread
 /// that writes the line (as it always was: a reader sees each line at once, and a pipe that

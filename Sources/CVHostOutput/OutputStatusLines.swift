@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 
 /// `output.connected` / `output.disconnected`: a sink that is a connection (a broker) was reached, or
 /// could not be reached or was lost (with why, and how many lines wait for it). Written to the

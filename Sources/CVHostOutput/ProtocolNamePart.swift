@@ -1,3 +1,5 @@
+import CVHostCore
+
 /// One part of a name a protocol reads (an MQTT topic level, a NATS subject token), made from a
 /// name cvhost did not choose: an input's, a plugin's, a host's, an event's. Made scalar by
 /// scalar, never by Swift's Characters: `+` followed by a combining accent is one Character that
@@ -13,16 +15,11 @@ enum ProtocolNamePart {
         var out = String.UnicodeScalarView()
         var bytes = 0
         for scalar in value.unicodeScalars {
-            let kept: Unicode.Scalar = reserved(scalar) || isControl(scalar) ? "_" : scalar
+            let kept: Unicode.Scalar = reserved(scalar) || scalar.isControlCharacter || scalar.isNoncharacter ? "_" : scalar
             bytes += UTF8.width(kept)
             if bytes > maxBytes { break }
             out.append(kept)
         }
         return String(out)
-    }
-
-    /// C0 and C1 controls, DEL, and the non-characters (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF).
-    static func isControl(_ s: Unicode.Scalar) -> Bool {
-        s.value < 0x20 || (0x7F...0x9F).contains(s.value) || (0xFDD0...0xFDEF).contains(s.value) || s.value & 0xFFFE == 0xFFFE
     }
 }

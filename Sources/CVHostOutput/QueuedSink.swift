@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 
 /// A sink that can be slow (a disk, a broker): lines wait in its own bounded queue (`LineQueue`)
 /// and its own thread delivers them, so that `write` never waits.

@@ -1,3 +1,4 @@
+import CVHostLines
 import Histogram
 
 /// Why a line did not reach a sink. Every such line is counted: there is no silent loss.

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import Glibc
 
 /// A broker sink's lines on disk until the broker has them (`spool=DIR`): every line the sink takes

@@ -1,3 +1,4 @@
+import CVHostLines
 /// One line as a spool keeps it on disk: framed so that a line cut short (cvhost killed while
 /// writing it, or the machine losing power before the system wrote it out) is found and cut off
 /// when the spool is opened again, damage in the middle is skipped to the next whole record, and with its route and

@@ -1,3 +1,4 @@
+import CVHostLines
 import Foundation
 
 /// What of the lines stdout gets (`--results-only`, `--events`, `--field NAME`): every line (the

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// One result a plugin emitted (host->emit), checked: a type name `[a-z0-9_.]{1,64}` and one JSON
 /// object, minified. Made into a `result` line by `line(...)`. Results that come from a worker

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// What a run does with each frame's results before they are written, in frame order: the
 /// analytics stage (CVHostRun's TrackedResults) gives results their track ids and writes its

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// `image.scanned`: for each still image of a folder, a glob or a list, what one plugin made of it
 /// (how many results, whether its call failed), so that images with nothing are named too, as

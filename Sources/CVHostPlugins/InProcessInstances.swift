@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import CVHostPluginABI
 
 /// A plugin's instances in cvhost's own process (isolation=none): the cheapest calls, and a

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import CVHostPluginABI
 
 /// The instances of one `--plugin` on one input, wherever they run: in cvhost's process

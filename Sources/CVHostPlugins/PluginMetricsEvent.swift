@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import Histogram
 
 /// The `metrics` line of one `--plugin` on one input (schema: event "metrics").

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// A plugin's metrics for a Prometheus scrape (`GET /metrics`): the same counters as its
 /// `metrics` line, read without disturbing that line's per-interval `fps`. Labels: source,

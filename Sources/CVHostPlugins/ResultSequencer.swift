@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// Puts the results of frames processed by parallel instances back in frame order before
 /// they are written: results of ticket n are written only after those of every ticket < n.

@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// One call to a plugin's worker process on one lane's socket: the message sent, then the results
 /// collected until the worker says the call is done, the worker dies, or the call outlasts its time

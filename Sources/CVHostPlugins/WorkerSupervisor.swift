@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import Dispatch
 
 /// The life of a plugin's worker process (isolation=process), as cvhost sees it:

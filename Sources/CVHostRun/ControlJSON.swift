@@ -1,4 +1,4 @@
-import CVHostOutput
+import CVHostLines
 import CVHostV4L2
 
 /// A camera control as `cvhost devices --json` and `GET /controls` describe it.

@@ -1,5 +1,4 @@
 import CVHostCore
-import CVHostOutput
 import CVHostPlugins
 import Foundation
 import Glibc

@@ -1,6 +1,5 @@
 import CVHostCore
 import CVHostHTTP
-import CVHostOutput
 import Foundation
 
 /// The live view and control server of a run (`--http` and the options that go with it), checked.

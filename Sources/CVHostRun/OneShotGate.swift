@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 
 /// `--oneshot`: the run stops at the first frame with a result, as `zbarcam -1` does. The plugins'
 /// lines pass through here on their way to the outputs: the first result asks the run to stop,

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import CVHostOutput
 
 /// The run's first stage: every `--output` opened (a file that cannot be opened, a required broker

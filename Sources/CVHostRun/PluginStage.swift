@@ -1,5 +1,5 @@
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import CVHostPlugins
 import Dispatch
 

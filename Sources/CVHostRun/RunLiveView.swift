@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostHTTP
+import CVHostLines
 import CVHostOutput
 import Foundation
 

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import CVHostOutput
 import Foundation
 import Glibc

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import CVHostOutput
 import CVHostPlugins
 import CVHostV4L2

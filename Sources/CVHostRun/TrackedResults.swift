@@ -1,6 +1,6 @@
 import CVHostAnalytics
 import CVHostCore
-import CVHostOutput
+import CVHostLines
 import CVHostPlugins
 import Foundation
 

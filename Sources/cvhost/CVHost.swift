@@ -1,7 +1,7 @@
 import ArgumentParser
 import CVHostCore
 import CVHostRun
-import CVHostOutput
+import CVHostLines
 import CVHostPlugins
 import CVHostSources
 import CPluginGuard

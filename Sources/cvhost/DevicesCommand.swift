@@ -1,6 +1,7 @@
 import ArgumentParser
 import CVHostCore
 import CVHostRun
+import CVHostLines
 import CVHostOutput
 import CVHostV4L2
 

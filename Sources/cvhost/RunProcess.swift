@@ -1,5 +1,6 @@
 import CPluginGuard
 import CVHostCore
+import CVHostLines
 import CVHostOutput
 import CVHostRun
 import CVHostSources

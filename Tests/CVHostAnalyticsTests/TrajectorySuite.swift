@@ -1,4 +1,4 @@
-import CVHostOutput
+import CVHostLines
 import Foundation
 @testable import CVHostAnalytics
 

@@ -1,5 +1,5 @@
 @testable import CVHostHTTP
-import CVHostOutput
+import CVHostLines
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1

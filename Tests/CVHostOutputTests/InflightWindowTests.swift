@@ -1,3 +1,4 @@
+import CVHostLines
 @testable import CVHostOutput
 import Testing
 

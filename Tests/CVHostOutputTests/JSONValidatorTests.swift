@@ -1,4 +1,5 @@
 import Testing
+@testable import CVHostLines
 @testable import CVHostOutput
 
 @Suite("Plugin JSON is checked and minified")

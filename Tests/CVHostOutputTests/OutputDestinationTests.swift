@@ -1,5 +1,6 @@
 import CVHostCore
 import Testing
+import CVHostLines
 @testable import CVHostOutput
 
 @Suite("--output values")

@@ -1,4 +1,5 @@
 import Testing
+@testable import CVHostLines
 @testable import CVHostOutput
 
 /// Names from outside made into MQTT topic levels, NATS subject tokens and Prometheus label

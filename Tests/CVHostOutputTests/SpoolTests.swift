@@ -2,6 +2,7 @@ import CVHostTestSupport
 import Foundation
 import Glibc
 import Testing
+import CVHostLines
 @testable import CVHostOutput
 
 /// A broker's spool on disk on its own: lines kept in order until delivered, found again by the

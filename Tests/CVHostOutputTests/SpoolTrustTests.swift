@@ -2,6 +2,7 @@ import CVHostTestSupport
 import Foundation
 import Glibc
 import Testing
+import CVHostLines
 @testable import CVHostOutput
 
 /// A spool trusts nothing it finds on disk: a folder another user can change, files planted as

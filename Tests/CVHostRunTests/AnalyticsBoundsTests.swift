@@ -1,5 +1,5 @@
 import CVHostAnalytics
-import CVHostOutput
+import CVHostLines
 import Foundation
 import Testing
 @testable import CVHostRun

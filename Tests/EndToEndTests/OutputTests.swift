@@ -69,7 +69,8 @@ struct OutputTests {
             ("nats://server/x?stream=a.b", 64, "stream=a.b"),
             ("nats://a,b/x", 64, "name one server"),
             ("mqtt://broker/x?spool_mb=5", 64, "name its folder with spool=DIR"),
-            ("file:/tmp/r.jsonl?spool=/tmp/s", 64, "has no option 'spool'"),
+            ("file:/tmp/r.jsonl?spool=/tmp/s", 64, "spool= is for broker outputs"),
+            ("file:/tmp/r.jsonl?required=true", 64, "required= is for broker outputs (a file that cannot be opened already stops the run, exit 5)"),
             ("nats://127.0.0.1:1/x?spool=/proc/cvhost-spool", 5, "cannot make the spool folder /proc/cvhost-spool"),
         ] as [(String, Int32, String)] {
             let r = try CVHostBinary.run(src + ["--output", output])

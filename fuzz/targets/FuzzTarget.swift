@@ -1,3 +1,4 @@
+import CVHostLines
 import CVHostOutput
 import CVHostPlugins
 import CVHostRun

@@ -1,3 +1,4 @@
+import CVHostCore
 import Histogram
 /// Prometheus' text exposition format (version 0.0.4), written to its specification: metric
 /// families in the order they were first given, each with its HELP and TYPE lines and then all
@@ -112,7 +113,7 @@ public struct PrometheusExposition: Sendable {
             case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
             case "\"" where quote: out.append(contentsOf: "\\\"".unicodeScalars)
             case "\n": out.append(contentsOf: "\\n".unicodeScalars)
-            default: if !ProtocolNamePart.isControl(c) { out.append(c) }
+            default: if !c.isControlCharacter && !c.isNoncharacter { out.append(c) }
             }
         }
         return String(out)

@@ -146,6 +146,8 @@ final class KafkaConnection: BrokerConnection {
 
     func publish(_ line: OutputLine) -> PublishOutcome {
         let id = nextID
+        // The line's own session (its event id is SESSION-N): for a line an earlier run left in the
+        // spool, that run's, not this process's.
         let session = line.eventID.flatMap { id in id.lastIndex(of: "-").map { String(id[..<$0]) } }
         let err = line.bytes.withUnsafeBytes { value in
             let key = line.route.source.map { Array($0.utf8) } ?? []

@@ -13,7 +13,7 @@ import CVHostLines
 struct MQTTTopics {
     let prefix: String
     let host: String
-    private var cache: [OutputLine.Route: String] = [:]
+    private var topics = RouteNames()
 
     init(prefix: String, host: String) {
         self.prefix = prefix
@@ -24,10 +24,9 @@ struct MQTTTopics {
 
     /// The topic of a line (made once per route).
     mutating func topic(for route: OutputLine.Route) -> String {
-        if let t = cache[route] { return t }
-        let t = [prefix, host, MQTTTopics.level(route.source), MQTTTopics.level(route.plugin), MQTTTopics.level(route.event)].joined(separator: "/")
-        if cache.count < 10_000 { cache[route] = t }
-        return t
+        topics.name(for: route) { [prefix, host] r in
+            [prefix, host, MQTTTopics.level(r.source), MQTTTopics.level(r.plugin), MQTTTopics.level(r.event)].joined(separator: "/")
+        }
     }
 
     /// One topic level: never empty, never a wildcard or a separator.

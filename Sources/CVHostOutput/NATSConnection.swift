@@ -112,6 +112,9 @@ final class NATSConnection: BrokerConnection {
         nc = connection
         var jo = jsOptions()
         jsOptions_Init(&jo)
+        // The client's own bound on acknowledgements awaited: above the sink's window (which never
+        // has more in flight), so that js_PublishMsgAsync never blocks the sink's thread on it; the
+        // margin covers publications whose acknowledgement has come but not yet been handed over.
         jo.PublishAsync.MaxPending = Int64(NATSConnection.windowSize + 100)
         jo.PublishAsync.AckHandlerClosure = closure
         jo.PublishAsync.AckHandler = { _, msg, ack, error, closure in

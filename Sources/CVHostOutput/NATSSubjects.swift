@@ -12,7 +12,7 @@ import CVHostLines
 struct NATSSubjects {
     let prefix: String
     let host: String
-    private var cache: [OutputLine.Route: String] = [:]
+    private var subjects = RouteNames()
 
     init(prefix: String, host: String) {
         self.prefix = prefix
@@ -24,11 +24,10 @@ struct NATSSubjects {
 
     /// The subject of a line (made once per route).
     mutating func subject(for route: OutputLine.Route) -> String {
-        if let s = cache[route] { return s }
-        let event = route.event.split(separator: ".", omittingEmptySubsequences: false).map { NATSSubjects.token(String($0)) }
-        let s = ([prefix, host, NATSSubjects.token(route.source), NATSSubjects.token(route.plugin)] + event).joined(separator: ".")
-        if cache.count < 10_000 { cache[route] = s }
-        return s
+        subjects.name(for: route) { [prefix, host] r in
+            let event = r.event.split(separator: ".", omittingEmptySubsequences: false).map { NATSSubjects.token(String($0)) }
+            return ([prefix, host, NATSSubjects.token(r.source), NATSSubjects.token(r.plugin)] + event).joined(separator: ".")
+        }
     }
 
     /// One token: never empty, never a wildcard or a separator.

@@ -277,14 +277,15 @@ final class Spool: @unchecked Sendable {
             let fd = readFile(reader.segment)
             guard fd >= 0 else { break }
             // A chunk of whole records, or the one record at the reader's place when it is larger.
+            // (Read once; a second time only for one record larger than the chunk, at its own size.)
             var length = Int(min(size - reader.offset, 1 << 20))
             var chunk = [UInt8](repeating: 0, count: length)
-            for attempt in 0..<2 {
+            guard pread(fd, &chunk, length, off_t(reader.offset)) == length else { return out }
+            if case .incomplete = SpoolRecord.decode(chunk[...]), length >= SpoolRecord.headerSize,
+               case let whole = SpoolRecord.size(header: chunk[...]), whole > length, UInt64(whole) <= size - reader.offset {
+                length = whole
                 chunk = [UInt8](repeating: 0, count: length)
                 guard pread(fd, &chunk, length, off_t(reader.offset)) == length else { return out }
-                guard attempt == 0, case .incomplete = SpoolRecord.decode(chunk[...]), length >= SpoolRecord.headerSize else { break }
-                length = SpoolRecord.size(header: chunk[...])
-                guard UInt64(length) <= size - reader.offset else { break }
             }
             var rest = chunk[...]
             var decoded = 0

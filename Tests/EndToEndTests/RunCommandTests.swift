@@ -211,14 +211,31 @@ struct RunCommandTests {
         p.standardError = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        let reader = Thread { _ = out.fileHandleForReading.readDataToEndOfFile() }
-        usleep(1_500_000)
+        // Results counted as they come: the run is running (its handlers set) before the SIGHUP,
+        // and goes on producing after it.
+        let results = Box(0)
+        let lock = NSLock()
+        let reader = Thread {
+            while case let data = out.fileHandleForReading.availableData, !data.isEmpty {
+                let n = String(decoding: data, as: UTF8.self).components(separatedBy: "\"event\":\"result\"").count - 1
+                lock.withLock { results.value += n }
+            }
+        }
+        reader.start()
+        func waitFor(_ count: Int) -> Bool {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                if lock.withLock({ results.value }) >= count { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+        #expect(waitFor(2), "the run never produced a result")
         kill(p.processIdentifier, SIGHUP)
-        usleep(1_000_000)
-        #expect(p.isRunning, "SIGHUP stopped a run started under nohup")
+        let afterHUP = lock.withLock { results.value }
+        #expect(waitFor(afterHUP + 5) && p.isRunning, "SIGHUP stopped a run started under nohup")
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
-        _ = reader
         #expect(p.terminationStatus == 0)
     }
 

@@ -21,6 +21,6 @@ public enum HostClock {
     /// Sleeps until the monotonic clock reaches `deadlineNs` (returns at once if it has passed).
     public static func sleep(untilMonotonicNs deadlineNs: UInt64) {
         var ts = timespec(tv_sec: Int(deadlineNs / 1_000_000_000), tv_nsec: Int(deadlineNs % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        SystemCall.retryingReturned { clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) }
     }
 }

@@ -38,8 +38,7 @@ public enum Log {
         bytes.withUnsafeMutableBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let n = Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 && errno == EINTR { continue }
+                let (n, _) = SystemCall.retrying { Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset) }
                 if n <= 0 { return }
                 offset += n
             }

@@ -154,11 +154,8 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
         var written = 0
         let error: Int32? = batch.bytes.withUnsafeBytes { raw in
             while written < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
+                let (n, failure) = SystemCall.retrying { Glibc.write(fd, raw.baseAddress! + written, raw.count - written) }
+                if let failure { return failure.rawValue }
                 written += n
             }
             return nil

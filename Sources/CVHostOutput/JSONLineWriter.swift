@@ -89,10 +89,9 @@ public final class JSONLineWriter: OutputSink {
             let error = line.withUnsafeBytes { raw -> Int32? in
                 var offset = 0
                 while offset < raw.count {
-                    let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        guard errno == EAGAIN else { return errno }
+                    let (n, failure) = SystemCall.retrying { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+                    if let failure {
+                        guard failure.rawValue == EAGAIN else { return failure.rawValue }
                         // The pipe is full: wait for the reader, a tenth of a second at a time.
                         if let at = state.withLock({ $0.giveUpAtNs }), HostClock.monotonicNs() >= at { return ETIMEDOUT }
                         var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)

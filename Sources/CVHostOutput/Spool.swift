@@ -360,8 +360,7 @@ final class Spool: @unchecked Sendable {
     private static func preadFully(_ fd: Int32, _ bytes: inout [UInt8]) -> Bool {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
+            let (n, _) = bytes.withUnsafeMutableBytes { b in SystemCall.retrying { pread(fd, b.baseAddress! + done, b.count - done, off_t(done)) } }
             guard n > 0 else { return false }
             done += n
         }
@@ -412,10 +411,9 @@ final class Spool: @unchecked Sendable {
         let last = segments.count - 1
         var done = 0
         while done < batch.count {
-            let n = batch[done...].withUnsafeBytes { Glibc.write(writeDescriptor, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let (n, failure) = batch[done...].withUnsafeBytes { b in SystemCall.retrying { Glibc.write(writeDescriptor, b.baseAddress, b.count) } }
             guard n > 0 else {
-                let why = n < 0 ? Errno.current : Errno(rawValue: ENOSPC)
+                let why = failure ?? Errno(rawValue: ENOSPC)
                 ftruncate(writeDescriptor, off_t(segments[last].size))
                 return why
             }

@@ -51,13 +51,13 @@ struct CapturedRun {
                          pollfd(fd: open[1] ? err[0] : -1, events: Int16(POLLIN), revents: 0)]
             guard poll(&polls, 2, 100) > 0 else { continue }
             for i in 0..<2 where open[i] && polls[i].revents != 0 {
-                let n = read(polls[i].fd, &buffer, buffer.count)
-                if n > 0 { collected[i] += buffer[..<n] } else if n == 0 || errno != EINTR { open[i] = false }
+                let (n, _) = SystemCall.retrying { read(polls[i].fd, &buffer, buffer.count) }
+                if n > 0 { collected[i] += buffer[..<n] } else { open[i] = false }
             }
         }
         if ending != nil { kill(-pid, SIGKILL) }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        SystemCall.retrying { waitpid(pid, &status, 0) }
         // What it started in its group ends with it.
         kill(-pid, SIGKILL)
         if let ending { return ending }

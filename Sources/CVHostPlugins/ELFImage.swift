@@ -54,8 +54,7 @@ struct ELFImage {
         let read = data.withUnsafeMutableBytes { raw -> Int in
             var done = 0
             while done < raw.count {
-                let n = pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done))
-                if n < 0 && errno == EINTR { continue }
+                let (n, _) = SystemCall.retrying { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done)) }
                 if n <= 0 { break }
                 done += n
             }

@@ -43,7 +43,7 @@ public enum WorkerDescendants {
             for pid in found { _ = kill(pid, SIGKILL) }
             for pid in found {
                 var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                SystemCall.retrying { waitpid(pid, &status, 0) }
             }
         }
     }

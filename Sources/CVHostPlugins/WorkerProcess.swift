@@ -92,7 +92,7 @@ final class WorkerProcess: @unchecked Sendable {
     func reap() -> Termination {
         if let ended { return ended }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        SystemCall.retrying { waitpid(pid, &status, 0) }
         WorkerDescendants.end(group: pid, mark: mark)
         // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (macros).
         let signal = status & 0x7F

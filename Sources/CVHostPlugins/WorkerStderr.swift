@@ -32,7 +32,7 @@ enum WorkerStderr {
     private static func relayForever(_ fd: Int32) {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while true {
-            if poll(&p, 1, -1) < 0 && errno != EINTR { return }
+            if SystemCall.retrying({ poll(&p, 1, -1) }).result < 0 { return }
             lock.run { _ = pass(fd, waiting: true) }
         }
     }
@@ -48,7 +48,7 @@ enum WorkerStderr {
     private static func pass(_ fd: Int32, waiting: Bool) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16384)
         let n = chunk.withUnsafeMutableBytes { b in
-            waiting ? read(fd, b.baseAddress, b.count) : readNow(fd, b)
+            SystemCall.retrying { waiting ? read(fd, b.baseAddress, b.count) : readNow(fd, b) }.result
         }
         guard n > 0 else { return false }
         var out: [UInt8] = []
@@ -84,8 +84,7 @@ enum WorkerStderr {
         out.withUnsafeBytes { raw in
             var done = 0
             while done < raw.count {
-                let w = write(STDERR_FILENO, raw.baseAddress! + done, raw.count - done)
-                if w < 0 && errno == EINTR { continue }
+                let (w, _) = SystemCall.retrying { write(STDERR_FILENO, raw.baseAddress! + done, raw.count - done) }
                 if w <= 0 { return }
                 done += w
             }

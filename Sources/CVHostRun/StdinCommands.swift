@@ -13,8 +13,7 @@ enum StdinCommands {
             var splitter = CommandLines()
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
-                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
+                let (n, _) = buffer.withUnsafeMutableBytes { b in SystemCall.retrying { read(0, b.baseAddress, b.count) } }
                 guard n > 0 else { return }  // end of stdin, or not readable: no more commands
                 splitter.feed(buffer[..<n]) { line in
                     switch line {

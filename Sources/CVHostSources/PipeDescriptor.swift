@@ -31,9 +31,9 @@ enum PipeDescriptor {
         let until = HostClock.monotonicNs() + UInt64(timeout * 1e9)
         while true {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, 100)
+            let (ready, _) = SystemCall.retrying { poll(&p, 1, 100) }
             if ready > 0 { return fd }
-            if ready < 0 && errno != EINTR { break }
+            if ready < 0 { break }
             if interrupt.isCancelled || HostClock.monotonicNs() >= until { break }
         }
         if fd != STDIN_FILENO { close(fd) }

@@ -28,7 +28,7 @@ final class V4L2Descriptor: @unchecked Sendable {
         if fd >= 0 { _ = Glibc.close(fd) }
     }
 
-    /// `ioctl(fd, request, arg)`, EINTR retried. - Returns: 0, or the errno (EBADF once closed).
+    /// `ioctl(fd, request, arg)`, called again when a signal interrupted it (the shim). - Returns: 0, or the errno (EBADF once closed).
     func ioctl(_ request: UInt, _ arg: UnsafeMutableRawPointer) -> Int32 {
         number.withLock { n in
             guard n >= 0 else { return EBADF }

@@ -79,8 +79,8 @@ public final class V4L2DeviceMonitor: @unchecked Sendable {
             let now = HostClock.monotonicNs()
             let timeoutMs = rescans.min().map { $0 > now ? Int32(min(($0 - now) / 1_000_000 + 1, 60_000)) : 0 } ?? -1
             var fds = [pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, timeoutMs)
-            if ready < 0 && errno != EINTR { break }
+            let (ready, _) = SystemCall.retrying { poll(&fds, 2, timeoutMs) }
+            if ready < 0 { break }
             if fds[1].revents != 0 { break }
             if fds[0].revents & Int16(POLLIN) != 0 {
                 let n = read(inotifyFD, &buffer, buffer.count)

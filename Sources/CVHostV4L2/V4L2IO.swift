@@ -2,8 +2,9 @@ import CV4L2Shim
 import CVHostCore
 import Glibc
 
-/// The one path for V4L2 ioctls: retries EINTR and reads errno right after the call (both in
-/// the shim), and turns failures into `CaptureError`s that name the call, the device and the errno.
+/// The one path for V4L2 ioctls: calls again one a signal interrupted and reads errno right after
+/// the call (both in the C shim, as SystemCall does for Swift's calls), and turns failures into
+/// `CaptureError`s that name the call, the device and the errno.
 enum V4L2IO {
     /// Calls `ioctl(fd, request, &arg)`.
     /// - Throws: `CaptureError` (`.deviceBusy` for EBUSY, `.streamFailed` for ENODEV, `.unsupported` for EINVAL/ENOTTY).

@@ -3,8 +3,15 @@ import CVHostLines
 /// What the analytics stage says, each a line of its own (`event` is its kind; the envelope
 /// gives the input, the plugin whose boxes it followed, and the frame).
 public struct AnalyticsEvent: Sendable {
-    /// track.started, track.ended, zone.entered, zone.exited, zone.occupancy, zone.dwell, line.crossed.
-    public let kind: String
+    /// The event, as the line's `event` names it.
+    public enum Kind: String, Sendable, CaseIterable {
+        case trackStarted = "track.started", trackEnded = "track.ended"
+        case zoneEntered = "zone.entered", zoneExited = "zone.exited", zoneOccupancy = "zone.occupancy", zoneDwell = "zone.dwell"
+        case lineCrossed = "line.crossed"
+        case summary = "analytics.summary", timeJumped = "input.time_jumped"
+    }
+
+    public let kind: Kind
     public let data: JSONObject
 
     static func box(_ b: Box) -> JSONObject {
@@ -24,7 +31,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_seen", t.firstTime)
         o.set("frames", t.frames)
         o.set("bounds", object: box(t.lastBox))
-        return AnalyticsEvent(kind: "track.started", data: o)
+        return AnalyticsEvent(kind: .trackStarted, data: o)
     }
 
     /// `reason`: "lost" (not seen for `lost` seconds) or "input_ended".
@@ -47,10 +54,10 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_bounds", object: box(t.firstBox))
         o.set("last_bounds", object: box(t.lastBox))
         o.set("reason", reason)
-        return AnalyticsEvent(kind: "track.ended", data: o)
+        return AnalyticsEvent(kind: .trackEnded, data: o)
     }
 
-    static func zone(_ kind: String, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil) -> AnalyticsEvent {
+    static func zone(_ kind: Kind, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil) -> AnalyticsEvent {
         var o = JSONObject()
         o.set("zone", zone)
         o.set("track_id", track)
@@ -66,7 +73,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("label", label)
         o.set("count", count)
         o.set("total", total)
-        return AnalyticsEvent(kind: "zone.occupancy", data: o)
+        return AnalyticsEvent(kind: .zoneOccupancy, data: o)
     }
 
     static func crossed(line: String, track: Int, label: String, direction: String, counts: (in: Int, out: Int), total: (in: Int, out: Int)) -> AnalyticsEvent {
@@ -79,7 +86,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("out", counts.out)
         o.set("total_in", total.in)
         o.set("total_out", total.out)
-        return AnalyticsEvent(kind: "line.crossed", data: o)
+        return AnalyticsEvent(kind: .lineCrossed, data: o)
     }
 
     /// The run's totals for one tracked plugin on one input, at its end: tracks, each line's
@@ -113,7 +120,7 @@ public struct AnalyticsEvent: Sendable {
             j.set("peak_occupancy", z.peak)
             return j
         })
-        return AnalyticsEvent(kind: "analytics.summary", data: o)
+        return AnalyticsEvent(kind: .summary, data: o)
     }
 
     /// The input's timestamps jumped (back, or far ahead of the time that passed): said once an input.
@@ -121,6 +128,6 @@ public struct AnalyticsEvent: Sendable {
         var o = JSONObject()
         o.set("from_pts", Double(fromNs) / 1e9)
         o.set("to_pts", Double(toNs) / 1e9)
-        return AnalyticsEvent(kind: "input.time_jumped", data: o)
+        return AnalyticsEvent(kind: .timeJumped, data: o)
     }
 }

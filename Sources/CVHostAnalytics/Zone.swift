@@ -79,11 +79,11 @@ struct ZoneWatch {
                     s.label = CountedLabel.key(label, in: entries)
                     s.since = s.firstOther
                     s.dwelt = false
-                    events.append(.zone("zone.entered", zone: settings.name, track: track, label: label))
+                    events.append(.zone(.zoneEntered, zone: settings.name, track: track, label: label))
                     entries[s.label, default: 0] += 1
                     change(s.label, by: 1, &events)
                 } else {
-                    events.append(.zone("zone.exited", zone: settings.name, track: track, label: s.label, seconds: s.firstOther - s.since,
+                    events.append(.zone(.zoneExited, zone: settings.name, track: track, label: s.label, seconds: s.firstOther - s.since,
                                         reason: "left"))
                     exits += 1
                     change(s.label, by: -1, &events)
@@ -93,7 +93,7 @@ struct ZoneWatch {
         if s.inside, !s.dwelt, let dwell = settings.dwell, time - s.since >= dwell {
             s.dwelt = true
             dwells += 1
-            events.append(.zone("zone.dwell", zone: settings.name, track: track, label: label, seconds: time - s.since))
+            events.append(.zone(.zoneDwell, zone: settings.name, track: track, label: label, seconds: time - s.since))
         }
         states[track] = s
     }
@@ -101,7 +101,7 @@ struct ZoneWatch {
     /// A track that ended at `time` (last seen then): out of the zone if it was in.
     mutating func end(track: Int, time: Double, into events: inout [AnalyticsEvent]) {
         guard let s = states.removeValue(forKey: track), s.inside else { return }
-        events.append(.zone("zone.exited", zone: settings.name, track: track, label: s.label, seconds: time - s.since, reason: "track_ended"))
+        events.append(.zone(.zoneExited, zone: settings.name, track: track, label: s.label, seconds: time - s.since, reason: "track_ended"))
         exits += 1
         change(s.label, by: -1, &events)
     }

@@ -115,7 +115,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
     }
 
     private func line(_ event: AnalyticsEvent, _ frame: ProcessedFrame?) -> OutputLine {
-        var o = JSONObject.envelope(event: event.kind, source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
+        var o = JSONObject.envelope(event: event.kind.rawValue, source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
                                     tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
         o.set("data", object: event.data)
         return o.line()

@@ -23,7 +23,7 @@ struct TrackingTests {
         Scene.Object(label: "person", width: 60, height: 160, at: Scene.path(points, speed: speed, start: start, pauses: pauses))
     }
 
-    static func events(_ e: [AnalyticsEvent], _ kind: String) -> [[String: Any]] { e.filter { $0.kind == kind }.map(\.fields) }
+    static func events(_ e: [AnalyticsEvent], _ kind: String) -> [[String: Any]] { e.filter { $0.kind.rawValue == kind }.map(\.fields) }
 
     /// Every object followed by one id from start to end, and no id given to two objects or to a box of nothing.
     static func expectContinuity(_ r: (events: [AnalyticsEvent], idsOf: [Int: Set<Int>], falseTracks: Int), objects: Int, fps: Double) {

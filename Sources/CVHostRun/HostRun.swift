@@ -59,30 +59,13 @@ public final class HostRun: Sendable {
         }
         let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count, stop: stop)
         phase.withLock { $0 = .plugins }
-        let plugins: PluginStage
-        do {
-            plugins = try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop)
-        } catch {
-            try close(nil, nil, outputs, ending: error)
-            throw error
-        }
+        let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop) }
         phase.withLock { $0 = .inputs }
-        let inputs: InputStage
-        do {
-            inputs = try InputStage(s, sourceIDs: sourceIDs, sessions: sessions, firstCamera: firstCamera, runners: plugins.runners,
-                                    lines: outputs.lines)
-        } catch {
-            try close(nil, plugins, outputs, ending: error)
-            throw error
+        let inputs = try opening(after: outputs, plugins) {
+            try InputStage(s, sourceIDs: sourceIDs, sessions: sessions, firstCamera: firstCamera, runners: plugins.runners, lines: outputs.lines)
         }
         phase.withLock { $0 = .running }
-        let running: RunningSession
-        do {
-            running = try RunningSession(s, sources: inputs.sources, outputs: outputs, stop: stop)
-        } catch {
-            try close(nil, plugins, outputs, ending: error)
-            throw error
-        }
+        let running = try opening(after: outputs, plugins) { try RunningSession(s, sources: inputs.sources, outputs: outputs, stop: stop) }
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
         switch running.runUntilStopped(jsonDescriptor: jsonDescriptor) {
         case .concluded(let outcome):
@@ -90,6 +73,17 @@ public final class HostRun: Sendable {
         case .abandoned:
             // The hung call's plugin is never destroyed: its thread is still in it.
             try close(running, nil, outputs, ending: HungPluginStop.abandoned)
+        }
+    }
+
+    /// The next stage, opened; or, when it cannot be, the stages opened before it closed (in the
+    /// shutdown order) and its error thrown.
+    private func opening<Stage>(after outputs: OutputStage, _ plugins: PluginStage? = nil, _ open: () throws -> Stage) throws -> Stage {
+        do {
+            return try open()
+        } catch {
+            try close(nil, plugins, outputs, ending: error)
+            throw error
         }
     }
 

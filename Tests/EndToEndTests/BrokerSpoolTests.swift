@@ -166,9 +166,9 @@ struct BrokerSpoolTests {
         // 10 s of input: the cluster is away for the first 7 (its news reach stdout while the run goes on).
         let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,backpressure=block", "--input", "testsrc:64x48@30", "--max-frames", "300",
                                       "--metrics-interval", "0", "--output", b.url(query: "spool=\(spool)&drain=60"), "--output", "-"],
-                                     timeout: 120, withStdin: false) { _ in
-            // Longer than one try (the producer waits 5 s for the topic's leaders, then is made anew).
-            usleep(7_000_000)
+                                     timeout: 120, withStdin: false) { running in
+            // Once a try has failed (the producer waits 5 s for the topic's leaders, then is made anew).
+            _ = running.waitForStderr("cannot connect")
             try? b.up()
         }
         #expect(r.exitCode == 0, "\(r.stderr.suffix(1000))")

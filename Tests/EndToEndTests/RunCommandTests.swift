@@ -189,9 +189,10 @@ struct RunCommandTests {
     /// SIGHUP: a closed terminal or ssh session, a service reload; never a silent death.
     @Test("SIGINT, SIGTERM and SIGHUP stop cleanly: final metrics, then session.stopped, exit 0", arguments: [SIGINT, SIGTERM, SIGHUP])
     func signalStops(_ signal: Int32) throws {
-        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30) { p in
-            usleep(1_500_000)
-            kill(p.processIdentifier, signal)
+        // Once the run is running (its handlers set), not after a guessed pause.
+        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30"], timeout: 30, withStdin: false) { running in
+            _ = running.wait { $0.contains("\"event\":\"session.started\"") }
+            kill(running.pid, signal)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
         try RunCommandTests.expectValid(r)
@@ -255,12 +256,12 @@ struct RunCommandTests {
     @Test("a second SIGINT while a slow plugin holds the stop: exit 130 at once, every line written whole")
     func secondSignal() throws {
         let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=4000", "--input", "testsrc:320x240@30",
-                                      "--backpressure", "block"], timeout: 30) { p in
-            usleep(1_500_000)
-            kill(p.processIdentifier, SIGINT)
+                                      "--backpressure", "block"], timeout: 30, withStdin: false) { running in
+            _ = running.wait { $0.contains("\"event\":\"session.started\"") }
+            kill(running.pid, SIGINT)
             // More than a second later: a second request (repeats within a second are the same stop).
             usleep(1_300_000)
-            kill(p.processIdentifier, SIGINT)
+            kill(running.pid, SIGINT)
         }
         #expect(r.exitCode == 130, "\(r.stderr)")
         #expect(r.stderr.contains("exiting without final metrics") && !r.stderr.contains("ended the process"), "\(r.stderr)")

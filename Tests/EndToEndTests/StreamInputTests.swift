@@ -232,17 +232,18 @@ struct StreamInputTests {
     func pipePause() throws {
         let ts = try MediaFixtures.make("codes.ts", ["-i", BarcodeFixtures.demoVideo, "-c", "copy", "-f", "mpegts"])
         let half = (try FileManager.default.attributesOfItem(atPath: ts)[.size] as? Int ?? 0) / 188 / 2 * 188
-        // Half the stream, 5 s of silence (the stall time is 2 s), the rest, 5 s more, then the end.
+        // Half the stream, silence until cvhost is interrupted (the stall time is 2 s), the rest, silence again, then the end.
         // (Silence as cvhost sees it starts when it has read what the pipe held: on a loaded
         // machine, a second or two later than the sender's. A loaded machine may also stall the
         // sender past 2 s elsewhere: more interruptions than the two pauses are real ones.)
         let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--metrics-interval", "0", "--input", "-", "-q"], timeout: 60,
                                      withStdin: true) { running in
+            // Each pause lasts until cvhost says it is interrupted (the stall time, 2 s, after it read what the pipe held).
             let data = FileManager.default.contents(atPath: ts) ?? Data()
             running.send(bytes: data.prefix(half))
-            sleep(5)
+            _ = running.wait { $0.contains("\"event\":\"session.interrupted\"") }
             running.send(bytes: data.dropFirst(half))
-            sleep(5)
+            _ = running.wait { $0.components(separatedBy: "\"event\":\"session.interrupted\"").count > 2 }
             running.closeStdin()
         }
         #expect(!r.timedOut && r.exitCode == 0, "\(r.stderr)")

@@ -5,7 +5,7 @@ import Testing
 /// cvhost against a real V4L2 kernel driver: vivid, in a QEMU VM (scripts/vivid-run.sh).
 /// vivid has brightness, contrast, saturation, hue, gain and flips, and no focus, exposure,
 /// white balance, zoom or torch: the "not supported" paths are tested on those.
-@Suite("cameras (vivid in a VM)", .enabled(if: VividVM.unavailableReason == nil, "\(VividVM.unavailableReason ?? "")"))
+@Suite("cameras (vivid in a VM)", .enabled(if: Requirement.met(VividVM.unavailableReason == nil), "\(VividVM.unavailableReason ?? "")"))
 struct CameraTests {
     @Test("cvhost devices lists vivid's capture node with its formats and frame rates")
     func devices() throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The face plugin on the corpus's real photos and video (../shared/corpus; skipped without it).
-@Suite("face plugin", .enabled(if: Corpus.isPresent, "needs ../shared/corpus"))
+@Suite("face plugin", .enabled(if: Requirement.met(Corpus.isPresent), "needs ../shared/corpus"))
 struct FacePluginTests {
     static func run(_ plugin: String, _ input: String, _ extra: [String] = [], sourceLocation: SourceLocation = #_sourceLocation)
         throws -> CommandResult

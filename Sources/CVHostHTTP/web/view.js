@@ -263,8 +263,9 @@ function drawResult(svg, plugin, r) {
     }
     const angles = [d.has_roll ? `roll ${Math.round(d.roll_angle)}°` : null, d.has_yaw ? `yaw ${Math.round(d.yaw_angle)}°` : null]
       .filter(Boolean).join(' ');
-    const track = typeof d.track_id === 'number' ? ` #${d.track_id}` : '';
-    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${d.face_id}${track}${angles ? ' · ' + angles : ''}`));
+    // One id a face: its track's (--track face) when it has one, else the plugin's own face_id.
+    const id = typeof d.track_id === 'number' ? `#${d.track_id}` : `${d.face_id}`;
+    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${id}${angles ? ' · ' + angles : ''}`));
   } else if (r.type === 'object' && d.bounds && typeof d.label === 'string') {
     // Any plugin's object with a box and a label (the detect plugin's), with its score.
     const b = d.bounds;

@@ -11,7 +11,7 @@ class Replay(cvhost.Plugin):
     api_version = (1, 1)
     name = "replay"
     pixel_formats = ("gray8",)
-    options = (cvhost.Option("boxes", cvhost.File, "", "the JSON file: a list per frame of [x, y, w, h, confidence, truth]"),)
+    options = (cvhost.Option("boxes", cvhost.File, "", "the JSON file: a list per frame of [x, y, w, h, confidence, truth(, label)]"),)
 
     def __init__(self, options):
         with open(options["boxes"]) as f:
@@ -19,6 +19,6 @@ class Replay(cvhost.Plugin):
 
     def process(self, frame):
         n = frame.sequence
-        for x, y, w, h, confidence, truth in self.frames[n] if n < len(self.frames) else []:
-            self.emit("object", {"label": "person", "confidence": confidence, "truth": truth,
+        for x, y, w, h, confidence, truth, *label in self.frames[n] if n < len(self.frames) else []:
+            self.emit("object", {"label": label[0] if label else "person", "confidence": confidence, "truth": truth,
                                  "bounds": {"x": x, "y": y, "width": w, "height": h}})

@@ -137,13 +137,9 @@ struct AnalyticsTests {
         #expect(dom.contains("person #1 90%"), "\(dom.suffix(1500))")
     }
 
-    @Test("the corpus's face clip (six people moving and zooming) tracked from the face plugin's boxes: six tracks, each person one id throughout")
-    func faceClip() throws {
-        try #require(Corpus.isPresent, "../shared/corpus is missing")
-        let r = try CVHostBinary.run(["run", "--plugin", "face", "--input", Corpus.path("video/faces_1280x720.mp4"), "--track", "face",
-                                      "--metrics-interval", "0"], timeout: 300)
-        #expect(r.exitCode == 0, "\(r.stderr)")
-        // Each person of the truth, frame by frame, is the tracked box that overlaps them most (IoU >= 0.3).
+    /// The track ids each person of the face clip's truth was given: frame by frame, the tracked box
+    /// that overlaps them most (IoU >= 0.3); and how many person-frames were tracked.
+    static func trackIDs(of r: CommandResult) throws -> (idsOf: [String: Set<Int>], seen: Int) {
         let truth = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Corpus.path("video/faces_1280x720_gt.json"))))
         let frames = try #require((truth as? [String: Any])?["per_frame"] as? [[String: Any]])
         func iou(_ a: [Double], _ b: [Double]) -> Double {
@@ -166,6 +162,36 @@ struct AnalyticsTests {
                 seen += 1
             }
         }
+        return (idsOf, seen)
+    }
+
+    @Test("NudeNet's detector on the face clip: its label flips between FACE_FEMALE and FACE_MALE on one face, which is still one track (the label voted); by_label=true splits it in two")
+    func labelFlipsOfARealDetector() throws {
+        try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let detect = "detect:model=\(DetectPluginTests.realModel),classes=face_female+face_male,agnostic=true"
+        func run(_ track: String) throws -> CommandResult {
+            try CVHostBinary.run(["run", "--plugin", detect, "--input", Corpus.path("video/faces_1280x720.mp4"), "--track", track,
+                                  "--metrics-interval", "0"], timeout: 300, environment: DetectPluginTests.python)
+        }
+        let r = try run("detect")
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let (ids, _) = try Self.trackIDs(of: r)
+        // The face NudeNet finds at 320 (the astronaut's): one track, whose boxes had both labels.
+        #expect(!ids.isEmpty && ids.values.allSatisfy { $0.count == 1 }, "\(ids)")
+        let ended = r.events("track.ended").compactMap { $0["data"] as? [String: Any] }
+        #expect(ended.contains { ($0["labels"] as? [String: Int]).map { $0.keys.sorted() == ["FACE_FEMALE", "FACE_MALE"] } == true }, "\(ended)")
+        let split = try run("detect:by_label=true")
+        let (splitIDs, _) = try Self.trackIDs(of: split)
+        #expect(splitIDs.values.contains { $0.count >= 2 }, "\(splitIDs)")
+    }
+
+    @Test("the corpus's face clip (six people moving and zooming) tracked from the face plugin's boxes: six tracks, each person one id throughout")
+    func faceClip() throws {
+        try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let r = try CVHostBinary.run(["run", "--plugin", "face", "--input", Corpus.path("video/faces_1280x720.mp4"), "--track", "face",
+                                      "--metrics-interval", "0"], timeout: 300)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let (idsOf, seen) = try Self.trackIDs(of: r)
         #expect(idsOf.count == 6 && idsOf.values.allSatisfy { $0.count == 1 }, "\(idsOf)")
         #expect(Set(idsOf.values.flatMap { $0 }).count == 6, "an id shared: \(idsOf)")
         // Tracked from their third frame on (min_hits), in every frame after.

@@ -43,7 +43,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         var jumped: [AnalyticsEvent] = []
         if let jump, first {
             Log.warning("the timestamps jumped from \(Double(jump.fromNs) / 1e9) s to \(Double(jump.toNs) / 1e9) s (a reconnection, or a camera's "
-                        + "clock): tracks, zones and lines go on in the time that passed here (input.time_jumped; later jumps are counted in analytics.summary)",
+                        + "clock): tracks, zones and lines go on in the time that passed here (input.time_jumped; said for the first jump only)",
                         source: source)
             jumped.append(AnalyticsEvent.timeJumped(fromNs: jump.fromNs, toNs: jump.toNs))
         }

@@ -102,7 +102,7 @@ public final class BoxAnalytics: @unchecked Sendable {
     }
 
     private static func end(_ t: Track, reason: String, _ s: inout State, _ events: inout [AnalyticsEvent]) {
-        for i in s.zones.indices { s.zones[i].end(track: t.id, time: t.lastTime, into: &events) }
+        for i in s.zones.indices { s.zones[i].end(track: t.id, time: t.lastTime, inputEnded: reason == "input_ended", into: &events) }
         for i in s.lines.indices { s.lines[i].end(track: t.id) }
         events.append(.trackEnded(t, reason: reason))
     }

@@ -98,12 +98,16 @@ struct ZoneWatch {
         states[track] = s
     }
 
-    /// A track that ended at `time` (last seen then): out of the zone if it was in.
-    mutating func end(track: Int, time: Double, into events: inout [AnalyticsEvent]) {
+    /// A track that ended at `time` (last seen then): out of the zone if it was in. `inputEnded`:
+    /// it ended with the input (reason input_ended), and the zone's occupancy stays as last seen:
+    /// the input's end is no one leaving (the live view, /metrics and a consumer keep the count
+    /// the last picture showed).
+    mutating func end(track: Int, time: Double, inputEnded: Bool, into events: inout [AnalyticsEvent]) {
         guard let s = states.removeValue(forKey: track), s.inside else { return }
-        events.append(.zone(.zoneExited, zone: settings.name, track: track, label: s.label, seconds: time - s.since, reason: "track_ended"))
+        events.append(.zone(.zoneExited, zone: settings.name, track: track, label: s.label, seconds: time - s.since,
+                            reason: inputEnded ? "input_ended" : "track_ended"))
         exits += 1
-        change(s.label, by: -1, &events)
+        if !inputEnded { change(s.label, by: -1, &events) }
     }
 
     private mutating func change(_ label: String, by delta: Int, _ events: inout [AnalyticsEvent]) {

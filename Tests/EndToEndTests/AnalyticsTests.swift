@@ -72,7 +72,8 @@ struct AnalyticsTests {
                 && crossed.first?["label"] as? String == "person", "\(crossed)")
         #expect(r.events("zone.entered").count == 1)
         let exited = r.events("zone.exited").compactMap { $0["data"] as? [String: Any] }
-        #expect(exited.count == 1 && exited.first?["reason"] as? String == "track_ended", "\(exited)")
+        // Still inside when the input ended: last seen there.
+        #expect(exited.count == 1 && exited.first?["reason"] as? String == "input_ended", "\(exited)")
         let ended = r.events("track.ended").compactMap { $0["data"] as? [String: Any] }
         #expect(ended.count == 1 && ended.first?["reason"] as? String == "input_ended" && ended.first?["frames"] as? Int == 26, "\(ended)")
         // The events of the end come before the plugin's final metrics.
@@ -102,9 +103,29 @@ struct AnalyticsTests {
         #expect(LiveViewTests.sample(scraped, "cvhost_line_crossings_total", l.merging(["line": "door", "label": "person", "direction": "in"]) { $1 }) == 1)
         #expect(LiveViewTests.sample(scraped, "cvhost_line_crossings_total", l.merging(["line": "door", "label": "person", "direction": "out"]) { $1 }) == 0)
         // The input ended: its track ended, the zone is empty again, and it was entered once.
-        #expect(LiveViewTests.sample(scraped, "cvhost_zone_occupancy", l.merging(["zone": "right", "label": "person"]) { $1 }) == 0)
+        // Inside when the input ended: the occupancy stays as last seen.
+        #expect(LiveViewTests.sample(scraped, "cvhost_zone_occupancy", l.merging(["zone": "right", "label": "person"]) { $1 }) == 1)
         #expect(LiveViewTests.sample(scraped, "cvhost_zone_entries_total", l.merging(["zone": "right", "label": "person"]) { $1 }) == 1)
         #expect(LiveViewTests.sample(scraped, "cvhost_tracks_active", l) == 0)
+    }
+
+    @Test("the live view after the input ended: a zone still shows the tracks last seen inside it (the input's end is no one leaving)")
+    func liveViewAfterTheEnd() throws {
+        let port = freeLoopbackPort()
+        var dom = ""
+        let page = "http://127.0.0.1:\(port)/"
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.walker(), "--input", "testsrc:320x240@10:unpaced", "--max-frames", "26",
+                                      "--metrics-interval", "0", "--track", "walker", "--zone", "right=170,0 90000,0 90000,240 170,240",
+                                      "--http", "127.0.0.1:\(port)"], timeout: 120, environment: Self.python, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
+            let chromium = ["40", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800", "--timeout=10000", "--dump-dom", page]
+            // The page replays /events as it loads: on a loaded machine, not always within one try.
+            for _ in 0..<5 where !dom.contains("right: ") { dom = (try? Tool.run("timeout", chromium).output) ?? "" }
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.events("zone.exited").first.flatMap { ($0["data"] as? [String: Any])?["reason"] as? String } == "input_ended")
+        #expect(dom.contains("right: 1 inside"), "\(dom.suffix(1500))")
     }
 
     @Test("the live view draws the lines over the picture (a screenshot) and lists what zones and lines count; boxes carry their track id")

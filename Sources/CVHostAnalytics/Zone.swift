@@ -58,7 +58,7 @@ struct ZoneWatch {
     /// A track seen at `time` with `box` (its filtered box), its voted `label`.
     mutating func see(track: Int, label: String, box: Box, time: Double, into events: inout [AnalyticsEvent]) {
         let p = box.point(settings.anchor)
-        var s = states[track] ?? State(label: CountedLabel.key(label, in: entries))
+        var s = states[track] ?? State(label: label)  // (counted under CountedLabel's key once it comes in)
         let band = settings.minDistance ?? min(box.height * ZoneSettings.bandOfHeight, settings.polygon.narrowerSide / 4)
         // Within the band along the outline it is on neither side: nothing changes.
         guard settings.polygon.distanceToOutline(p) >= band else {

@@ -62,9 +62,7 @@ extension String {
             switch s.value {
             case 0x0A, 0x0D: out.append(" ")
             case 0x09: out.append(s)
-            case 0..<0x20, 0x7F...0x9F:
-                let hex = String(s.value, radix: 16)
-                out.append(contentsOf: ("\\x" + (hex.count < 2 ? "0" : "") + hex).unicodeScalars)
+            case 0..<0x20, 0x7F...0x9F: out.append(contentsOf: Unicode.Scalar.escaped(UInt8(s.value)).unicodeScalars)
             default: out.append(s)
             }
         }

@@ -15,7 +15,7 @@ public enum PathText {
         while !rest.isEmpty {
             let length = validSequenceLength(rest)
             if length == 0 {
-                text += "\\x" + hex(rest.first!)
+                text += Unicode.Scalar.escaped(rest.first!)
                 rest = rest.dropFirst()
             } else {
                 let character = String(decoding: rest.prefix(length), as: UTF8.self)
@@ -110,11 +110,6 @@ public enum PathText {
             return length
         }
         return 0
-    }
-
-    private static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
     }
 
     private static func exists(_ bytes: [UInt8]) -> Bool {

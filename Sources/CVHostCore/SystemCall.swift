@@ -16,6 +16,18 @@ public enum SystemCall {
         }
     }
 
+    /// Reads `buffer.count` bytes of `fd` from `offset` (pread, as often as it takes).
+    /// - Returns: how many were read: fewer at the end of the file or at an error.
+    public static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int = 0) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let (n, _) = retrying { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done)) }
+            if n <= 0 { break }
+            done += n
+        }
+        return done
+    }
+
     /// Calls `body` (a call that returns its error number, as clock_nanosleep and the pthread
     /// calls do) until it is not interrupted. - Returns: 0, or the error.
     @discardableResult

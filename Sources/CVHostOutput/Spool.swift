@@ -160,7 +160,7 @@ final class Spool: @unchecked Sendable {
         fstat(fd, &info)
         let size = Int(info.st_size)
         var bytes = [UInt8](repeating: 0, count: size)
-        guard size == 0 || preadFully(fd, &bytes) else { return nil }
+        guard bytes.withUnsafeMutableBytes({ SystemCall.readFully(fd, into: $0) }) == size else { return nil }
         let start = Int(min(from, UInt64(size)))
         let survey = SpoolRecord.survey(bytes[start...])
         let damaged = UInt64(survey.damaged.count)
@@ -354,17 +354,6 @@ final class Spool: @unchecked Sendable {
         case .failure(let e):
             throw OpenError(description: "cannot use \(name) in the spool folder \(files.path): \(e) (spool=)", cause: e)
         }
-    }
-
-    /// Reads the whole file into `bytes` (its size).
-    private static func preadFully(_ fd: Int32, _ bytes: inout [UInt8]) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let (n, _) = bytes.withUnsafeMutableBytes { b in SystemCall.retrying { pread(fd, b.baseAddress! + done, b.count - done, off_t(done)) } }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
     }
 
     private static func readCursor(_ fd: Int32) -> (segment: UInt64, offset: UInt64)? {

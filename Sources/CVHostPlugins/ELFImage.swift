@@ -51,15 +51,7 @@ struct ELFImage {
             throw Failure(description: "not a plugin: \(st.st_size >> 20) MiB, larger than any shared object cvhost reads (1 GiB)")
         }
         var data = Data(count: Int(st.st_size))
-        let read = data.withUnsafeMutableBytes { raw -> Int in
-            var done = 0
-            while done < raw.count {
-                let (n, _) = SystemCall.retrying { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done)) }
-                if n <= 0 { break }
-                done += n
-            }
-            return done
-        }
+        let read = data.withUnsafeMutableBytes { SystemCall.readFully(fd, into: $0) }
         data.count = read  // a file that shrank meanwhile: what was there
         bytes = data
         guard data.count >= 64, data.prefix(4) == Data([0x7F, 0x45, 0x4C, 0x46]) else {

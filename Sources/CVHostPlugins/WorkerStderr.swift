@@ -100,8 +100,5 @@ enum WorkerStderr {
         return read(fd, b.baseAddress, b.count)
     }
 
-    private static func escaped(_ b: UInt8) -> [UInt8] {
-        let digits = Array("0123456789abcdef".utf8)
-        return Array("\\x".utf8) + [digits[Int(b >> 4)], digits[Int(b & 15)]]
-    }
+    private static func escaped(_ b: UInt8) -> [UInt8] { Array(Unicode.Scalar.escaped(b).utf8) }
 }

@@ -40,7 +40,7 @@ public struct AnalyticsSettings: Sendable {
             let named = zip(zones, self.zones.map(\.input)).map { ("zone", $0, $1) } + zip(lines, self.lines.map(\.input)).map { ("line", $0, $1) }
             for (key, text, input) in named {
                 guard let input, !inputs.contains(input) else { continue }
-                let why = "input=\(input): this run has no input called \(input) (its inputs: \(inputs.joined(separator: ", ")); name one with --input NAME=...)"
+                let why = Self.noSuchInput(input, among: inputs)
                 throw UsageError(origin(key, text).map { "\($0): \(why)" } ?? "--\(key) \(text): \(why)")
             }
         }
@@ -64,6 +64,11 @@ public struct AnalyticsSettings: Sendable {
 
     /// The most zones, and the most lines, a run may have.
     public static let most = 100
+
+    /// Why a zone's or line's `input=` cannot be: the run has no such input.
+    static func noSuchInput(_ input: String, among inputs: [String]) -> String {
+        "input=\(input): this run has no input called \(input) (its inputs: \(inputs.joined(separator: ", ")); name one with --input NAME=...)"
+    }
 
     /// Inputs zones and lines name that the run does not have: said before anything runs.
     func unknownInputs(_ sources: [String]) -> [String] {

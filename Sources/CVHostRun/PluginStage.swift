@@ -66,8 +66,7 @@ final class PluginStage: Sendable {
                            code: ExitCodes.usage)
             }
             if let unknown = s.analytics.unknownInputs(sourceIDs).first {
-                throw fail("input=\(unknown) of a --zone or --line: this run has no input called \(unknown) (its inputs: "
-                           + "\(sourceIDs.joined(separator: ", ")); name one with --input NAME=...)", code: ExitCodes.usage)
+                throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
             }
             // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
             let confidence = requests.map { request, plugin -> Double? in

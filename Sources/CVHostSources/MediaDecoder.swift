@@ -218,11 +218,11 @@ final class MediaDecoder {
             }
             if draining { return nil }
             if let liveUnits {
-                let late = liveUnits.latePackets + liveUnits.oversizedFrames
+                let late = liveUnits.latePackets
                 let next = try liveUnits.next()
-                // A packet that came after its frame was decoded (that frame was damaged), or a
-                // frame dropped for its size.
-                damaged += liveUnits.latePackets + liveUnits.oversizedFrames - late
+                // A packet that came after its frame was decoded: that frame was damaged. (A frame
+                // dropped whole for its size is told with the next frame instead: framesDroppedWhole.)
+                damaged += liveUnits.latePackets - late
                 guard let unit = next else {
                     draining = true
                     avcodec_send_packet(codec, nil)

@@ -119,25 +119,26 @@ extension TrackingTests {
         Scene.Object(label: "car", width: 80, height: 40, at: Scene.path(points, speed: 120, pauses: pauses))
     }
 
-    @Test("a car parked on a counting line for 10 s, its 80x40 box jittering up to 6 px (15% of its height) over it: never counted", arguments: rates)
-    func parkedOnTheLine(fps: Double) {
-        // Its anchor (bottom centre) stands on the line: x = 640.
-        var scene = Scene(objects: [Self.car([Point(640, 400), Point(640, 401)], pauses: [0: 10])], seconds: 10)
+    /// A car parked 10 s with its box's centre at `at`, its 80x40 box jittering up to 6 px (15% of its height).
+    static func parked(at p: Point) -> Scene {
+        var scene = Scene(objects: [Self.car([p, Point(p.x, p.y + 1)], pauses: [0: 10])], seconds: 10)
         scene.jitter = 6
         scene.falseBoxesPerSecond = 0
         scene.missed = 0
-        let r = scene.run(BoxAnalytics(tracker: TrackerSettings(), lines: [Self.door]), fps: fps)
+        return scene
+    }
+
+    @Test("a car parked on a counting line for 10 s, its 80x40 box jittering up to 6 px (15% of its height) over it: never counted", arguments: rates)
+    func parkedOnTheLine(fps: Double) {
+        // Its anchor (bottom centre) stands on the line: x = 640.
+        let r = Self.parked(at: Point(640, 400)).run(BoxAnalytics(tracker: TrackerSettings(), lines: [Self.door]), fps: fps)
         #expect(Self.events(r.events, "line.crossed").isEmpty, "\(fps) fps: \(Self.events(r.events, "line.crossed"))")
     }
 
     @Test("a car parked on a zone's edge, jittering over it for 10 s: it never enters", arguments: rates)
     func parkedOnTheEdge(fps: Double) {
         // Its anchor (bottom centre, y + 20) on the bay's left edge, x = 800.
-        var scene = Scene(objects: [Self.car([Point(800, 480), Point(800, 481)], pauses: [0: 10])], seconds: 10)
-        scene.jitter = 6
-        scene.falseBoxesPerSecond = 0
-        scene.missed = 0
-        let r = scene.run(BoxAnalytics(tracker: TrackerSettings(), zones: [Self.bay]), fps: fps)
+        let r = Self.parked(at: Point(800, 480)).run(BoxAnalytics(tracker: TrackerSettings(), zones: [Self.bay]), fps: fps)
         #expect(Self.events(r.events, "zone.entered").isEmpty && Self.events(r.events, "zone.exited").isEmpty, "\(fps) fps")
     }
 

@@ -53,4 +53,17 @@ extension JSONObject {
         return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence,
                           eventID: eventID)
     }
+
+    /// A plugin's `result` line, its data (checked by JSONValidator) the last member: the line
+    /// knows where its data starts, and what the validator noted of it.
+    public func resultLine(type: String, data: [UInt8], fields: ResultFields) -> OutputLine {
+        var object = self
+        object.set("type", type)
+        object.set("data", validatedJSON: data)
+        let plain = object.line()
+        // The data object is followed by the envelope's "}" and the newline.
+        let dataStart = plain.bytes.count - 2 - data.count + 1
+        return OutputLine(bytes: plain.bytes, route: plain.route, sequence: plain.sequence, eventID: plain.eventID, createdNs: plain.createdNs,
+                          result: OutputLine.Result(type: type, fields: fields, dataStart: dataStart))
+    }
 }

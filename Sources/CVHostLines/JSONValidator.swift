@@ -18,6 +18,11 @@ public enum JSONValidator {
     /// - Returns: the object, minified, as UTF-8 bytes.
     /// - Throws: `Failure` naming the byte offset and the reason.
     public static func minifiedObject(_ input: UnsafeBufferPointer<UInt8>) throws -> [UInt8] {
+        try checkedResult(input).bytes
+    }
+
+    /// The object, minified, and the fields of it the analytics read (noted on the way: no second parse).
+    public static func checkedResult(_ input: UnsafeBufferPointer<UInt8>) throws -> (bytes: [UInt8], fields: ResultFields) {
         guard input.count <= maxBytes else { throw Failure(offset: maxBytes, reason: "larger than 1 MiB") }
         var parser = Parser(input: input)
         parser.skipSpace()
@@ -25,18 +30,27 @@ public enum JSONValidator {
         try parser.value(depth: 0)
         parser.skipSpace()
         guard parser.pos == input.count else { throw parser.fail("data after the object") }
-        return parser.out
+        return (parser.out, parser.fields)
     }
 
     public static func minifiedObject(_ text: String) throws -> [UInt8] {
+        try checkedResult(text).bytes
+    }
+
+    public static func checkedResult(_ text: String) throws -> (bytes: [UInt8], fields: ResultFields) {
         var copy = text
-        return try copy.withUTF8 { try minifiedObject($0) }
+        return try copy.withUTF8 { try checkedResult($0) }
     }
 
     private struct Parser {
         let input: UnsafeBufferPointer<UInt8>
         var pos = 0
         var out: [UInt8] = []
+        var fields = ResultFields()
+        /// Which of `fields` the value being read is (none inside arrays and deeper objects).
+        var slot = ResultFields.Slot.none
+        /// A string being read for `fields` (the label), unescaped.
+        var scalars: String.UnicodeScalarView?
 
         init(input: UnsafeBufferPointer<UInt8>) {
             self.input = input
@@ -63,6 +77,7 @@ public enum JSONValidator {
             guard let c = peek else { throw fail("unexpected end") }
             switch c {
             case UInt8(ascii: "{"):
+                let container = slot
                 try expect(c)
                 skipSpace()
                 if peek == UInt8(ascii: "}") { return try expect(UInt8(ascii: "}")) }
@@ -76,6 +91,8 @@ public enum JSONValidator {
                     guard keys.insert(out[keyStart...]).inserted else {
                         throw Failure(offset: keyOffset, reason: "key \(String(decoding: out[keyStart...], as: UTF8.self)) given twice in one object")
                     }
+                    slot = ResultFields.Slot(key: out[(keyStart + 1)..<(out.count - 1)], depth: depth, container: container)
+                    if slot == .trackID { fields.hasTrackID = true }
                     skipSpace()
                     try expect(UInt8(ascii: ":"))
                     try value(depth: depth + 1)
@@ -84,6 +101,7 @@ public enum JSONValidator {
                     return try expect(UInt8(ascii: "}"))
                 }
             case UInt8(ascii: "["):
+                slot = .none
                 try expect(c)
                 skipSpace()
                 if peek == UInt8(ascii: "]") { return try expect(UInt8(ascii: "]")) }
@@ -94,7 +112,10 @@ public enum JSONValidator {
                     return try expect(UInt8(ascii: "]"))
                 }
             case UInt8(ascii: "\""):
+                if slot == .label { scalars = String.UnicodeScalarView() }
                 try string()
+                if let s = scalars { fields.label = String(s) }
+                scalars = nil
             case UInt8(ascii: "t"): try literal("true")
             case UInt8(ascii: "f"): try literal("false")
             case UInt8(ascii: "n"): try literal("null")
@@ -129,6 +150,7 @@ public enum JSONValidator {
             guard let value = Double(String(decoding: out[start...], as: UTF8.self)), value.isFinite else {
                 throw Failure(offset: offset, reason: "number \(String(decoding: out[start...].prefix(40), as: UTF8.self)) is out of a double's range")
             }
+            fields.note(value, in: slot)
         }
 
         mutating func numberText() throws {
@@ -188,6 +210,7 @@ public enum JSONValidator {
                         UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         out.append(e)
                         pos += 1
+                        scalars?.append(Self.unescaped(e))
                     case UInt8(ascii: "u"):
                         out.append(e)
                         pos += 1
@@ -200,9 +223,13 @@ public enum JSONValidator {
                             guard peek == UInt8(ascii: "u") else { throw fail("lone surrogate") }
                             out.append(UInt8(ascii: "u"))
                             pos += 1
-                            guard (0xDC00...0xDFFF).contains(try hex4()) else { throw fail("lone surrogate") }
+                            let low = try hex4()
+                            guard (0xDC00...0xDFFF).contains(low) else { throw fail("lone surrogate") }
+                            scalars?.append(scalar: 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
                         } else if (0xDC00...0xDFFF).contains(unit) {
                             throw fail("lone surrogate")
+                        } else {
+                            scalars?.append(scalar: unit)
                         }
                     default:
                         throw fail("invalid escape")
@@ -212,6 +239,7 @@ public enum JSONValidator {
                 case 0x20..<0x80:
                     out.append(c)
                     pos += 1
+                    scalars?.append(Unicode.Scalar(c))
                 default:
                     try utf8Sequence()
                 }
@@ -240,6 +268,26 @@ public enum JSONValidator {
             }
             out.append(contentsOf: input[pos..<(pos + count)])
             pos += count
+            scalars?.append(scalar: scalar)
         }
+
+        /// The character a one-letter escape stands for.
+        static func unescaped(_ e: UInt8) -> Unicode.Scalar {
+            switch e {
+            case UInt8(ascii: "b"): "\u{08}"
+            case UInt8(ascii: "f"): "\u{0C}"
+            case UInt8(ascii: "n"): "\n"
+            case UInt8(ascii: "r"): "\r"
+            case UInt8(ascii: "t"): "\t"
+            default: Unicode.Scalar(e)
+            }
+        }
+    }
+}
+
+private extension String.UnicodeScalarView {
+    /// Appends a scalar the validator has already checked (never a surrogate, never past U+10FFFF).
+    mutating func append(scalar value: UInt32) {
+        if let s = Unicode.Scalar(value) { append(s) }
     }
 }

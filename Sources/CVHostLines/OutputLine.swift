@@ -12,6 +12,8 @@ public struct OutputLine: Sendable {
     public let eventID: String?
     /// When the line was made (monotonic clock, ns): a broker output's delivery latency is from here.
     public let createdNs: UInt64
+    /// For a plugin's `result` line: what the analytics read of it, and where its data starts.
+    public let result: Result?
 
     public struct Route: Sendable, Hashable {
         /// The event type: "result", "metrics", "session.started", ...
@@ -28,16 +30,45 @@ public struct OutputLine: Sendable {
         }
     }
 
-    public init(bytes: [UInt8], route: Route, sequence: UInt64? = nil, eventID: String? = nil, createdNs: UInt64 = HostClock.monotonicNs()) {
+    /// A result line's fields (as JSONValidator noted them) and the offset in `bytes` of its data's
+    /// first member (just past `"data":{`).
+    public struct Result: Sendable {
+        /// The result's type (a box's label when it has none).
+        public let type: String
+        public let fields: ResultFields
+        public let dataStart: Int
+
+        public init(type: String, fields: ResultFields, dataStart: Int) {
+            self.type = type
+            self.fields = fields
+            self.dataStart = dataStart
+        }
+    }
+
+    public init(bytes: [UInt8], route: Route, sequence: UInt64? = nil, eventID: String? = nil, createdNs: UInt64 = HostClock.monotonicNs(),
+                result: Result? = nil) {
         self.bytes = bytes
         self.route = route
         self.sequence = sequence
         self.eventID = eventID
         self.createdNs = createdNs
+        self.result = result
     }
 
-    /// The same line with other bytes (a field added to it).
+    /// The same line with other bytes (a field added to it): no longer a result's known layout.
     public func with(bytes: [UInt8]) -> OutputLine {
         OutputLine(bytes: bytes, route: route, sequence: sequence, eventID: eventID, createdNs: createdNs)
+    }
+
+    /// The result line with `"track_id":ID` as its data's first member (the analytics' track).
+    /// Nil for a line that is no result of known layout, or whose data has a track id already.
+    public func with(trackID: Int) -> OutputLine? {
+        guard let result, !result.fields.hasTrackID, result.dataStart < bytes.count else { return nil }
+        let empty = bytes[result.dataStart] == UInt8(ascii: "}")
+        let member = Array("\"track_id\":\(trackID)\(empty ? "" : ",")".utf8)
+        var fields = result.fields
+        fields.hasTrackID = true
+        return OutputLine(bytes: bytes[..<result.dataStart] + member + bytes[result.dataStart...], route: route, sequence: sequence,
+                          eventID: eventID, createdNs: createdNs, result: Result(type: result.type, fields: fields, dataStart: result.dataStart))
     }
 }

@@ -5,24 +5,27 @@ import CVHostLines
 /// object, minified. Made into a `result` line by `line(...)`. Results that come from a worker
 /// process are checked again on this side: the worker is the plugin's, not to be trusted.
 package struct EmittedResult: Sendable {
-    let type: String
+    package let type: String
     /// One valid JSON object, minified.
-    let json: [UInt8]
+    package let json: [UInt8]
+    /// What the analytics read of it (noted while it was checked).
+    package let fields: ResultFields
     /// The frame it belongs to (nil: none was processed yet).
-    let frame: HostServices.FrameStamp?
+    var frame: HostServices.FrameStamp?
 
     package struct Refusal: Error, CustomStringConvertible {
         package let description: String
     }
 
-    /// Checks a result as a plugin handed it over. - Returns: the type and the minified object.
-    package static func check(type: UnsafeBufferPointer<UInt8>, json: UnsafeBufferPointer<UInt8>) throws(Refusal) -> (type: String, json: [UInt8]) {
+    /// Checks a result as a plugin handed it over (its frame is the caller's to set).
+    package static func check(type: UnsafeBufferPointer<UInt8>, json: UnsafeBufferPointer<UInt8>) throws(Refusal) -> EmittedResult {
         let typeName = String(decoding: type, as: UTF8.self)
         guard isValidType(type) else {
             throw Refusal(description: "result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")
         }
         do {
-            return (typeName, try JSONValidator.minifiedObject(json))
+            let checked = try JSONValidator.checkedResult(json)
+            return EmittedResult(type: typeName, json: checked.bytes, fields: checked.fields, frame: nil)
         } catch {
             throw Refusal(description: "result of type \(typeName) dropped: \(error)")
         }
@@ -36,13 +39,11 @@ package struct EmittedResult: Sendable {
     }
 
     /// The `result` line (with its newline): the envelope (source, plugin, frame, timestamps) around the data.
-    func line(source: String, plugin: String, pluginIndex: Int) -> OutputLine {
+    package func line(source: String, plugin: String, pluginIndex: Int) -> OutputLine {
         var event = JSONObject.envelope(
             event: "result", source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
             tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
         if let image = frame?.imagePath { event.set("image", image) }
-        event.set("type", type)
-        event.set("data", validatedJSON: json)
-        return event.line()
+        return event.resultLine(type: type, data: json, fields: fields)
     }
 }

@@ -149,13 +149,16 @@ final class HostServices: @unchecked Sendable {
         func bytes(_ s: UnsafePointer<CChar>) -> UnsafeBufferPointer<UInt8> {
             UnsafeBufferPointer(start: UnsafeRawPointer(s).assumingMemoryBound(to: UInt8.self), count: strlen(s))
         }
-        let checked: (type: String, json: [UInt8])
+        var checked: EmittedResult
         do {
             checked = try EmittedResult.check(type: bytes(type), json: bytes(json))
         } catch {
             return reject("\(error)")
         }
-        call.withLock { c in c.results.append(EmittedResult(type: checked.type, json: checked.json, frame: c.frame)) }
+        call.withLock { c in
+            checked.frame = c.frame
+            c.results.append(checked)
+        }
         return 0
     }
 

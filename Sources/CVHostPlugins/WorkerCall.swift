@@ -54,11 +54,11 @@ enum WorkerCall {
                     return .failed(.protocolError)
                 }
                 do {
-                    let checked = try type.withUnsafeBufferPointer { t in
+                    var checked = try type.withUnsafeBufferPointer { t in
                         try json.withUnsafeBufferPointer { try EmittedResult.check(type: t, json: $0) }
                     }
-                    lines.append(EmittedResult(type: checked.type, json: checked.json, frame: stamp)
-                        .line(source: results.source, plugin: results.plugin, pluginIndex: results.pluginIndex))
+                    checked.frame = stamp
+                    lines.append(checked.line(source: results.source, plugin: results.plugin, pluginIndex: results.pluginIndex))
                 } catch {
                     results.invalid.record { "\(error) (\($0) so far)" }
                 }

@@ -2,7 +2,6 @@ import CVHostAnalytics
 import CVHostCore
 import CVHostLines
 import CVHostPlugins
-import Foundation
 
 /// The analytics stage of one tracked plugin on one input (`--track PLUGIN`): each frame's
 /// results that carry a box (`bounds` in pixels) are followed from frame to frame (BoxAnalytics);
@@ -29,8 +28,8 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
 
     func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
         var detections: [Detection] = [], at: [Int] = []
-        for (i, line) in lines.enumerated() where line.route.event == "result" {
-            guard let d = Self.detection(line) else { continue }
+        for (i, line) in lines.enumerated() {
+            guard let result = line.result, let d = Self.detection(result) else { continue }
             detections.append(d)
             at.append(i)
         }
@@ -50,7 +49,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
-            if let id { out[at[k]] = Self.tagged(out[at[k]], trackID: id) }
+            if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
         }
         last.withLock { $0 = frame }
         return out + (jumped + outcome.events).map { line($0, frame) }
@@ -121,34 +120,20 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         return o.line()
     }
 
-    /// The box of a result line, if it has one: `bounds` {x, y, width, height}; its label (else
-    /// the result's type) and confidence (else 1). A result that has a `track_id` of its own is left
-    /// alone, and so is a box that is no box in any frame: a side of none or past `largestCoordinate`
-    /// (whose x + width may overflow, and which would start a track of its own on every frame).
-    static func detection(_ line: OutputLine) -> Detection? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any],
-              let data = object["data"] as? [String: Any], data["track_id"] == nil,
-              let b = data["bounds"] as? [String: Any],
-              let x = number(b["x"]), let y = number(b["y"]), let w = number(b["width"]), let h = number(b["height"]), w > 0, h > 0,
-              [x, y, w, h].allSatisfy({ abs($0) <= largestCoordinate })
+    /// The box of a result, if it has one: `bounds` {x, y, width, height}; its label (else the
+    /// result's type) and confidence (else 1), as the validator noted them. A result that has a
+    /// `track_id` of its own is left alone, and so is a box that is no box in any frame: a side of
+    /// none or past `largestCoordinate` (whose x + width may overflow, and which would start a
+    /// track of its own on every frame).
+    static func detection(_ result: OutputLine.Result) -> Detection? {
+        let f = result.fields
+        guard !f.hasTrackID, let b = f.bounds, b.width > 0, b.height > 0,
+              [b.x, b.y, b.width, b.height].allSatisfy({ abs($0) <= largestCoordinate })
         else { return nil }
-        let label = data["label"] as? String ?? object["type"] as? String ?? "object"
-        return Detection(box: Box(x: x, y: y, width: w, height: h), label: label, confidence: number(data["confidence"]) ?? 1)
+        return Detection(box: Box(x: b.x, y: b.y, width: b.width, height: b.height), label: f.label ?? result.type,
+                         confidence: f.confidence ?? 1)
     }
-
-    private static func number(_ v: Any?) -> Double? { (v as? NSNumber).map(\.doubleValue) }
 
     /// No frame is larger than this, in pixels (a side of FFmpeg's largest picture is 2^16).
     static let largestCoordinate = 1e7
-
-    /// The line with `"track_id":ID` first in its data: the envelope is cvhost's own, its `data`
-    /// key the one `"data":{` of the line outside a string (a quote inside a string is escaped).
-    static func tagged(_ line: OutputLine, trackID: Int) -> OutputLine {
-        let key = Array(#""data":{"#.utf8)
-        guard let at = line.bytes.firstRange(of: key)?.upperBound else { return line }
-        let empty = at < line.bytes.count && line.bytes[at] == UInt8(ascii: "}")
-        var bytes = line.bytes
-        bytes.insert(contentsOf: Array("\"track_id\":\(trackID)\(empty ? "" : ",")".utf8), at: at)
-        return line.with(bytes: bytes)
-    }
 }

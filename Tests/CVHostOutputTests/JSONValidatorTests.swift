@@ -39,6 +39,38 @@ struct JSONValidatorTests {
         #expect(try minified("{\"a\":{\"k\":1},\"b\":{\"k\":2},\"c\":1e-400,\"d\":1.7e308}") == "{\"a\":{\"k\":1},\"b\":{\"k\":2},\"c\":1e-400,\"d\":1.7e308}")
     }
 
+    @Test("a result's box, label, confidence and own track id are noted while it is checked, and nowhere else")
+    func resultFields() throws {
+        let f = try JSONValidator.checkedResult(
+            #"{"label":"caf\u00e9 \ud83d\ude00\n","confidence":0.5,"bounds":{"x":1,"y":2.5,"width":3e1,"height":4,"z":[9]},"#
+                + #""other":{"label":"no","bounds":{"x":7}},"list":[{"confidence":0.9}]}"#).fields
+        #expect(f.label == "café 😀\n")
+        #expect(f.confidence == 0.5)
+        #expect(f.bounds == ResultFields.Bounds(x: 1, y: 2.5, width: 30, height: 4))
+        #expect(!f.hasTrackID)
+        // Not a box: a member missing, a string where a number goes; a label that is no string.
+        #expect(try JSONValidator.checkedResult(#"{"bounds":{"x":1,"y":2,"width":3}}"#).fields.bounds == nil)
+        #expect(try JSONValidator.checkedResult(#"{"bounds":{"x":"1","y":2,"width":3,"height":4}}"#).fields.bounds == nil)
+        #expect(try JSONValidator.checkedResult(#"{"label":7,"track_id":null}"#).fields == {
+            var g = ResultFields()
+            g.hasTrackID = true
+            return g
+        }())
+    }
+
+    @Test("a result line knows where its data starts: the track id goes first in it, once")
+    func trackIDInResultLine() throws {
+        for data in [#"{"bounds":{"x":1,"y":2,"width":3,"height":4}}"#, "{}"] {
+            let checked = try JSONValidator.checkedResult(data)
+            let line = JSONObject.envelope(event: "result", source: "s", plugin: "p", tsNs: 0)
+                .resultLine(type: "box", data: checked.bytes, fields: checked.fields)
+            let tagged = try #require(line.with(trackID: 12))
+            let text = String(decoding: tagged.bytes, as: UTF8.self)
+            #expect(text.hasSuffix(#""type":"box","data":{"track_id":12"# + (data == "{}" ? "}}\n" : "," + data.dropFirst() + "}\n")))
+            #expect(tagged.with(trackID: 13) == nil)
+        }
+    }
+
     @Test("invalid UTF-8 is refused")
     func invalidUTF8() {
         for bytes: [UInt8] in [[0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], [0x7B, 0x22, 0xC0, 0xAF, 0x22, 0x3A, 0x31, 0x7D],

@@ -24,13 +24,13 @@ struct AnalyticsBoundsTests {
     }
 
     @Test("a box whose coordinates are past any frame (x + width overflows) is not tracked")
-    func hugeBoxes() {
-        func line(_ bounds: String) -> OutputLine {
-            OutputLine(bytes: Array("{\"event\":\"result\",\"type\":\"object\",\"data\":{\"bounds\":\(bounds)}}\n".utf8),
-                       route: .init(event: "result", source: "s", plugin: "p"))
+    func hugeBoxes() throws {
+        func result(_ bounds: String) throws -> OutputLine.Result {
+            let fields = try JSONValidator.checkedResult("{\"bounds\":\(bounds)}").fields
+            return OutputLine.Result(type: "object", fields: fields, dataStart: 0)
         }
-        #expect(TrackedResults.detection(line(#"{"x":10,"y":20,"width":30,"height":40}"#)) != nil)
-        #expect(TrackedResults.detection(line(#"{"x":1e308,"y":0,"width":1e308,"height":40}"#)) == nil)
-        #expect(TrackedResults.detection(line(#"{"x":10,"y":20,"width":3e7,"height":40}"#)) == nil)
+        #expect(try TrackedResults.detection(result(#"{"x":10,"y":20,"width":30,"height":40}"#)) != nil)
+        #expect(try TrackedResults.detection(result(#"{"x":1e308,"y":0,"width":1e308,"height":40}"#)) == nil)
+        #expect(try TrackedResults.detection(result(#"{"x":10,"y":20,"width":3e7,"height":40}"#)) == nil)
     }
 }

@@ -122,7 +122,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         check(again?.encoded() == encoded, "a message does not survive encoding")
         if case .result(let type, let json) = message {
             let checked = type.withUnsafeBufferPointer { t in json.withUnsafeBufferPointer { try? EmittedResult.check(type: t, json: $0) } }
-            if let checked { check(String(validating: checked.json, as: UTF8.self) != nil, "a result let through is not UTF-8") }
+            if let checked {
+                check(String(validating: checked.json, as: UTF8.self) != nil, "a result let through is not UTF-8")
+                // Its line, and the line with a track id, are each one JSON object (the analytics' insert at a known offset).
+                let line = checked.line(source: "s", plugin: "p", pluginIndex: 0)
+                for bytes in [line.bytes, line.with(trackID: 7)?.bytes].compactMap({ $0 }) {
+                    let valid = bytes.dropLast().withUnsafeBufferPointer { try? JSONValidator.minifiedObject($0) }
+                    check(valid != nil, "a result line is not one JSON object: \(String(decoding: bytes.prefix(300), as: UTF8.self))")
+                }
+            }
         }
     }
 

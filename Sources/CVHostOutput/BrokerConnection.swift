@@ -52,7 +52,3 @@ enum PublishOutcome {
     case notNow
 }
 
-/// Why a connection could not be made, for people.
-struct BrokerFailure: Error {
-    let reason: String
-}

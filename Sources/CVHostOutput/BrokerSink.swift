@@ -26,7 +26,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     let name: String
     let queue: LineQueue
     let queueSettings: OutputDestination.QueueSettings
-    private let connect: () throws(BrokerFailure) -> BrokerConnection
+    private let connect: () throws(OutputError) -> BrokerConnection
     private let thread = SinkThreadState()
     /// With a spool: the thread that writes it, and its wake-up for the sender (lines were spooled).
     private let spoolThread = SinkThreadState()
@@ -77,11 +77,11 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
     /// - Parameters:
     ///   - window: lines in flight at most: enough to fill the round trip to the broker.
     ///   - connect: makes a connection (blocking: on the sink's thread).
-    /// - Throws: `Spool.OpenError` when the spool folder cannot be used.
+    /// - Throws: `OutputError` when the spool folder cannot be used.
     init(name: String, queue settings: OutputDestination.QueueSettings, window: Int,
-         connect: @escaping () throws(BrokerFailure) -> BrokerConnection,
+         connect: @escaping () throws(OutputError) -> BrokerConnection,
          onStatus: @escaping @Sendable (_ connected: Bool, _ reason: String?, _ queued: Int) -> Void,
-         onRefusedForGood: (@Sendable (String) -> Void)? = nil) throws(Spool.OpenError) {
+         onRefusedForGood: (@Sendable (String) -> Void)? = nil) throws(OutputError) {
         self.name = name
         queueSettings = settings
         self.connect = connect
@@ -90,7 +90,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
         self.window = InflightWindow(capacity: window)
         queue = LineQueue(capacity: settings.capacity)
         unspooled = LineQueue(capacity: settings.capacity)
-        spool = try settings.spool.map { s throws(Spool.OpenError) in try Spool(folder: s.folder, maxBytes: s.maxBytes, name: name) }
+        spool = try settings.spool.map { s throws(OutputError) in try Spool(folder: s.folder, maxBytes: s.maxBytes, name: name) }
         if let spool {
             SystemThread.start("cvhost-spool") { [self] in writeSpool(spool) }
         } else {
@@ -208,7 +208,7 @@ final class BrokerSink: LineQueueBacked, @unchecked Sendable {
                     c = try connect()
                 } catch {
                     let wait = backoff.failed()
-                    lost(error.reason, retryInNs: wait)
+                    lost(error.message, retryInNs: wait)
                     sleep(ns: wait)
                     continue
                 }

@@ -20,21 +20,14 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
     private var size: UInt64
     private var lastError: Int32 = 0
 
-    struct OpenError: Error, CustomStringConvertible {
-        let what: String
-        /// The system call's error behind it, if one failed.
-        var cause: Errno? = nil
-        var description: String { cause.map { "\(what): \($0)" } ?? what }
-    }
-
     /// - Parameter readerTimeout: how long a named pipe may wait for its reader (--open-timeout).
-    init(_ settings: OutputDestination.FileSettings, name: String, readerTimeout: Double = 10) throws(OpenError) {
+    init(_ settings: OutputDestination.FileSettings, name: String, readerTimeout: Double = 10) throws(OutputError) {
         self.settings = settings
         self.name = name
         queue = LineQueue(capacity: settings.queue.capacity)
         fd = try FileSink.isNamedPipe(settings.path) ? FileSink.openPipe(settings.path, timeout: readerTimeout) : FileSink.open(settings.path)
         guard fd >= 0 else {
-            throw OpenError(what: "cannot open \(settings.path) for --output", cause: .current)
+            throw OutputError(.cannotOpen, "cannot open \(settings.path) for --output", cause: .current)
         }
         var st = stat()
         size = fstat(fd, &st) == 0 ? UInt64(st.st_size) : 0
@@ -53,7 +46,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
     /// A named pipe's open blocks until a reader opens it, deaf to a stop and saying nothing: it is
     /// opened without blocking instead (ENXIO while no reader has it open), looked at again every
     /// 0.1 s, said once on stderr, and refused after `timeout` seconds. Writes then block as to a file.
-    private static func openPipe(_ path: String, timeout: Double) throws(OpenError) -> Int32 {
+    private static func openPipe(_ path: String, timeout: Double) throws(OutputError) -> Int32 {
         let deadline = HostClock.monotonicNs() + UInt64(timeout * 1e9)
         var said = false
         while true {
@@ -64,7 +57,7 @@ final class FileSink: LineQueueBacked, @unchecked Sendable {
             }
             guard errno == ENXIO else { return -1 }
             if HostClock.monotonicNs() >= deadline {
-                throw OpenError(what: "--output file:\(path) is a named pipe that no reader opened within \(timeout) s "
+                throw OutputError(.cannotOpen, "--output file:\(path) is a named pipe that no reader opened within \(timeout) s "
                                 + "(--open-timeout): start its reader first")
             }
             if !said {

@@ -40,9 +40,9 @@ final class KafkaConnection: BrokerConnection {
     }
 
     /// Makes the producer and waits (at most 5 s) for the cluster to answer with the topic's leaders.
-    init(_ settings: OutputDestination.KafkaSettings) throws(BrokerFailure) {
+    init(_ settings: OutputDestination.KafkaSettings) throws(OutputError) {
         topic = settings.topic
-        guard let conf = rd_kafka_conf_new() else { throw BrokerFailure(reason: "librdkafka could not make a configuration (out of memory)") }
+        guard let conf = rd_kafka_conf_new() else { throw OutputError(.outOfMemory, "librdkafka could not make a configuration (out of memory)") }
         var problem: String?
         func set(_ key: String, _ value: String) {
             var why = [CChar](repeating: 0, count: 512)
@@ -106,12 +106,12 @@ final class KafkaConnection: BrokerConnection {
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(events).toOpaque())
         if let problem {
             rd_kafka_conf_destroy(conf)
-            throw BrokerFailure(reason: problem)
+            throw OutputError(.brokerUnavailable, problem)
         }
         var why = [CChar](repeating: 0, count: 512)
         guard let producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, &why, why.count) else {
             rd_kafka_conf_destroy(conf)
-            throw BrokerFailure(reason: "librdkafka: " + KafkaConnection.text(why))
+            throw OutputError(.brokerUnavailable, "librdkafka: " + KafkaConnection.text(why))
         }
         rk = producer
         let main = rd_kafka_queue_get_main(rk)
@@ -123,7 +123,7 @@ final class KafkaConnection: BrokerConnection {
         if err != 0 {
             // The producer is destroyed by deinit, which runs for an initializer that throws now.
             let detail = events.downReason.map { " (\($0))" } ?? ""
-            throw BrokerFailure(reason: "the topic \(topic): \(KafkaConnection.text(reason))\(detail)")
+            throw OutputError(.brokerRefused, "the topic \(topic): \(KafkaConnection.text(reason))\(detail)")
         }
     }
 

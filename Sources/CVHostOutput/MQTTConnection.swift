@@ -39,11 +39,11 @@ final class MQTTConnection: BrokerConnection {
 
     /// Connects (blocking: the name lookup, TCP and the TLS handshake). The CONNACK comes later,
     /// through `read()`: `accepted` or `refusal`.
-    init(_ settings: OutputDestination.MQTTSettings) throws(BrokerFailure) {
+    init(_ settings: OutputDestination.MQTTSettings) throws(OutputError) {
         _ = MQTTConnection.libraryReady
         self.settings = settings
         topics = MQTTTopics(prefix: settings.prefix, host: Producer.host)
-        guard let m = mosquitto_new(MQTTConnection.clientID, true, nil) else { throw BrokerFailure(reason: "libmosquitto could not make a client (out of memory)") }
+        guard let m = mosquitto_new(MQTTConnection.clientID, true, nil) else { throw OutputError(.outOfMemory, "libmosquitto could not make a client (out of memory)") }
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_callback_set(m) { _, context, rc in
@@ -59,12 +59,12 @@ final class MQTTConnection: BrokerConnection {
         try check(mosquitto_will_set(m, topics.status, 7, "offline", 1, true), "last will")
         if settings.tls {
             if let ca = settings.caFile, access(ca, R_OK) != 0 {
-                throw BrokerFailure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current.description)")
+                throw OutputError(.cannotOpen, "cannot read the CA file \(ca) (ca=)", cause: .current)
             }
             try check(mosquitto_tls_set(m, settings.caFile, settings.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil), "TLS")
         }
         let rc = mosquitto_connect(m, settings.host, settings.port, 30)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw BrokerFailure(reason: MQTTConnection.describe(rc, tls: settings.tls)) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw OutputError(.brokerUnavailable, MQTTConnection.describe(rc, tls: settings.tls)) }
     }
 
     deinit {
@@ -75,8 +75,8 @@ final class MQTTConnection: BrokerConnection {
         Unmanaged<MQTTConnection>.fromOpaque(context!).takeUnretainedValue()
     }
 
-    private func check(_ rc: Int32, _ what: String) throws(BrokerFailure) {
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw BrokerFailure(reason: "\(what): \(String(cString: mosquitto_strerror(rc)))") }
+    private func check(_ rc: Int32, _ what: String) throws(OutputError) {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw OutputError(.brokerUnavailable, "\(what): \(String(cString: mosquitto_strerror(rc)))") }
     }
 
     private func connected(_ rc: Int32) {

@@ -53,7 +53,7 @@ final class NATSConnection: BrokerConnection {
     }
 
     /// Connects (blocking), and finds or makes the stream.
-    init(_ settings: OutputDestination.NATSSettings, name: String) throws(BrokerFailure) {
+    init(_ settings: OutputDestination.NATSSettings, name: String) throws(OutputError) {
         self.name = name
         subjects = NATSSubjects(prefix: settings.subject, host: Producer.host)
         shared = Shared()
@@ -64,7 +64,7 @@ final class NATSConnection: BrokerConnection {
         var o: OpaquePointer?
         guard natsOptions_Create(&o) == NATS_OK, let o else {
             retained.release()
-            throw BrokerFailure(reason: "the NATS client could not make its options (out of memory)")
+            throw OutputError(.outOfMemory, "the NATS client could not make its options (out of memory)")
         }
         options = o
         let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
@@ -76,7 +76,7 @@ final class NATSConnection: BrokerConnection {
             guard access(ca, R_OK) == 0 else {
                 natsOptions_Destroy(o)
                 retained.release()
-                throw BrokerFailure(reason: "cannot read the CA file \(ca) (ca=): \(Errno.current)")
+                throw OutputError(.cannotOpen, "cannot read the CA file \(ca) (ca=)", cause: .current)
             }
             s = natsOptions_LoadCATrustedCertificates(o, ca)
         }
@@ -107,7 +107,7 @@ final class NATSConnection: BrokerConnection {
         guard s == NATS_OK, let connection else {
             natsOptions_Destroy(o)
             retained.release()
-            throw BrokerFailure(reason: NATSConnection.describe(s))
+            throw OutputError(.brokerUnavailable, NATSConnection.describe(s))
         }
         nc = connection
         var jo = jsOptions()
@@ -139,7 +139,7 @@ final class NATSConnection: BrokerConnection {
         guard s == NATS_OK, let context else {
             NATSConnection.shutDown(nc, shared)
             natsOptions_Destroy(o)
-            throw BrokerFailure(reason: "JetStream: " + NATSConnection.describe(s))
+            throw OutputError(.brokerRefused, "JetStream: " + NATSConnection.describe(s))
         }
         js = context
         // Should it fail, deinit (which runs for an initializer that throws once every property is set) closes it all.
@@ -155,7 +155,7 @@ final class NATSConnection: BrokerConnection {
     }
 
     /// The stream named `stream`, made (file storage, taking SUBJECT.>) if the server has none.
-    private func ensureStream(_ stream: String) throws(BrokerFailure) {
+    private func ensureStream(_ stream: String) throws(OutputError) {
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(rawValue: 0)
         var s = js_GetStreamInfo(&info, js, stream, nil, &code)
@@ -165,16 +165,16 @@ final class NATSConnection: BrokerConnection {
             // publication would wait for its acknowledgement in vain).
             let taken = info?.pointee.Config.map { c in (0..<Int(c.pointee.SubjectsLen)).compactMap { c.pointee.Subjects[$0].map { String(cString: $0) } } } ?? []
             if !taken.contains(subjects.wildcard) && !taken.contains(">") {
-                throw BrokerFailure(reason: "the server's stream \(stream) takes \(taken.joined(separator: ", ")), not \(subjects.wildcard): name another stream "
+                throw OutputError(.brokerRefused, "the server's stream \(stream) takes \(taken.joined(separator: ", ")), not \(subjects.wildcard): name another stream "
                                     + "with stream=NAME (made for \(subjects.wildcard) if missing), or give this output that stream's subject")
             }
             return
         }
         guard code == JSStreamNotFoundErr else {
             if s == NATS_NO_RESPONDERS || s == NATS_TIMEOUT {
-                throw BrokerFailure(reason: "the server has no JetStream (start nats-server with -js, or enable it in its configuration)")
+                throw OutputError(.brokerRefused, "the server has no JetStream (start nats-server with -js, or enable it in its configuration)")
             }
-            throw BrokerFailure(reason: "the stream \(stream): " + NATSConnection.describe(s))
+            throw OutputError(.brokerRefused, "the stream \(stream): " + NATSConnection.describe(s))
         }
         var config = jsStreamConfig()
         jsStreamConfig_Init(&config)
@@ -193,10 +193,10 @@ final class NATSConnection: BrokerConnection {
         }
         guard s == NATS_OK else {
             if code == JSStreamSubjectOverlapErr {
-                throw BrokerFailure(reason: "cannot make the stream \(stream) for \(wildcard): another stream of the server takes those subjects; "
+                throw OutputError(.brokerRefused, "cannot make the stream \(stream) for \(wildcard): another stream of the server takes those subjects; "
                                     + "name it with stream=NAME, or give this output a subject of its own (nats://host/SUBJECT)")
             }
-            throw BrokerFailure(reason: "cannot make the stream \(stream) for \(wildcard): " + NATSConnection.describe(s) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+            throw OutputError(.brokerRefused, "cannot make the stream \(stream) for \(wildcard): " + NATSConnection.describe(s) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
         }
         jsStreamInfo_Destroy(info)
         Log.info("made the JetStream stream \(stream) for \(wildcard)", source: name)

@@ -25,10 +25,6 @@ public final class OutputRouter: OutputSink {
     private let fieldSeen = Locked<(seen: Bool, others: Set<String>)>((false, []))
     private static let maxFieldNames = 32
 
-    public struct OpenError: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     /// Opens every destination: files are opened, brokers are connected to in the background.
     /// - Parameters:
     ///   - stdoutDescriptor: where stdout's lines go (see `StandardOutput.claim`).
@@ -37,11 +33,11 @@ public final class OutputRouter: OutputSink {
     ///   - connectTimeout: how long a `required=true` broker may take to accept the connection.
     ///   - taps: sinks that see every line too (their `write` must not wait).
     ///   - stdoutSelection: what of the lines stdout gets (every other output gets every line).
-    /// - Throws: `OpenError` naming the destination: a file that cannot be opened, a required
+    /// - Throws: `OutputError` naming the destination: a file that cannot be opened, a required
     ///   broker that cannot be reached.
     public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink] = [],
                 stdoutSelection: StdoutSelection = .everything, onStdoutClosed: @escaping @Sendable () -> Void,
-                onRequiredFailed: @escaping @Sendable () -> Void = {}) throws(OpenError) {
+                onRequiredFailed: @escaping @Sendable () -> Void = {}) throws(OutputError) {
         selection = stdoutSelection
         let requiredFailureBox = Locked<String?>(nil)
         requiredFailureText = requiredFailureBox
@@ -50,10 +46,10 @@ public final class OutputRouter: OutputSink {
         var stdout: JSONLineWriter?
         var queued: [QueuedSink] = []
         var required: [BrokerSink] = []
-        do {
+        do throws(OutputError) {
             for d in destinations {
                 let name = d.name
-                func broker(_ q: OutputDestination.QueueSettings, window: Int, _ connect: @escaping () throws(BrokerFailure) -> BrokerConnection) throws {
+                func broker(_ q: OutputDestination.QueueSettings, window: Int, _ connect: @escaping () throws(OutputError) -> BrokerConnection) throws(OutputError) {
                     var refused: (@Sendable (String) -> Void)?
                     if q.required {
                         refused = { (why: String) -> Void in
@@ -75,16 +71,16 @@ public final class OutputRouter: OutputSink {
                 case .file(let f):
                     queued.append(try FileSink(f, name: name, readerTimeout: connectTimeout))
                 case .mqtt(let m):
-                    try broker(m.queue, window: MQTTConnection.windowSize) { () throws(BrokerFailure) in try MQTTConnection(m) }
+                    try broker(m.queue, window: MQTTConnection.windowSize) { () throws(OutputError) in try MQTTConnection(m) }
                 case .kafka(let k):
-                    try broker(k.queue, window: KafkaConnection.windowSize) { () throws(BrokerFailure) in try KafkaConnection(k) }
+                    try broker(k.queue, window: KafkaConnection.windowSize) { () throws(OutputError) in try KafkaConnection(k) }
                 case .nats(let n):
-                    try broker(n.queue, window: NATSConnection.windowSize) { () throws(BrokerFailure) in try NATSConnection(n, name: name) }
+                    try broker(n.queue, window: NATSConnection.windowSize) { () throws(OutputError) in try NATSConnection(n, name: name) }
                 }
             }
         } catch {
             queued.forEach { _ = $0.finish(deadlineNs: 0) }
-            throw OpenError(description: String(describing: error))
+            throw error
         }
         self.stdout = stdout
         self.queued = queued
@@ -94,7 +90,7 @@ public final class OutputRouter: OutputSink {
         for sink in required {
             if let failure = sink.firstConnection(untilNs: deadline) {
                 finishNow()
-                throw OpenError(description: "cannot connect to \(sink.name): \(failure) (the output is required=true)")
+                throw OutputError(.brokerUnavailable, "cannot connect to \(sink.name): \(failure) (the output is required=true)")
             }
         }
     }

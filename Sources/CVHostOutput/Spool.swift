@@ -32,12 +32,6 @@ final class Spool: @unchecked Sendable {
         static func < (a: Position, b: Position) -> Bool { a.ordinal < b.ordinal }
     }
 
-    struct OpenError: Error, CustomStringConvertible {
-        let description: String
-        /// The system call's error, when one failed.
-        var cause: Errno? = nil
-    }
-
     /// A segment file on disk: its number, its size, and the damaged stretches the reader skips.
     private struct Segment {
         let number: UInt64
@@ -71,19 +65,20 @@ final class Spool: @unchecked Sendable {
     /// Opens (or makes) the spool in `folder`, and reads what an earlier run left there: damaged
     /// records are skipped and a line cut short at the end of a segment is cut off (each said on
     /// stderr, with what was kept, and counted as `damaged`).
-    init(folder: String, maxBytes: UInt64, name: String) throws(OpenError) {
+    init(folder: String, maxBytes: UInt64, name: String) throws(OutputError) {
         self.folder = folder
         self.maxBytes = maxBytes
         segmentBytes = min(max(maxBytes / 16, 64 << 10), 16 << 20)
         do {
             files = try PrivateFolder(folder, role: "the spool folder", setting: "spool=")
         } catch {
-            throw OpenError(description: error.description)
+            let untrusted = error.cause.map { $0.rawValue == ELOOP || $0.rawValue == ENOTDIR } ?? true
+            throw OutputError(untrusted ? .untrustedFolder : .cannotOpen, error.description)
         }
         let lockFile = try Spool.open(files, "lock", O_RDWR | O_CREAT)
         if flock(lockFile, LOCK_EX | LOCK_NB) != 0 {
             close(lockFile)
-            throw OpenError(description: "the spool folder \(folder) is in use by another output or cvhost process: give each output a spool of its own (spool=)")
+            throw OutputError(.inUse, "the spool folder \(folder) is in use by another output or cvhost process: give each output a spool of its own (spool=)")
         }
         lockDescriptor = lockFile
         let cursorFD: Int32
@@ -134,7 +129,7 @@ final class Spool: @unchecked Sendable {
         // Should it fail, deinit (which runs for an initializer that throws once every property is set) closes the files.
         let (next, overflow) = (segments.last?.number ?? 0).addingReportingOverflow(1)
         if overflow {
-            throw OpenError(description: "the spool folder \(folder) holds a segment numbered \(UInt64.max), the last there can be: move its files away (spool=)")
+            throw OutputError(.exhausted, "the spool folder \(folder) holds a segment numbered \(UInt64.max), the last there can be: move its files away (spool=)")
         }
         try startSegment(next)
         if segments.count == 1 { cursor = Position(ordinal: 0, segment: segments[0].number, offset: 0); reader = cursor }
@@ -237,8 +232,8 @@ final class Spool: @unchecked Sendable {
                 guard flushBatch() else { return (inBatch + lines[k...], why) }
                 // Numbers run out only for a folder that held a segment numbered near 2^64.
                 let (next, exhausted) = current.number.addingReportingOverflow(1)
-                do throws(OpenError) {
-                    if exhausted { throw OpenError(description: "no segment number is left", cause: Errno(rawValue: EFBIG)) }
+                do throws(OutputError) {
+                    if exhausted { throw OutputError(.exhausted, "no segment number is left", cause: Errno(rawValue: EFBIG)) }
                     try startSegment(next)
                 } catch {
                     return (Array(lines[k...]), error.cause ?? Errno(rawValue: EIO))
@@ -348,11 +343,11 @@ final class Spool: @unchecked Sendable {
         }.sorted()
     }
 
-    private static func open(_ files: PrivateFolder, _ name: String, _ flags: Int32) throws(OpenError) -> Int32 {
+    private static func open(_ files: PrivateFolder, _ name: String, _ flags: Int32) throws(OutputError) -> Int32 {
         switch files.open(name, flags) {
         case .success(let fd): return fd
         case .failure(let e):
-            throw OpenError(description: "cannot use \(name) in the spool folder \(files.path): \(e) (spool=)", cause: e)
+            throw OutputError(.cannotOpen, "cannot use \(name) in the spool folder \(files.path) (spool=)", cause: e)
         }
     }
 
@@ -378,7 +373,7 @@ final class Spool: @unchecked Sendable {
     }
 
     /// A new segment, made (never one that is there already: O_EXCL) and written from now on.
-    private func startSegment(_ n: UInt64) throws(OpenError) {
+    private func startSegment(_ n: UInt64) throws(OutputError) {
         let fd = try Spool.open(files, Spool.fileName(n), O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
         if writeDescriptor >= 0 { close(writeDescriptor) }
         writeDescriptor = fd

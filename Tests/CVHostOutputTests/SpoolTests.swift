@@ -95,11 +95,11 @@ struct SpoolTests {
         let dir = Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let s = try Spool(folder: dir, maxBytes: 1 << 20, name: "t")
-        #expect(throws: Spool.OpenError.self) { _ = try Spool(folder: dir, maxBytes: 1 << 20, name: "t") }
-        do {
+        do throws(OutputError) {
             _ = try Spool(folder: dir, maxBytes: 1 << 20, name: "t")
+            Issue.record("a second spool in one folder was made")
         } catch {
-            #expect(error.description.contains(dir) && error.description.contains("in use"))
+            #expect(error.code == .inUse && error.description.contains(dir) && error.description.contains("in use"))
         }
         _ = s
         var st = stat()

@@ -24,7 +24,8 @@ public final class HostRun: Sendable {
     private let sessions: [CaptureSession]
     private let firstCamera: V4L2NodeInfo?
     private let stop: RunStop
-    private let phase = Locked(StartupPhase.outputs)
+    /// Where the run is in its start (internal: tests wait for `.running`).
+    let phase = Locked(StartupPhase.outputs)
 
     public init(_ settings: RunSettings, resultsDescriptor: Int32) {
         self.settings = settings

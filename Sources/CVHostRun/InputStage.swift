@@ -5,6 +5,11 @@ import CVHostV4L2
 /// The run's third stage: every input opened (a file, images, a stream, a camera set up as asked)
 /// and joined to its session and its plugins. One that cannot be opened ends the run before any
 /// starts (exit 3). Nothing runs yet: the sessions start in `RunningSession`.
+///
+/// It has no `close`, unlike the other stages: what an opened input holds (a camera's descriptor,
+/// a file's or stream's demuxer) belongs to its device and is closed when the device goes (their
+/// deinit), which is when the stage is let go, opened or not; a started session stops its stream
+/// when `RunningSession` ends it.
 struct InputStage: Sendable {
     let sources: [SourceRun]
 

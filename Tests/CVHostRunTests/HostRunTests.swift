@@ -1,4 +1,4 @@
-import CVHostRun
+@testable import CVHostRun
 import CVHostTestSupport
 import Foundation
 import Testing
@@ -88,7 +88,8 @@ extension HostRunTests {
     @Test("a stop asked for from another thread (as the executable's signal handler does) ends a live run cleanly: final lines, exit 0, reason signal")
     func requestedStop() throws {
         let (lines, code) = try Self.run(try RunSettings(plugins: ["null:results=1"], inputs: ["testsrc:160x120@30"], stdinCommands: false)) { run in
-            usleep(300_000)
+            // Once its inputs are open (a stop before that ends a run without a session, exit 0 all the same).
+            while run.phase.withLock({ $0 }) != .running { usleep(10_000) }
             run.requestStop()
         }
         #expect(code == 0)

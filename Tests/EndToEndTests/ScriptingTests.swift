@@ -33,9 +33,9 @@ struct ScriptingTests {
         #expect(timed.exitCode == 22)
         let found = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc:unpaced", "--max-frames", "3", "-q"])
         #expect(found.exitCode == 0)
-        let signalled = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "-q"], timeout: 30) { p in
-            usleep(1_000_000)
-            kill(p.processIdentifier, SIGTERM)
+        let signalled = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "-q"], timeout: 30, withStdin: false) { running in
+            #expect(running.wait { $0.contains("\"event\":\"session.started\"") })
+            kill(running.pid, SIGTERM)
         }
         #expect(signalled.exitCode == 0, "a stop asked for is not 'nothing found'")
         // Every process() call fails: 23 (which outranks 22), with the plugin named.

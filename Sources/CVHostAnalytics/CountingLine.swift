@@ -31,6 +31,9 @@ public struct LineSettings: Equatable, Sendable {
     }
 }
 
+/// One counting line at work: per track, the side it was last seen on beyond the band and how many
+/// frames it has been beyond it on the other; a crossing is counted once those frames reach
+/// `minFrames` and its step passed between the line's ends (`LineSettings` says the rule).
 struct LineWatch {
     /// Its settings in the frame's pixels (placed again when the frame's size changes).
     var settings: LineSettings

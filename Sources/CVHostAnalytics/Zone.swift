@@ -27,6 +27,9 @@ public struct ZoneSettings: Equatable, Sendable {
     }
 }
 
+/// One zone at work: per track, whether it is inside and for how many frames it has been seen
+/// beyond the band on the other side of the outline; it enters or exits once those reach
+/// `minFrames` (`ZoneSettings` says the rule), and its dwell is said once past `dwell` seconds.
 struct ZoneWatch {
     /// Its settings in the frame's pixels (placed again when the frame's size changes).
     var settings: ZoneSettings

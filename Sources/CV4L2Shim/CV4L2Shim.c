@@ -40,19 +40,13 @@ _Static_assert(sizeof(struct v4l2_buffer) == 88, "v4l2_buffer layout (LP64)");
 _Static_assert(sizeof(struct v4l2_format) == 208, "v4l2_format layout");
 
 int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg) {
-    int r;
-    do {
-        r = ioctl(fd, request, arg);
-    } while (r == -1 && errno == EINTR);
+    int r = ioctl(fd, request, arg);
     return r == -1 ? -errno : r;
 }
 
 int CV4L2Shim_wait_readable(int fd, int timeout_ms) {
     struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
-    int r;
-    do {
-        r = poll(&p, 1, timeout_ms);
-    } while (r == -1 && errno == EINTR);
+    int r = poll(&p, 1, timeout_ms);
     if (r == -1) return -errno;
     if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) && !(p.revents & POLLIN)) {
         return (p.revents & POLLNVAL) ? -EBADF : -ENODEV;

@@ -28,6 +28,15 @@ public enum SystemCall {
         return done
     }
 
+    /// Calls `body` (one of cvhost's C shims, which return -errno when the call fails: errno is read
+    /// in C, right after the call) until it is not interrupted (-EINTR). - Returns: its result.
+    public static func retryingNegated<R: SignedInteger>(_ body: () -> R) -> R {
+        while true {
+            let r = body()
+            if r != -R(EINTR) { return r }
+        }
+    }
+
     /// Calls `body` (a call that returns its error number, as clock_nanosleep and the pthread
     /// calls do) until it is not interrupted. - Returns: 0, or the error.
     @discardableResult

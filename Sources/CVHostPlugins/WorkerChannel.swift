@@ -48,7 +48,9 @@ final class WorkerChannel: @unchecked Sendable {
             packet += bytes[start..<end]
             let attach = start == 0 ? fds : []
             let n = packet.withUnsafeBytes { p in
-                attach.withUnsafeBufferPointer { cvhost_send_message(fd, p.baseAddress, p.count, $0.baseAddress, Int32(attach.count)) }
+                attach.withUnsafeBufferPointer { a in
+                    SystemCall.retryingNegated { cvhost_send_message(fd, p.baseAddress, p.count, a.baseAddress, Int32(attach.count)) }
+                }
             }
             guard n >= 0 else { return false }
             start = end
@@ -64,7 +66,9 @@ final class WorkerChannel: @unchecked Sendable {
             var got: [Int32] = [-1, -1, -1, -1]
             var count: Int32 = 0
             let n = buffer.withUnsafeMutableBytes { b in
-                got.withUnsafeMutableBufferPointer { cvhost_receive_message(fd, b.baseAddress, b.count, $0.baseAddress, 4, &count, timeoutMs) }
+                got.withUnsafeMutableBufferPointer { g in
+                    SystemCall.retryingNegated { cvhost_receive_message(fd, b.baseAddress, b.count, g.baseAddress, 4, &count, timeoutMs) }
+                }
             }
             fds += got.prefix(Int(count))
             if n == 0 { return .closed }

@@ -32,7 +32,7 @@ final class V4L2Descriptor: @unchecked Sendable {
     func ioctl(_ request: UInt, _ arg: UnsafeMutableRawPointer) -> Int32 {
         number.withLock { n in
             guard n >= 0 else { return EBADF }
-            let r = CV4L2Shim_ioctl(n, request, arg)
+            let r = SystemCall.retryingNegated { CV4L2Shim_ioctl(n, request, arg) }
             return r < 0 ? -r : 0
         }
     }
@@ -52,7 +52,7 @@ final class V4L2Descriptor: @unchecked Sendable {
     /// only the capture thread, which waits, closes a streaming camera's descriptor.
     func waitReadable(timeoutMs: Int32) -> Int32 {
         let n = number.withLock { $0 }
-        return n < 0 ? -EBADF : CV4L2Shim_wait_readable(n, timeoutMs)
+        return n < 0 ? -EBADF : SystemCall.retryingNegated { CV4L2Shim_wait_readable(n, timeoutMs) }
     }
 
     /// Runs `body` with the number while no close can happen (for libv4lconvert, which asks the

@@ -107,34 +107,24 @@ ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fd
         c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
         memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
-    for (;;) {
-        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-        if (n >= 0) return n;
-        if (errno != EINTR) return -errno;
-    }
+    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    return n >= 0 ? n : -errno;
 }
 
 ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms) {
     if (nfds) *nfds = 0;
     struct pollfd p = {.fd = sock, .events = POLLIN};
-    for (;;) {
-        int r = poll(&p, 1, timeout_ms);
-        if (r > 0) break;
-        if (r == 0) return -ETIMEDOUT;
-        if (errno != EINTR) return -errno;
-    }
+    int r = poll(&p, 1, timeout_ms);
+    if (r == 0) return -ETIMEDOUT;
+    if (r < 0) return -errno;
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     union {
         char bytes[CMSG_SPACE(sizeof(int) * 4)];
         struct cmsghdr align;
     } control;
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
-    ssize_t n;
-    for (;;) {
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n >= 0) break;
-        if (errno != EINTR) return -errno;
-    }
+    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0) return -errno;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));

@@ -45,9 +45,10 @@ extern const uint32_t CV4L2Shim_PIX_FMT_JPEG;
 extern const uint32_t CV4L2Shim_PIX_FMT_NV12M;
 extern const uint32_t CV4L2Shim_PIX_FMT_YUV420M;
 
-/* Retries on EINTR; returns the ioctl's result, or -errno on failure (errno is read here, right
- * after the call: Swift code between the call and a read of errno could change it). */
+/* Returns the ioctl's result, or -errno on failure (errno is read here, right after the call:
+ * Swift code between the call and a read of errno could change it); -EINTR is the caller's to
+ * retry (SystemCall.retryingNegated). */
 int CV4L2Shim_ioctl(int fd, unsigned long request, void *arg);
-/* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -errno on error. */
+/* Waits up to timeout_ms for a frame; 1 ready, 0 timeout, -errno on error (-EINTR: a signal came). */
 int CV4L2Shim_wait_readable(int fd, int timeout_ms);
 #endif

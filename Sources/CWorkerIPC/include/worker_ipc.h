@@ -27,11 +27,13 @@ int cvhost_spawn_worker(const char *exe, char *const argv[], char *const envp[],
 int cvhost_spawn_captured(const char *exe, char *const argv[], char *const envp[], const char *cwd, int out_fd, int err_fd,
                           pid_t *pid);
 
-/* Sends one message with `nfds` descriptors attached (0..4). Returns bytes sent or -errno. */
+/* Sends one message with `nfds` descriptors attached (0..4). Returns bytes sent or -errno
+ * (-EINTR: a signal came first; SystemCall.retryingNegated calls it again). */
 ssize_t cvhost_send_message(int sock, const void *buf, size_t len, const int *fds, int nfds);
 
 /* Receives one message and up to `maxfds` descriptors (close-on-exec), waiting at most
- * `timeout_ms` (-1: for ever). Returns bytes received, 0 at end of stream, -ETIMEDOUT, or -errno. */
+ * `timeout_ms` (-1: for ever). Returns bytes received, 0 at end of stream, -ETIMEDOUT, or -errno
+ * (-EINTR: a signal came first, nothing was received). */
 ssize_t cvhost_receive_message(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms);
 
 /* Called first in the worker: no new privileges (setuid binaries, file capabilities) for it or

@@ -153,7 +153,9 @@ public final class VideoDataOutput: @unchecked Sendable {
     }
 
     /// The pixels the delegate receives for `sample`: its own, or converted (turned, scaled) and cached on its buffer.
-    private func pixels(for sample: SampleBuffer) -> PixelBuffer {
+    /// The frame as this output delivers it (its format, turned and scaled as it is set), for a
+    /// frame that reaches its delegate another way (the live view's picture of a plugin's frame).
+    public func pixels(for sample: SampleBuffer) -> PixelBuffer {
         let target = deliveredFormat(for: sample.pixelBuffer.format)
         return scaling.map { sample.pixelBuffer.scaled($0, to: target, orientation: connection.videoOrientation) }
             ?? sample.pixelBuffer.converted(to: target, orientation: connection.videoOrientation)

@@ -25,6 +25,11 @@ public struct PreviewPicture: Sendable {
 /// the input's session like a plugin's, that never holds the capture back (drop-late, one frame
 /// waiting) and encodes JPEG on its own thread only while someone watches, at most `maxFPS`
 /// times a second (wall clock), at most `maxWidth` pixels wide.
+///
+/// The stream's pictures are frames the drawn plugin processed (`processed`), so that the page
+/// draws each frame's boxes over its own picture, not over a newer one the plugin never saw (a
+/// detector at 5 frames a second on a 30 fps camera); while that plugin processes nothing for
+/// `followSeconds` (paused, or slower than that), the newest frame is shown instead.
 public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is behind Locked values; the encoder is used under its lock.
     public struct Settings: Sendable {
@@ -50,6 +55,10 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
         var lastPicture: PreviewPicture?
         var lastEncodeNs: UInt64 = 0
         var encoded: UInt64 = 0
+        /// The newest frame the drawn plugin processed, not yet shown (held only while someone
+        /// watches), and when it came (monotonic).
+        var processed: SampleBuffer?
+        var processedAtNs: UInt64?
     }
     private let state = Locked(State())
 
@@ -60,6 +69,20 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
         output.backpressure = .dropLate
         output.maxQueuedFrames = 1
         output.setSampleBufferDelegate(self)
+    }
+
+    /// How long the stream waits for the drawn plugin's next frame before it shows the newest frame.
+    static let followSeconds = 1.0
+
+    /// A frame the drawn plugin has processed (its results on their way): the stream's next picture.
+    /// Called on the plugin's delivery threads: it only keeps the frame (the camera's buffer, for
+    /// as long as the next picture is due), and only while someone watches.
+    public func processed(_ sample: SampleBuffer) {
+        guard viewers.count > 0 else { return }
+        state.withLock { s in
+            if (s.processed?.sequence ?? 0) <= sample.sequence { s.processed = sample }
+            s.processedAtNs = HostClock.monotonicNs()
+        }
     }
 
     /// Pictures encoded so far (for the benchmark and the tests: none while nobody watches).
@@ -89,16 +112,24 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
     public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer,
                                 context: DeliveryContext) {
         let now = HostClock.monotonicNs()
-        let due = state.withLock { s in
+        // The frame to show, with its pixels when they are at hand (a plugin's frame is converted below, out of the lock).
+        let shown = state.withLock { s -> (SampleBuffer, PixelBuffer?)? in
             s.latest = (sample, pixelBuffer)
             // 10% early is on time: frames come on the source's beat, so a strict cap would wait a whole frame more.
-            return viewers.count > 0 && Double(now - s.lastEncodeNs) >= 0.9e9 / settings.maxFPS
+            guard viewers.count > 0 && Double(now - s.lastEncodeNs) >= 0.9e9 / settings.maxFPS else { return nil }
+            if let p = s.processed {
+                s.processed = nil
+                if p.sequence > s.lastPicture?.sequence ?? 0 { return (p, nil) }
+            }
+            // The drawn plugin is at work: wait for its next frame rather than show one it will not draw on.
+            if let at = s.processedAtNs, Double(now - at) < Self.followSeconds * 1e9 { return nil }
+            return (sample, pixelBuffer)
         }
-        guard due, let picture = encode(pixelBuffer, sample) else { return }
+        guard let (shownSample, pixels) = shown, let picture = encode(pixels ?? output.pixels(for: shownSample), shownSample) else { return }
         viewers.send(Self.part(picture, allocator: ByteBufferAllocator()))
         if FrameTrace.enabled {
-            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "preview_start", atNs: now)
-            FrameTrace.mark(ptsNs: sample.presentationTimeNs, "preview_sent")
+            FrameTrace.mark(ptsNs: shownSample.presentationTimeNs, "preview_start", atNs: now)
+            FrameTrace.mark(ptsNs: shownSample.presentationTimeNs, "preview_sent")
         }
     }
 
@@ -108,7 +139,10 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
         // The input ended: its last picture stays (for a page opened after the end), its frame does not.
         let unencoded = state.withLock { s in s.latest.flatMap { $0.sample.sequence == s.lastPicture?.sequence ? nil : $0 } }
         if let last = unencoded { _ = encode(last.pixels, last.sample) }
-        state.withLock { $0.latest = nil }
+        state.withLock { s in
+            s.latest = nil
+            s.processed = nil
+        }
     }
 
     private func encode(_ pixels: PixelBuffer, _ sample: SampleBuffer) -> PreviewPicture? {

@@ -44,6 +44,14 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public let resultStage: FrameResultStage?
     private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
+    private let processedWatcher = Locked<(@Sendable (SampleBuffer) -> Void)?>(nil)
+
+    /// Calls `watcher` with each frame the plugin processed without failing, once its results
+    /// are handed on (the live view shows the pictures whose results it draws). Set before the
+    /// session starts; on the delivery threads, so it must not wait.
+    public func watchProcessedFrames(_ watcher: @escaping @Sendable (SampleBuffer) -> Void) {
+        processedWatcher.withLock { $0 = watcher }
+    }
 
     /// Creates the plugin's instances and its output.
     /// - Parameters:
@@ -157,6 +165,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         }
         sequencer.submit(ticket: context.ticket, lines: lines,
                          frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
+        if outcome.succeeded, let watcher = processedWatcher.withLock({ $0 }) { watcher(sample) }
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {

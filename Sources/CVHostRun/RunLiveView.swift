@@ -26,6 +26,10 @@ final class RunLiveView: LiveViewService {
             s.session.beginConfiguration()
             try? s.session.addOutput(p.output)
             s.session.commitConfiguration()
+            // The pictures follow the plugin whose boxes matter most: the tracked one, else the first.
+            if let drawn = s.runners.first(where: { $0.resultStage != nil }) ?? s.runners.first {
+                drawn.watchProcessedFrames { [weak p] in p?.processed($0) }
+            }
             return p
         }
         state.withLock { $0 = (nil, sources, previews, output, commands) }

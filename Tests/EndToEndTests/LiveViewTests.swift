@@ -342,6 +342,35 @@ struct LiveViewTests {
         #expect(without.events("session.started").first?["http"] is NSNull)
     }
 
+    @Test("the stream shows the frames the drawn plugin processed (a slow one, on a 30 fps input), so that their boxes are drawn over their own picture")
+    func picturesOfProcessedFrames() throws {
+        let port = freeLoopbackPort()
+        var shown: [Int] = []
+        let r = try CVHostBinary.run(["run", "--plugin", "null:delay_ms=120,results=1", "--input", "testsrc:320x240@30", "--http", "127.0.0.1:\(port)",
+                                      "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("session.started") }) else { return }
+            let reader = Process()
+            reader.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            reader.arguments = ["python3", PluginFixtures.packageRoot + "/Tests/Servers/mjpeg_sequences.py", "\(port)", "4"]
+            let out = Pipe()
+            reader.standardOutput = out
+            if (try? reader.run()) != nil {
+                let text = out.fileHandleForReading.readDataToEndOfFile()
+                reader.waitUntilExit()
+                shown = (try? JSONSerialization.jsonObject(with: text) as? [Int]) ?? []
+            }
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let processed = Set(r.events("result").compactMap { $0["seq"] as? Int })
+        // About one frame in four is processed: were the pictures the newest frames, about a quarter would be among them.
+        let skipped = r.events("metrics").last.flatMap { ($0["frames"] as? [String: Any])?["dropped_total"] as? Int } ?? 0
+        #expect(shown.count >= 5 && skipped > 0, "\(shown.count) pictures, \(skipped) frames not processed")
+        // The first picture may come before the plugin's first frame.
+        let unprocessed = shown.dropFirst().filter { !processed.contains($0) }
+        #expect(unprocessed.isEmpty, "pictures of frames the plugin did not process: \(unprocessed) of \(shown)")
+    }
+
     @Test("ten MJPEG viewers and one that stops reading: the plugin processes every frame, as without viewers, and memory stays flat")
     func manyViewers() throws {
         let clip = try MediaFixtures.make("viewers.ts", ["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-frames:v", "600",

@@ -36,8 +36,9 @@ packages+=(libmosquitto-dev mosquitto mosquitto-clients openssl)
 # read the topic with kcat) and the NATS C client (its tests run Debian's nats-server with JetStream).
 packages+=(librdkafka-dev kcat libnats-dev nats-server)
 # The live view (--http): its tests check /metrics with promtool (Debian's prometheus), load the
-# page in headless Chromium, and make requests with curl (also inside the vivid VM).
-packages+=(prometheus chromium curl)
+# page in headless Chromium, read the running page through the DevTools protocol with
+# websocket-client (Tests/Servers/page_probe.py), and make requests with curl (also inside the vivid VM).
+packages+=(prometheus chromium python3-websocket curl)
 # Packaging (scripts/install.sh, scripts/build-deb.sh): patchelf points the binaries at the bundled
 # Swift runtime, dpkg-shlibdeps (dpkg-dev) finds the package's Depends; its test installs the .deb
 # into a fresh Debian root made by debootstrap and checks the unit with systemd-analyze (systemd).

@@ -158,6 +158,40 @@ struct AnalyticsTests {
         #expect(dom.contains("person #1 90%"), "\(dom.suffix(1500))")
     }
 
+    @Test("the live view draws the labels of two detections of one object (a car and a truck, one box) apart, each readable")
+    func overlappingLabels() throws {
+        let plugin = Self.folder + "/pair.py"
+        try """
+            import cvhost
+
+            class Pair(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "pair"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    for label, score in (("car", 0.9), ("truck", 0.6)):
+                        self.emit("object", {"label": label, "confidence": score, "bounds": {"x": 100, "y": 120, "width": 80, "height": 40}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        let port = freeLoopbackPort()
+        var labels: [[Any]] = []
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:320x240@10", "--max-frames", "600", "--metrics-interval", "0",
+                                      "--http", "127.0.0.1:\(port)"], timeout: 120, environment: Self.python, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"result\"") }) else { return }
+            // The overlay's texts once both are drawn: [["car 90%", y], ["truck 60%", y]].
+            let texts = "(() => { const t = [...document.querySelectorAll('#overlay text')].map(e => [e.textContent, Number(e.getAttribute('y'))]); "
+                + "return t.length >= 2 ? t : null })()"
+            let probe = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py", "http://127.0.0.1:\(port)/", texts, "40"])
+            labels = (probe.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [[Any]] }) ?? []
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let y = Dictionary(labels.compactMap { t in (t.first as? String).flatMap { k in (t.last as? Double).map { (k, $0) } } }, uniquingKeysWith: { a, _ in a })
+        let car = try #require(y["car 90%"], "\(labels)"), truck = try #require(y["truck 60%"], "\(labels)")
+        // Apart by at least a line of text (the overlay's font is at least 12 px), where both were at 108.
+        #expect(abs(car - truck) >= 12, "car at y \(car), truck at y \(truck)")
+    }
+
     /// The track ids each person of the face clip's truth was given: frame by frame, the tracked box
     /// that overlaps them most (IoU >= 0.3); and how many person-frames were tracked.
     static func trackIDs(of r: CommandResult) throws -> (idsOf: [String: Set<Int>], seen: Int) {

@@ -192,8 +192,9 @@ function drawROI(svg, plugin) {
   svg.append(el('text', { x: x * frame.width + 4, y: y * frame.height + 18 }, `${plugin.plugin} roi`));
 }
 
-// Where a label goes: above its code, moved up (or below) until it crosses no label or code
-// already drawn in this picture, so that one code's text never runs across another's box.
+// Where a label goes: above its box or code, moved up (or below) until it crosses no label or
+// code already drawn in this picture, so that one's text never runs across another's (two
+// detections of one object, a crowd).
 function placeLabel(svg, x, y, text) {
   const size = Math.max(12, frame.height / 40);       // the overlay's font size, roughly (view.css)
   const width = text.length * size * 0.6, height = size * 1.2;
@@ -265,7 +266,9 @@ function drawResult(svg, plugin, r) {
       .filter(Boolean).join(' ');
     // One id a face: its track's (--track face) when it has one, else the plugin's own face_id.
     const id = typeof d.track_id === 'number' ? `#${d.track_id}` : `${d.face_id}`;
-    svg.append(el('text', { x, y: Math.max(18, y - 12) }, `face ${id}${angles ? ' · ' + angles : ''}`));
+    const text = `face ${id}${angles ? ' · ' + angles : ''}`;
+    const [tx, ty] = placeLabel(svg, x, Math.max(18, y - 12), text);
+    svg.append(el('text', { x: tx, y: ty }, text));
   } else if (r.type === 'object' && d.bounds && typeof d.label === 'string') {
     // Any plugin's object with a box and a label (the detect plugin's), with its score.
     const b = d.bounds;
@@ -275,7 +278,9 @@ function drawResult(svg, plugin, r) {
       class: 'object', 'data-plugin': plugin.plugin, 'data-seq': r.seq,
       x, y, width: Math.abs(corners[1][0] - corners[0][0]), height: Math.abs(corners[1][1] - corners[0][1]),
     }));
-    svg.append(el('text', { x, y: Math.max(18, y - 12) }, objectLabel(d)));
+    const text = objectLabel(d);
+    const [tx, ty] = placeLabel(svg, x, Math.max(18, y - 12), text);
+    svg.append(el('text', { x: tx, y: ty }, text));
   } else if (r.type === 'motion' && d.motion) {
     svg.append(el('text', { class: 'motion', 'data-plugin': plugin.plugin, x: 8, y: frame.height - 10 },
       `motion ${(d.changed_fraction * 100).toFixed(1)}%`));

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Opens a page in headless Chromium and reads it as it runs, through the DevTools protocol
+(websocket-client, Debian's python3-websocket): evaluates EXPRESSION in the page until it gives a
+value that is true (or TIMEOUT seconds pass), then prints that value as one JSON line (null when it
+never came). For the live-view tests: what --dump-dom cannot see (the picture of a streamed MJPEG,
+drawn over as results arrive).
+
+    page_probe.py URL EXPRESSION [TIMEOUT]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import websocket
+
+url, expression = sys.argv[1], sys.argv[2]
+timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 20
+profile = tempfile.mkdtemp(prefix="cvhost-probe-")
+browser = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                            "--remote-debugging-port=0", f"--user-data-dir={profile}", url],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+value = None
+try:
+    deadline = time.monotonic() + timeout
+    # Chromium writes the port it chose to DevToolsActivePort in its profile.
+    port_file = os.path.join(profile, "DevToolsActivePort")
+    while not os.path.exists(port_file) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    port = int(open(port_file).read().split()[0])
+    page = None
+    while page is None and time.monotonic() < deadline:
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+        page = next((t for t in targets if t.get("type") == "page"), None)
+        time.sleep(0.1)
+    ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout)
+    ask = 0
+    while time.monotonic() < deadline:
+        ask += 1
+        ws.send(json.dumps({"id": ask, "method": "Runtime.evaluate",
+                            "params": {"expression": expression, "returnByValue": True}}))
+        while True:
+            answer = json.loads(ws.recv())
+            if answer.get("id") == ask:
+                break
+        got = answer.get("result", {}).get("result", {}).get("value")
+        if got:
+            value = got
+            break
+        time.sleep(0.2)
+    ws.close()
+finally:
+    browser.terminate()
+    browser.wait()
+    shutil.rmtree(profile, ignore_errors=True)
+print(json.dumps(value))

@@ -57,14 +57,22 @@ public struct AnalyticsEvent: Sendable {
         return AnalyticsEvent(kind: .trackEnded, data: o)
     }
 
-    static func zone(_ kind: Kind, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil) -> AnalyticsEvent {
+    static func zone(_ kind: Kind, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil,
+                     speed: (value: Double, unit: GroundPlane.SpeedUnit)? = nil) -> AnalyticsEvent {
         var o = JSONObject()
         o.set("zone", zone)
         o.set("track_id", track)
         o.set("label", label)
         if let seconds { o.set("seconds", seconds) }
         if let reason { o.set("reason", reason) }
+        if let speed { setSpeed(&o, speed) }
         return AnalyticsEvent(kind: kind, data: o)
+    }
+
+    /// `speed` and `speed_unit`.
+    private static func setSpeed(_ o: inout JSONObject, _ speed: (value: Double, unit: GroundPlane.SpeedUnit)) {
+        o.set("speed", speed.value, decimals: 1)
+        o.set("speed_unit", speed.unit.rawValue)
     }
 
     static func occupancy(zone: String, label: String, count: Int, total: Int) -> AnalyticsEvent {
@@ -76,7 +84,8 @@ public struct AnalyticsEvent: Sendable {
         return AnalyticsEvent(kind: .zoneOccupancy, data: o)
     }
 
-    static func crossed(line: String, track: Int, label: String, direction: String, counts: (in: Int, out: Int), total: (in: Int, out: Int)) -> AnalyticsEvent {
+    static func crossed(line: String, track: Int, label: String, direction: String, counts: (in: Int, out: Int), total: (in: Int, out: Int),
+                        speed: LineWatch.Speed? = nil) -> AnalyticsEvent {
         var o = JSONObject()
         o.set("line", line)
         o.set("track_id", track)
@@ -86,6 +95,10 @@ public struct AnalyticsEvent: Sendable {
         o.set("out", counts.out)
         o.set("total_in", total.in)
         o.set("total_out", total.out)
+        if let speed {
+            setSpeed(&o, (speed.value, speed.unit))
+            o.set("speed_zone", speed.zone)
+        }
         return AnalyticsEvent(kind: .lineCrossed, data: o)
     }
 

@@ -3,11 +3,13 @@ import Foundation
 /// Zones, lines and tracked plugins as the command line and the config file give them:
 ///
 ///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5,iou=0.2,by_label=false]
-///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
+///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto,
+///                                 distances=A,B,C,D,speed_unit=kmh]
 ///     --line NAME=X,Y X,Y[:in=left,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
 ///
 /// Points are pixels of the frame, or fractions of its width and height (0..1) with units=fractions,
-/// or when every coordinate is within 0..1 (units=auto). Each is checked here: a one-line reason.
+/// or when every coordinate is within 0..1 (units=auto). A value may hold commas (distances=A,B,C,D):
+/// a part without `=` goes on the value before it. Each is checked here: a one-line reason.
 public enum AnalyticsSpec {
     public struct Problem: Error, CustomStringConvertible {
         public let description: String
@@ -54,8 +56,32 @@ public enum AnalyticsSpec {
             case "min_distance": z.minDistance = try number(v, k, text, 0...100_000)
             case "input": z.input = v
             case "units": break
-            default: throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, units)")
+            case "distances":
+                let parts = v.split(separator: ",", omittingEmptySubsequences: false)
+                let known = parts.compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard parts.count == 4, known.count == 4, known.allSatisfy({ $0 > 0 && $0 <= 1_000_000 }) else {
+                    throw Problem("--zone \(name): distances are the real lengths of its four sides, from each point to the next (metres, feet "
+                                  + "with speed_unit=mph), four numbers above 0: distances=A,B,C,D, not '\(v)'")
+                }
+                z.distances = known
+            case "speed_unit":
+                guard let unit = GroundPlane.SpeedUnit(rawValue: v) ?? ["kmh": .kmh, "mps": .mps][v] else {
+                    throw Problem("--zone \(name): speed_unit is kmh (distances in metres), mph (in feet) or mps (metres), not '\(v)'")
+                }
+                z.speedUnit = unit
+            default:
+                throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, units, distances, speed_unit)")
             }
+        }
+        if let sides = z.distances {
+            guard points.points.count == 4 else {
+                throw Problem("--zone \(name): distances measure a zone of four points (a stretch of ground seen in perspective), not \(points.points.count)")
+            }
+            guard GroundPlane(corners: points.points, sides: sides) != nil else {
+                throw Problem("--zone \(name): its four points and distances make no view of flat ground: give its points in order around it")
+            }
+        } else if options.contains(where: { $0.0 == "speed_unit" }) {
+            throw Problem("--zone \(name): speed_unit says what distances= are in: give distances=A,B,C,D too")
         }
         return z
     }
@@ -97,6 +123,11 @@ public enum AnalyticsSpec {
     private static func pairs(_ options: String, _ what: String) throws(Problem) -> [(String, String)] {
         var out: [(String, String)] = []
         for part in options.split(separator: ",", omittingEmptySubsequences: true) {
+            // A part with no `=` goes on the value before it (distances=3.5,20,3.5,20).
+            if !part.contains("="), let last = out.popLast() {
+                out.append((last.0, last.1 + "," + part.trimmingCharacters(in: .whitespaces)))
+                continue
+            }
             let (k, v) = split(String(part), at: "=")
             guard !k.isEmpty, !v.isEmpty else { throw Problem("\(what): '\(part)' is not key=value") }
             out.append((k.trimmingCharacters(in: .whitespaces), v.trimmingCharacters(in: .whitespaces)))

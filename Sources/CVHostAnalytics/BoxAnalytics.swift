@@ -51,7 +51,12 @@ public final class BoxAnalytics: @unchecked Sendable {
             // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
             for (track, _) in step.seen {
                 for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: track.filter.box, time: time, into: &events) }
-                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: track.filter.box, into: &events) }
+                // Its speed so far, from the first measured zone it is in (said on a line it crosses there).
+                let box = track.filter.box
+                let speed = s.zones.lazy.compactMap { z in
+                    z.speed(track: track.id, box: box, time: time).map { LineWatch.Speed(value: $0, unit: z.settings.speedUnit, zone: z.settings.name) }
+                }.first
+                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: box, speed: speed, into: &events) }
             }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
             return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events)

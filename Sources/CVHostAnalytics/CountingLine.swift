@@ -51,8 +51,15 @@ struct LineWatch {
         self.settings = settings
     }
 
-    /// A track seen with `box` (its filtered box), its voted `label`.
-    mutating func see(track: Int, label: String, box: Box, into events: inout [AnalyticsEvent]) {
+    /// A track's speed as a measured zone it is inside says it (said on its crossing).
+    struct Speed {
+        let value: Double
+        let unit: GroundPlane.SpeedUnit
+        let zone: String
+    }
+
+    /// A track seen with `box` (its filtered box), its voted `label`; `speed`, when a measured zone knows it.
+    mutating func see(track: Int, label: String, box: Box, speed: Speed? = nil, into events: inout [AnalyticsEvent]) {
         let p = box.point(settings.anchor)
         let offset = settings.segment.side(p)
         let band = settings.minDistance ?? box.height * LineSettings.bandOfHeight
@@ -78,7 +85,8 @@ struct LineWatch {
                 if inward { c.in += 1 } else { c.out += 1 }
                 counts[key] = c
                 let total = counts.values.reduce((in: 0, out: 0)) { ($0.in + $1.in, $0.out + $1.out) }
-                events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c, total: total))
+                events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c, total: total,
+                                       speed: speed))
             }
             s = State(side: side, last: p)
         }

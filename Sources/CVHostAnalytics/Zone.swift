@@ -4,7 +4,9 @@
 /// and out. The band's half width is `minDistance` pixels, by default a fifth of the box's height
 /// but never more than a quarter of the zone's narrower side (a small zone can still be entered).
 /// Also the tracks inside per label (occupancy), and `zone.dwell` once for a track that has
-/// stayed `dwell` seconds.
+/// stayed `dwell` seconds. A zone of four points with `distances` (its sides' real lengths) measures
+/// speed (GroundPlane): a track's way on the ground from where it came in to where it went out,
+/// over the time between, on its `zone.exited`; and so far, on a line it crosses inside the zone.
 public struct ZoneSettings: Equatable, Sendable {
     public let name: String
     public var polygon: Polygon
@@ -20,6 +22,10 @@ public struct ZoneSettings: Equatable, Sendable {
     public var input: String?
     /// Its points are fractions of the frame's width and height (0..1), not pixels.
     public var fractions = false
+    /// The real length of each side (from each point to the next, the last back to the first):
+    /// metres, or feet for mph. Four points only.
+    public var distances: [Double]?
+    public var speedUnit = GroundPlane.SpeedUnit.kmh
 
     public init(name: String, polygon: Polygon) {
         self.name = name
@@ -32,7 +38,11 @@ public struct ZoneSettings: Equatable, Sendable {
 /// `minFrames` (`ZoneSettings` says the rule), and its dwell is said once past `dwell` seconds.
 struct ZoneWatch {
     /// Its settings in the frame's pixels (placed again when the frame's size changes).
-    var settings: ZoneSettings
+    var settings: ZoneSettings {
+        didSet { ground = Self.ground(settings) }
+    }
+    /// Its ground measured, when it has `distances`.
+    private(set) var ground: GroundPlane?
     private struct State {
         var inside = false
         /// Consecutive frames seen on the other side of the outline.
@@ -43,6 +53,9 @@ struct ZoneWatch {
         var dwelt = false
         /// The label it is counted under while inside: its label when it came in.
         var label: String
+        /// Where on the ground it came in (a measured zone), and when.
+        var entryGround: Point?
+        var entryTime = 0.0
     }
     private var states: [Int: State] = [:]
     private var occupancy: [String: Int] = [:]
@@ -55,6 +68,19 @@ struct ZoneWatch {
 
     init(_ settings: ZoneSettings) {
         self.settings = settings
+        ground = Self.ground(settings)
+    }
+
+    private static func ground(_ s: ZoneSettings) -> GroundPlane? {
+        s.distances.flatMap { GroundPlane(corners: s.polygon.points, sides: $0) }
+    }
+
+    /// A track's speed, in the zone's unit, from where it came in to `box` at `time`: nil for a
+    /// zone not measured, a track not inside, or less than `shortest` seconds since it came in.
+    func speed(track: Int, box: Box, time: Double, shortest: Double = 0.25) -> Double? {
+        guard let ground, let s = states[track], s.inside, let from = s.entryGround, time - s.entryTime >= shortest,
+              let to = ground.ground(box.point(settings.anchor)) else { return nil }
+        return settings.speedUnit.perSecond(from.distance(to: to) / (time - s.entryTime))
     }
 
     /// A track seen at `time` with `box`.
@@ -82,12 +108,20 @@ struct ZoneWatch {
                     s.label = CountedLabel.key(label, in: entries)
                     s.since = s.firstOther
                     s.dwelt = false
+                    s.entryGround = ground?.ground(p)
+                    s.entryTime = time
                     events.append(.zone(.zoneEntered, zone: settings.name, track: track, label: label))
                     entries[s.label, default: 0] += 1
                     change(s.label, by: 1, &events)
                 } else {
+                    // Its way from where it was seen coming in to where it is seen gone out (both a
+                    // band and min_frames past the outline: the same lag at each end).
+                    var speed: Double?
+                    if let ground, let from = s.entryGround, let to = ground.ground(p), time > s.entryTime {
+                        speed = settings.speedUnit.perSecond(from.distance(to: to) / (time - s.entryTime))
+                    }
                     events.append(.zone(.zoneExited, zone: settings.name, track: track, label: s.label, seconds: s.firstOther - s.since,
-                                        reason: "left"))
+                                        reason: "left", speed: speed.map { ($0, settings.speedUnit) }))
                     exits += 1
                     change(s.label, by: -1, &events)
                 }

@@ -78,6 +78,17 @@ public struct JSONObject: Sendable {
         bytes.append(UInt8(ascii: "]"))
     }
 
+    /// Finite numbers (a non-finite one is null), each with at most `decimals` decimals.
+    public mutating func set(_ name: String, numbers: [Double], decimals: Int = 3) {
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        for (i, n) in numbers.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: (n.isFinite ? JSONObject.number(n, decimals: decimals) : "null").utf8)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     /// Inserts bytes that are already one valid, minified JSON value (from `JSONValidator`).
     public mutating func set(_ name: String, validatedJSON: [UInt8]) {
         key(name)

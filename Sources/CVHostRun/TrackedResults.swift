@@ -78,6 +78,10 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
             j.set("units", z.fractions ? "fractions" : "pixels")
             j.set("anchor", z.anchor.rawValue)
             if let dwell = z.dwell { j.set("dwell", dwell) }
+            if let sides = z.distances {
+                j.set("distances", numbers: sides)
+                j.set("speed_unit", z.speedUnit.rawValue)
+            }
             return j
         })
         o.set("lines", array: analytics.lines.map { l in

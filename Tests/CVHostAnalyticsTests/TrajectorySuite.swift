@@ -14,6 +14,8 @@ struct Scene {
         var confidence = 0.8
         /// A detector that flips the object's label from frame to frame: each label with its share of frames.
         var flips: [(label: String, share: Double)]? = nil
+        /// Its box's size at a time, when it changes (nearer the camera, larger); else width x height.
+        var sizeAt: ((Double) -> (width: Double, height: Double))? = nil
     }
 
     var objects: [Object]
@@ -58,6 +60,7 @@ struct Scene {
             var detections: [Detection] = [], truth: [Int?] = []
             for (i, o) in objects.enumerated() {
                 guard let c = o.at(time), random.unit() >= missed else { continue }
+                let (width, height) = o.sizeAt?(time) ?? (o.width, o.height)
                 let jx = (random.unit() * 2 - 1) * jitter, jy = (random.unit() * 2 - 1) * jitter
                 let jw = (random.unit() * 2 - 1) * jitter, jh = (random.unit() * 2 - 1) * jitter
                 var label = o.label
@@ -71,8 +74,8 @@ struct Scene {
                 }
                 // Scene coordinates are of a 1280x720 frame: scaled to the frame's size now.
                 let s = Double(frameSize(time).width) / 1280
-                detections.append(Detection(box: Box(x: (c.x - o.width / 2 + jx) * s, y: (c.y - o.height / 2 + jy) * s,
-                                                     width: (o.width + jw) * s, height: (o.height + jh) * s),
+                detections.append(Detection(box: Box(x: (c.x - width / 2 + jx) * s, y: (c.y - height / 2 + jy) * s,
+                                                     width: (width + jw) * s, height: (height + jh) * s),
                                             label: label, confidence: o.confidence))
                 truth.append(i)
             }

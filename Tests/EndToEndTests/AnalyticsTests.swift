@@ -158,6 +158,23 @@ struct AnalyticsTests {
         #expect(dom.contains("person #1 90%"), "\(dom.suffix(1500))")
     }
 
+    @Test("speed through a measured zone, through the binary: the walker's 100 px/s over a zone of 10 px a metre is 36 km/h on zone.exited and on the line it crosses there; valid by the schema")
+    func speedThroughAZone() throws {
+        let r = try Self.run(["--track", "walker", "--zone", "road=100,0 200,0 200,240 100,240:distances=10,24,10,24",
+                              "--line", "half=150,0 150,240"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let exited = try #require(r.events("zone.exited").first?["data"] as? [String: Any], "\(r.stdout.suffix(2000))")
+        #expect(exited["reason"] as? String == "left" && exited["speed_unit"] as? String == "km/h", "\(exited)")
+        #expect(abs((exited["speed"] as? Double ?? 0) - 36) <= 1.8, "\(exited)")
+        let crossed = try #require(r.events("line.crossed").first?["data"] as? [String: Any])
+        #expect(abs((crossed["speed"] as? Double ?? 0) - 36) <= 3.6 && crossed["speed_zone"] as? String == "road", "\(crossed)")
+        let zone = ((r.events("session.started").first?["plugins"] as? [[String: Any]])?.first?["analytics"] as? [String: Any])?["zones"] as? [[String: Any]]
+        #expect(zone?.first?["distances"] as? [Double] == [10, 24, 10, 24] && zone?.first?["speed_unit"] as? String == "km/h", "\(zone ?? [])")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        let refused = try Self.run(["--track", "walker", "--zone", "road=100,0 200,0 200,240 100,240:distances=10,24"])
+        #expect(refused.exitCode == 64 && refused.stderr.contains("distances are the real lengths of its four sides"), "\(refused.stderr)")
+    }
+
     @Test("the live view draws the labels of two detections of one object (a car and a truck, one box) apart, each readable")
     func overlappingLabels() throws {
         let plugin = Self.folder + "/pair.py"

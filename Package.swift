@@ -129,13 +129,17 @@ let package = Package(
             path: "Sources/CVHostHTTP",
             resources: [.copy("web")]),
 
+        // Evidence of what cvhost saw: snapshots (JPEG) of the frames events came from, and clips
+        // (MP4, the input's own packets copied) around them, each folder within a disk budget.
+        .target(name: "CVHostEvidence", dependencies: ["CVHostCore", "CVHostLines", "CFFmpeg"], path: "Sources/CVHostEvidence"),
+
         // `cvhost run` itself: its settings checked as a whole, the config file, opening outputs,
         // plugins and inputs in order, stopping (signals, --duration, hung plugins), the final lines,
         // commands while running (stdin, HTTP) and the exit code of every ending.
         .target(
             name: "CVHostRun",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CVHostEvidence", "CPluginGuard",
                 .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/CVHostRun"),

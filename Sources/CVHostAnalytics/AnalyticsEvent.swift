@@ -13,6 +13,14 @@ public struct AnalyticsEvent: Sendable {
 
     public let kind: Kind
     public let data: JSONObject
+    /// The track it is about, if any (its `track_id`).
+    public var track: Int?
+
+    init(kind: Kind, data: JSONObject, track: Int? = nil) {
+        self.kind = kind
+        self.data = data
+        self.track = track
+    }
 
     static func box(_ b: Box) -> JSONObject {
         var o = JSONObject()
@@ -31,7 +39,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_seen", t.firstTime)
         o.set("frames", t.frames)
         o.set("bounds", object: box(t.lastBox))
-        return AnalyticsEvent(kind: .trackStarted, data: o)
+        return AnalyticsEvent(kind: .trackStarted, data: o, track: t.id)
     }
 
     /// `reason`: "lost" (not seen for `lost` seconds) or "input_ended".
@@ -54,7 +62,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_bounds", object: box(t.firstBox))
         o.set("last_bounds", object: box(t.lastBox))
         o.set("reason", reason)
-        return AnalyticsEvent(kind: .trackEnded, data: o)
+        return AnalyticsEvent(kind: .trackEnded, data: o, track: t.id)
     }
 
     static func zone(_ kind: Kind, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil,
@@ -66,7 +74,7 @@ public struct AnalyticsEvent: Sendable {
         if let seconds { o.set("seconds", seconds) }
         if let reason { o.set("reason", reason) }
         if let speed { setSpeed(&o, speed) }
-        return AnalyticsEvent(kind: kind, data: o)
+        return AnalyticsEvent(kind: kind, data: o, track: track)
     }
 
     /// `speed` and `speed_unit`.
@@ -99,7 +107,7 @@ public struct AnalyticsEvent: Sendable {
             setSpeed(&o, (speed.value, speed.unit))
             o.set("speed_zone", speed.zone)
         }
-        return AnalyticsEvent(kind: .lineCrossed, data: o)
+        return AnalyticsEvent(kind: .lineCrossed, data: o, track: track)
     }
 
     /// The run's totals for one tracked plugin on one input, at its end: tracks, each line's

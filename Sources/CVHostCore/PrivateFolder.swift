@@ -77,6 +77,18 @@ public final class PrivateFolder: @unchecked Sendable {
     @discardableResult
     public func remove(_ name: String) -> Bool { unlinkat(descriptor, name, 0) == 0 }
 
+    /// Gives the file `from` the name `to` (replacing a file of that name), within the folder.
+    public func rename(_ from: String, to: String) -> Errno? {
+        renameat(descriptor, from, descriptor, to) == 0 ? nil : .current
+    }
+
+    /// Bytes free for this user on the folder's file system.
+    public var freeBytes: UInt64? {
+        var info = statvfs()
+        guard fstatvfs(descriptor, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
     /// The names of the entries in the folder (not `.` and `..`), in no order.
     public func names() -> [String] {
         let copy = dup(descriptor)

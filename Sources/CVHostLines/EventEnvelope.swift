@@ -16,6 +16,7 @@ extension JSONObject {
         var e = JSONObject()
         e.route = OutputLine.Route(event: event, source: source, plugin: plugin)
         e.sequence = seq
+        e.ptsNs = ptsNs
         e.set("event", event)
         e.bytes.append(contentsOf: producerFields)
         let id = Producer.nextLineID()
@@ -51,7 +52,7 @@ extension JSONObject {
         var bytes = finished()
         bytes.append(UInt8(ascii: "\n"))
         return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence,
-                          eventID: eventID)
+                          eventID: eventID, ptsNs: ptsNs, track: track)
     }
 
     /// A plugin's `result` line, its data (checked by JSONValidator) the last member: the line
@@ -63,7 +64,7 @@ extension JSONObject {
         let plain = object.line()
         // The data object is followed by the envelope's "}" and the newline.
         let dataStart = plain.bytes.count - 2 - data.count + 1
-        return OutputLine(bytes: plain.bytes, route: plain.route, sequence: plain.sequence, eventID: plain.eventID, createdNs: plain.createdNs,
-                          result: OutputLine.Result(type: type, fields: fields, dataStart: dataStart))
+        return OutputLine(bytes: plain.bytes, route: plain.route, sequence: plain.sequence, eventID: plain.eventID, ptsNs: ptsNs,
+                          createdNs: plain.createdNs, result: OutputLine.Result(type: type, fields: fields, dataStart: dataStart))
     }
 }

@@ -10,6 +10,10 @@ public struct JSONObject: Sendable {
     public internal(set) var sequence: UInt64?
     /// The envelope's `event_id`.
     public internal(set) var eventID: String?
+    /// The envelope's `pts`, in ns (the frame's media time): a clip of the event starts before it.
+    public internal(set) var ptsNs: Int64?
+    /// The track the line is about, when it is about one (an analytics event's `track_id`).
+    public var track: Int?
 
     public init() {}
 

@@ -44,13 +44,14 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     public let resultStage: FrameResultStage?
     private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
-    private let processedWatcher = Locked<(@Sendable (SampleBuffer) -> Void)?>(nil)
+    private let processedWatchers = Locked<[@Sendable (SampleBuffer) -> Void]>([])
 
-    /// Calls `watcher` with each frame the plugin processed without failing, once its results
-    /// are handed on (the live view shows the pictures whose results it draws). Set before the
-    /// session starts; on the delivery threads, so it must not wait.
+    /// Calls `watcher` with each frame the plugin processed without failing, just before its
+    /// results are handed on (the live view shows the pictures whose results it draws; the
+    /// evidence room keeps the frames its events' snapshots are of). Set before the session
+    /// starts; on the delivery threads, so it must not wait.
     public func watchProcessedFrames(_ watcher: @escaping @Sendable (SampleBuffer) -> Void) {
-        processedWatcher.withLock { $0 = watcher }
+        processedWatchers.withLock { $0.append(watcher) }
     }
 
     /// Creates the plugin's instances and its output.
@@ -163,9 +164,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                                                   results: lines.count, failed: !outcome.succeeded))
             }
         }
+        if outcome.succeeded { processedWatchers.withLock { $0 }.forEach { $0(sample) } }
         sequencer.submit(ticket: context.ticket, lines: lines,
                          frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
-        if outcome.succeeded, let watcher = processedWatcher.withLock({ $0 }) { watcher(sample) }
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {

@@ -63,7 +63,8 @@ public final class HostRun: Sendable {
         let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop) }
         phase.withLock { $0 = .inputs }
         let inputs = try opening(after: outputs, plugins) {
-            try InputStage(s, sourceIDs: sourceIDs, sessions: sessions, firstCamera: firstCamera, runners: plugins.runners, lines: outputs.lines)
+            try InputStage(s, sourceIDs: sourceIDs, sessions: sessions, firstCamera: firstCamera, runners: plugins.runners, lines: outputs.lines,
+                           evidence: outputs.evidence)
         }
         phase.withLock { $0 = .running }
         let running = try opening(after: outputs, plugins) { try RunningSession(s, sources: inputs.sources, outputs: outputs, stop: stop) }

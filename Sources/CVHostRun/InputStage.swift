@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostPlugins
 import CVHostV4L2
 
@@ -15,7 +16,7 @@ struct InputStage: Sendable {
 
     /// - Throws: exit 3 naming the input that cannot be opened.
     init(_ s: RunSettings, sourceIDs ids: [String], sessions: [CaptureSession], firstCamera: V4L2NodeInfo?,
-         runners: [[PluginRunner]], lines: RunLines) throws {
+         runners: [[PluginRunner]], lines: RunLines, evidence: Evidence? = nil) throws {
         var sources: [SourceRun] = []
         for (i, spec) in s.inputs.enumerated() {
             let id = ids[i]
@@ -25,7 +26,8 @@ struct InputStage: Sendable {
                     lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
                 })
                 sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
-                                             deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1))
+                                             deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
+                                             evidence: evidence))
             } catch let error as CaptureError {
                 throw fail(spec.name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
             } catch {

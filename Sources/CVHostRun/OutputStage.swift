@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostLines
 import CVHostOutput
 
@@ -12,16 +13,31 @@ final class OutputStage: Sendable {
     let liveView: RunLiveView?
     /// Where the plugins' lines go: the outputs, or with --oneshot the gate that stops the run at the first result.
     let pluginSink: OutputSink
+    /// `--snapshots`, `--clips`: it sees every line before the outputs, and writes clip.saved to them.
+    let evidence: Evidence?
 
-    /// - Throws: exit 5 naming the output that cannot be opened or reached.
+    /// - Throws: exit 5 naming the output that cannot be opened or reached, or an evidence folder that cannot be used.
     init(_ s: RunSettings, resultsDescriptor: Int32, sources: Int, stop: RunStop) throws {
         liveView = s.liveView.map { RunLiveView(options: $0) }
+        var room: Evidence?
+        if s.snapshots != nil || s.clips != nil {
+            do {
+                room = try Evidence(snapshots: s.snapshots, clips: s.clips, defaultEvents: s.defaultEvidenceEvents)
+            } catch {
+                throw fail(error.description, code: ExitCodes.outputUnavailable)
+            }
+        }
+        evidence = room
+        var annotate: (@Sendable (OutputLine) -> OutputLine)?
+        if let room { annotate = { line in room.annotate(line) } }
         // A stdout reader that went away ends the run quietly; lost lines end it with exit 4 (RunOutput.finish).
         // (The stop, weakly: it holds stdout in turn, through its listener below.)
         output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
                                     taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
                                     onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) },
-                                    onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) })
+                                    onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) },
+                                    lineStage: annotate)
+        room?.connect(output)
         lines = RunLines(output: output, sources: sources)
         pluginSink = s.oneshot ? OneShotGate(output: output, stop: stop) : output
         // Stopping, a reader of stdout that has stopped reading has 5 s more; then its lines are

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostOutput
 import CVHostPlugins
 import CVHostSources
@@ -48,6 +49,24 @@ public struct RunSettings: Sendable {
     public var liveView: LiveViewSettings?
     /// `--track`, `--zone`, `--line`.
     public var analytics = AnalyticsSettings()
+    /// `--snapshots`, `--clips`: evidence of the events (CVHostEvidence).
+    public var snapshots: EvidenceSettings?
+    public var clips: EvidenceSettings?
+
+    /// `--snapshots` and `--clips` checked: nil, or the setting; a one-line refusal naming it.
+    public static func evidence(_ text: String?, _ kind: EvidenceSettings.Kind) throws(UsageError) -> EvidenceSettings? {
+        guard let text else { return nil }
+        do {
+            return try EvidenceSettings(parsing: text, kind: kind)
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+
+    /// The events evidence is kept of when a setting names none: the counts' with --track, else every result.
+    var defaultEvidenceEvents: [String] {
+        analytics.tracked.isEmpty ? ["result"] : ["line.crossed", "zone.entered", "zone.dwell"]
+    }
 
     /// - Throws: UsageError naming the option whose value cannot be run.
     public init(plugins: [String], inputs: [String] = [], devices: [String] = [], outputs: [String] = [],

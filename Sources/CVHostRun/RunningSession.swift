@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostOutput
 import CVHostPlugins
 import CVHostSources
@@ -77,6 +78,7 @@ final class RunningSession: Sendable {
     /// what became of the inputs and plugins (`RunConclusion`). `stoppedBy`: the stop asked for,
     /// nil when the inputs ended by themselves.
     private func conclude(stoppedBy: StopReason?) throws {
+        outputs.evidence?.finish()
         try RunOutput.finish(outputs.output)
         let runners = sources.flatMap(\.runners)
         var conclusion = RunConclusion()

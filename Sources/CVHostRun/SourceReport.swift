@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostLines
 import CVHostOutput
 import CVHostPlugins
@@ -61,9 +62,13 @@ final class SourceReport: Sendable {
     /// Held while this input's final lines are written (so that nothing of it follows them): a
     /// write can block (a stdout reader that stopped reading), so what /metrics reads is not under it.
     private let finalWritten = Locked(false)
+    /// The evidence room: the input's clip is finished before its final lines.
+    private let evidence: Evidence?
     private let counts = Locked<(failed: Bool, lost: [FrameLossReason: UInt64])>((false, [:]))
 
-    init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = []) {
+    init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = [],
+         evidence: Evidence? = nil) {
+        self.evidence = evidence
         self.source = source
         self.logSource = logSource
         self.runners = runners
@@ -80,6 +85,8 @@ final class SourceReport: Sendable {
     func handle(_ event: SessionEvent) {
         switch event {
         case .stopped:
+            // Its clip finished with what it has, and its clip.saved written, before its final lines.
+            evidence?.finishInput(source)
             finalWritten.withLock { written in
                 guard !written else { return }  // written already by abandon()
                 written = true

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostPlugins
 import CVHostSources
 
@@ -14,12 +15,18 @@ final class SourceRun: Sendable {
     var runners: [PluginRunner] { report.runners }
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
+    /// - Parameter evidence: sees the input's encoded packets (clips) and the frames its plugins processed (snapshots).
     init(id: String, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
-         deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool) throws {
+         deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool, evidence: Evidence? = nil) throws {
         self.id = id
         self.device = device
         self.session = session
-        report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings)
+        report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,
+                              evidence: evidence)
+        if let evidence {
+            if let encoded = device as? EncodedStreamSource { encoded.packetObserver = evidence.observer(forInput: id) }
+            for r in runners { r.watchProcessedFrames { evidence.frameProcessed(source: id, sample: $0) } }
+        }
         session.frameLimit = frameLimit
         session.eventHandler = { [report] event in report.handle(event) }
         try session.addInput(CaptureDeviceInput(device: device))

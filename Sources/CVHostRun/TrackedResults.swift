@@ -121,6 +121,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         var o = JSONObject.envelope(event: event.kind.rawValue, source: source, plugin: plugin, pluginIndex: pluginIndex, seq: frame?.sequence,
                                     tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
         o.set("data", object: event.data)
+        o.track = event.track
         return o.line()
     }
 

@@ -61,6 +61,15 @@ final class MediaDecoder {
     /// frames after all (not H.264 or H.265, which `LiveAccessUnits` joins, nor MJPEG, which the
     /// depacketizer joins itself on the marker): open it again without.
     private(set) var needsParser = false
+    /// Sees each video packet as it is read (clips' pre-roll), when set.
+    var packetObserver: EncodedPacketObserver? {
+        didSet {
+            if packetObserver != nil, packetFormat == nil, let stream = format?.pointee.streams[Int(streamIndex)] {
+                packetFormat = EncodedStreamFormat(copying: stream.pointee.codecpar, timeBase: timeBase)
+            }
+        }
+    }
+    private var packetFormat: EncodedStreamFormat?
 
     /// Opens `path` and its best video stream.
     /// - Throws: `.inputUnavailable` when the file cannot be opened, `.unsupportedInput` when it
@@ -188,6 +197,7 @@ final class MediaDecoder {
     }
 
     deinit {
+        packetObserver?.encodedStreamEnded()
         liveUnits?.stop()
         av_frame_free(&frame)
         av_packet_free(&packet)
@@ -236,6 +246,7 @@ final class MediaDecoder {
                     FrameTrace.mark(ptsNs: pts, "last_packet", atNs: liveUnits.lastFrameArrival.last)
                     FrameTrace.mark(ptsNs: pts, "to_decoder")
                 }
+                observe(unit)
                 try send(unit, to: codec)
                 continue
             }
@@ -264,8 +275,17 @@ final class MediaDecoder {
             if read < 0 { throw CaptureError(.streamFailed, "reading \(path) failed: \(ffmpegError(read))") }
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
+            observe(packet)
             try send(packet, to: codec)
         }
+    }
+
+    /// Hands the observer a reference to a video packet, with its media time as the frames have it.
+    private func observe(_ packet: UnsafeMutablePointer<AVPacket>) {
+        guard let packetObserver, let packetFormat else { return }
+        let ts = packet.pointee.pts != Int64.min ? packet.pointee.pts : packet.pointee.dts
+        guard ts != Int64.min, let p = EncodedPacket(referencing: packet, ptsNs: nanoseconds(ts), format: packetFormat) else { return }
+        packetObserver.encodedPacket(p)
     }
 
     private func send(_ packet: UnsafeMutablePointer<AVPacket>, to codec: UnsafeMutablePointer<AVCodecContext>) throws {

@@ -20,10 +20,16 @@ public struct StreamOptions: Sendable {
 /// UDP), live (frames arrive whether or not plugins keep up, so outputs drop late frames by
 /// default), or a stream piped into standard input or a named pipe, read with FFmpeg. A frame's
 /// capture time is its arrival; its media time is the stream's own.
-public final class NetworkStreamDevice: CaptureDevice, DamageReporting {
+public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedStreamSource {
     public let location: StreamLocation
     public let options: StreamOptions
     public let configurationLock = ConfigurationLock()
+    /// Sees the stream's encoded packets as they are read (clips), when set before the session starts.
+    public var packetObserver: EncodedPacketObserver? {
+        get { observer.withLock { $0 } }
+        set { observer.withLock { $0 = newValue } }
+    }
+    private let observer = Locked<EncodedPacketObserver?>(nil)
     private let format: DeviceFormat
     /// The decoder opened to learn the format, handed to the first stream: standard input and
     /// pipes cannot be opened twice, and a camera need not be asked twice.
@@ -148,7 +154,10 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         self.damage = damage
     }
 
-    func start(with decoder: MediaDecoder) { self.decoder = decoder }
+    func start(with decoder: MediaDecoder) {
+        decoder.packetObserver = device.packetObserver
+        self.decoder = decoder
+    }
 
     func next() throws -> CapturedFrame? {
         while !interrupt.isCancelled {
@@ -185,6 +194,7 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         if let decoder { return decoder }
         do {
             decoder = try NetworkStreamDevice.open(device.location, device.options, interrupt: interrupt)
+            decoder?.packetObserver = device.packetObserver
             Log.info("\(device.location.display): connected again")
             return decoder
         } catch let error as CaptureError {

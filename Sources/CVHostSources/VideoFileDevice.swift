@@ -3,7 +3,7 @@ import Synchronization
 
 /// A video file as a capture device. Not live: by default consumers block the decoder, so
 /// every frame is processed and results are the same on every run.
-public final class VideoFileDevice: CaptureDevice, DamageReporting {
+public final class VideoFileDevice: CaptureDevice, DamageReporting, EncodedStreamSource {
     public let path: String
     public let configurationLock = ConfigurationLock()
     private let format: DeviceFormat
@@ -12,6 +12,11 @@ public final class VideoFileDevice: CaptureDevice, DamageReporting {
     /// Damaged packets and frames skipped while reading (FFmpeg conceals what it can).
     public var damagedPackets: Int { damage.value.load(ordering: .relaxed) }
     private let damage = DamageCount()
+    public var packetObserver: EncodedPacketObserver? {
+        get { observer.withLock { $0 } }
+        set { observer.withLock { $0 = newValue } }
+    }
+    private let observer = Locked<EncodedPacketObserver?>(nil)
 
     /// FFmpeg's own log on stderr: only when verbose.
     public static func setLibraryLogging(verbose: Bool) { MediaDecoder.setLibraryLogging(verbose: verbose) }
@@ -46,7 +51,9 @@ public final class VideoFileDevice: CaptureDevice, DamageReporting {
     }
 
     public func openStream() throws -> FrameStream {
-        VideoFileStream(decoder: try MediaDecoder(path: path), damage: damage, framesListed: frameCountHint)
+        let decoder = try MediaDecoder(path: path)
+        decoder.packetObserver = packetObserver
+        return VideoFileStream(decoder: decoder, damage: damage, framesListed: frameCountHint)
     }
 }
 

@@ -105,6 +105,16 @@ struct RunCommand: ParsableCommand {
         valueName: "line"))
     var lines: [String] = []
 
+    @Option(name: .customLong("snapshots"), help: ArgumentHelp(
+        "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path.",
+        valueName: "dir"))
+    var snapshots: String?
+
+    @Option(name: .customLong("clips"), help: ArgumentHelp(
+        "Keep an MP4 clip around each event, the input's own packets copied: DIR [:on=EVENTS, pre=5, post=10 (seconds before the event and after the last that extends the clip), max=120, max_gb=10, max_age=7d, min_free_gb=1]. Each clip is said as clip.saved. For files and network cameras.",
+        valueName: "dir"))
+    var clips: String?
+
     @Option(name: .customLong("input"),
             help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS]. Repeatable; NAME= in front names it.",
                                valueName: "[name=]source"))
@@ -245,6 +255,8 @@ struct RunCommand: ParsableCommand {
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
         settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, inputs: settings.inputs.map { $0.sourceID() },
                                                    origin: Self.origin)
+        settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
+        settings.clips = try RunSettings.evidence(clips, .clips)
         return settings
     }
 

@@ -1,14 +1,36 @@
 import CFFmpeg
-import CVHostCore
 
-/// Frames as JPEG, for the live view: scaled down to a width with libswscale and encoded by
-/// FFmpeg's mjpeg encoder (the encoder of the field at hand; no code of our own for JPEG).
+/// Frames as JPEG, for the live view and the snapshots of events: scaled down to a width (and cut
+/// to a region) with libswscale and encoded by FFmpeg's mjpeg encoder (the encoder of the field at
+/// hand; no code of our own for JPEG).
 ///
-/// Not thread-safe: each user (a preview, a snapshot request) has its own, or holds a lock.
-final class JPEGEncoder {
-    struct EncodeError: Error, CustomStringConvertible {
-        let description: String
+/// Not thread-safe: each user (a preview, a snapshot request, the snapshot writer) has its own, or holds a lock.
+public final class JPEGEncoder {
+    public struct EncodeError: Error, CustomStringConvertible {
+        public let description: String
     }
+
+    /// A region of a frame, in its pixels.
+    public struct Region: Equatable, Sendable {
+        public var x: Int, y: Int, width: Int, height: Int
+
+        public init(x: Int, y: Int, width: Int, height: Int) {
+            self.x = x
+            self.y = y
+            self.width = width
+            self.height = height
+        }
+
+        /// Within a frame of `width` x `height`, on even pixels (4:2:0 chroma); nil when nothing is left.
+        func fitted(width w: Int, height h: Int) -> Region? {
+            let x0 = max(0, min(x, w)) & ~1, y0 = max(0, min(y, h)) & ~1
+            let x1 = min(w, max(x0, x + width)), y1 = min(h, max(y0, y + height))
+            let r = Region(x: x0, y: y0, width: (x1 - x0) & ~1, height: (y1 - y0) & ~1)
+            return r.width >= 2 && r.height >= 2 ? r : nil
+        }
+    }
+
+    public init() {}
 
     /// The mjpeg encoder's quantizer, 2 (best) to 31: 5 is about libjpeg's quality 85, sharp
     /// enough to read a code's outline, a fifth of a raw frame's size.
@@ -24,29 +46,37 @@ final class JPEGEncoder {
 
     /// The size a frame of `width` x `height` is encoded at: at most `maxWidth` wide, the same
     /// aspect, even sides (4:2:0 chroma).
-    static func outputSize(width: Int, height: Int, maxWidth: Int) -> (width: Int, height: Int) {
+    public static func outputSize(width: Int, height: Int, maxWidth: Int) -> (width: Int, height: Int) {
         let w = min(width, max(16, maxWidth))
         let h = Int((Double(height) * Double(w) / Double(width)).rounded())
         return (max(2, w & ~1), max(2, h & ~1))
     }
 
-    /// Encodes one frame, scaled to at most `maxWidth` pixels wide.
-    func encode(_ pixels: PixelBuffer, maxWidth: Int) throws(EncodeError) -> [UInt8] {
+    /// Encodes one frame (or `region` of it), scaled to at most `maxWidth` pixels wide.
+    public func encode(_ pixels: PixelBuffer, maxWidth: Int, region: Region? = nil) throws(EncodeError) -> [UInt8] {
         // YUV 4:2:0 first (cvhost's conversion: none for i420, the right range and matrix from RGB).
         let yuv = pixels.format == .i420 ? pixels : pixels.converted(to: .i420)
-        let out = Self.outputSize(width: yuv.width, height: yuv.height, maxWidth: maxWidth)
-        try prepare(yuv, out)
+        let whole = Region(x: 0, y: 0, width: yuv.width, height: yuv.height)
+        guard let cut = (region ?? whole).fitted(width: yuv.width, height: yuv.height) else {
+            throw EncodeError(description: "the region is outside the \(yuv.width)x\(yuv.height) frame")
+        }
+        let out = Self.outputSize(width: cut.width, height: cut.height, maxWidth: maxWidth)
+        try prepare(yuv, cut, out)
         guard let frame, let packet, let context, let scaler else { throw EncodeError(description: "the JPEG encoder is not open") }
         guard av_frame_make_writable(frame) >= 0 else { throw EncodeError(description: "no memory for a JPEG frame") }
         // Scaled and, for limited-range video, stretched to JPEG's full range (the matrix stays:
         // a BT.709 source's hues shift slightly, which a preview can bear).
-        var src: [UnsafePointer<UInt8>?] = yuv.planes.map { $0.base.assumingMemoryBound(to: UInt8.self) } + [nil]
+        // The region's first pixel in each plane (the chroma planes at half the resolution).
+        var src: [UnsafePointer<UInt8>?] = yuv.planes.enumerated().map { i, plane in
+            let (x, y) = i == 0 ? (cut.x, cut.y) : (cut.x / 2, cut.y / 2)
+            return UnsafePointer(plane.base.assumingMemoryBound(to: UInt8.self) + y * plane.bytesPerRow + x)
+        } + [nil]
         var srcStride: [Int32] = yuv.planes.map { Int32($0.bytesPerRow) } + [0]
         let dst = [frame.pointee.data.0, frame.pointee.data.1, frame.pointee.data.2, frame.pointee.data.3]
         let dstStride = [frame.pointee.linesize.0, frame.pointee.linesize.1, frame.pointee.linesize.2, frame.pointee.linesize.3]
         _ = src.withUnsafeMutableBufferPointer { s in
             srcStride.withUnsafeMutableBufferPointer { ss in
-                sws_scale(scaler, s.baseAddress, ss.baseAddress, 0, Int32(yuv.height), dst, dstStride)
+                sws_scale(scaler, s.baseAddress, ss.baseAddress, 0, Int32(cut.height), dst, dstStride)
             }
         }
         frame.pointee.pts += 1
@@ -60,8 +90,8 @@ final class JPEGEncoder {
     }
 
     /// Opens the encoder and the scaler for this size and format, unless open for them already.
-    private func prepare(_ yuv: PixelBuffer, _ out: (width: Int, height: Int)) throws(EncodeError) {
-        if let k = key, k.width == yuv.width, k.height == yuv.height, k.source == yuv.format, k.range == yuv.colorimetry.range,
+    private func prepare(_ yuv: PixelBuffer, _ cut: Region, _ out: (width: Int, height: Int)) throws(EncodeError) {
+        if let k = key, k.width == cut.width, k.height == cut.height, k.source == yuv.format, k.range == yuv.colorimetry.range,
            k.outWidth == out.width, k.outHeight == out.height {
             return
         }
@@ -87,14 +117,14 @@ final class JPEGEncoder {
         f.pointee.height = Int32(out.height)
         f.pointee.color_range = AVCOL_RANGE_JPEG
         guard av_frame_get_buffer(f, 0) >= 0 else { throw EncodeError(description: "no memory for a JPEG frame") }
-        guard let s = sws_getContext(Int32(yuv.width), Int32(yuv.height), AV_PIX_FMT_YUV420P, Int32(out.width), Int32(out.height),
+        guard let s = sws_getContext(Int32(cut.width), Int32(cut.height), AV_PIX_FMT_YUV420P, Int32(out.width), Int32(out.height),
                                      AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil) else {
-            throw EncodeError(description: "libswscale cannot scale \(yuv.width)x\(yuv.height) to \(out.width)x\(out.height)")
+            throw EncodeError(description: "libswscale cannot scale \(cut.width)x\(cut.height) to \(out.width)x\(out.height)")
         }
         scaler = s
         let coefficients = sws_getCoefficients(SWS_CS_ITU601)
         _ = sws_setColorspaceDetails(s, coefficients, yuv.colorimetry.range == .full ? 1 : 0, coefficients, 1, 0, 1 << 16, 1 << 16)
-        key = (yuv.width, yuv.height, yuv.format, yuv.colorimetry.range, out.width, out.height)
+        key = (cut.width, cut.height, yuv.format, yuv.colorimetry.range, out.width, out.height)
     }
 
     private func release() {

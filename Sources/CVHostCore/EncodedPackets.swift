@@ -1,0 +1,66 @@
+import CFFmpeg
+
+/// An input's encoded video as FFmpeg read it, before decoding: the codec's parameters and time
+/// base (what a muxer needs to write its packets to a file as they are), shared by its packets.
+public final class EncodedStreamFormat: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; FFmpeg only reads the parameters.
+    public let parameters: UnsafeMutablePointer<AVCodecParameters>
+    public let timeBase: AVRational
+
+    /// A copy of `parameters` (the demuxer's own go with it). nil when FFmpeg cannot allocate.
+    public init?(copying parameters: UnsafePointer<AVCodecParameters>, timeBase: AVRational) {
+        guard let p = avcodec_parameters_alloc() else { return nil }
+        guard avcodec_parameters_copy(p, parameters) >= 0 else {
+            var owned: UnsafeMutablePointer<AVCodecParameters>? = p
+            avcodec_parameters_free(&owned)
+            return nil
+        }
+        self.parameters = p
+        self.timeBase = timeBase
+    }
+
+    deinit {
+        var owned: UnsafeMutablePointer<AVCodecParameters>? = parameters
+        avcodec_parameters_free(&owned)
+    }
+}
+
+/// One packet of an input's encoded video: a new reference to FFmpeg's data (no copy), its media
+/// time as the frames' (ns from the stream's start), and whether a decoder can start at it.
+public final class EncodedPacket: @unchecked Sendable {
+    // @unchecked Sendable: the packet is not changed once made; a muxer reads it (and rescales a copy).
+    public let packet: UnsafeMutablePointer<AVPacket>
+    public let ptsNs: Int64
+    public let isKeyframe: Bool
+    public let format: EncodedStreamFormat
+
+    /// A new reference to `packet`'s data. nil when FFmpeg cannot allocate.
+    public init?(referencing packet: UnsafePointer<AVPacket>, ptsNs: Int64, format: EncodedStreamFormat) {
+        guard let p = av_packet_clone(packet) else { return nil }
+        self.packet = p
+        self.ptsNs = ptsNs
+        isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0
+        self.format = format
+    }
+
+    deinit {
+        var owned: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&owned)
+    }
+
+    public var size: Int { Int(packet.pointee.size) }
+}
+
+/// Sees an input's encoded packets as they are read (the evidence room's pre-roll), on the
+/// capture thread: it must not wait.
+public protocol EncodedPacketObserver: AnyObject, Sendable {
+    func encodedPacket(_ packet: EncodedPacket)
+    /// The stream ended (the input's end, or a connection lost: a new one may follow with a new format).
+    func encodedStreamEnded()
+}
+
+/// A device whose frames are decoded from an encoded stream (a file, a network camera): its
+/// packets can be seen as read. Set before the session starts.
+public protocol EncodedStreamSource: AnyObject {
+    var packetObserver: EncodedPacketObserver? { get set }
+}

@@ -1,0 +1,142 @@
+import CVHostCore
+import CVHostLines
+
+/// The evidence room of a run (`--snapshots`, `--clips`): what it keeps of what cvhost saw. It
+/// sees every line before the outputs do (`annotate`: an event's snapshot path goes into its line;
+/// an event starts or extends its input's clip), each input's encoded packets (`observer`), and
+/// the frames the plugins processed (`frameProcessed`); it writes `clip.saved` lines to the
+/// outputs (`connect`). Its disk use stays within each folder's budget; a full disk drops what
+/// would be written (counted, said once) and the run goes on.
+public final class Evidence: @unchecked Sendable {
+    // @unchecked Sendable: the recorders are made at init; `out` and `warned` are behind locks.
+    private let snapshots: SnapshotRecorder?
+    private let clipSettings: EvidenceSettings?
+    private let clipEvents: Set<String>
+    private let clipFolder: EvidenceFolder?
+    private let recorders = Locked<[String: ClipRecorder]>([:])
+    private let out = Locked<OutputSink?>(nil)
+    private let warnings = OnceWarnings()
+    private let counts = Locked((clips: 0, clipBytes: UInt64(0), clipsDropped: 0))
+
+    /// - Parameter defaultEvents: the events kept when a setting names none (`on=`).
+    /// - Throws: `EvidenceError` when a folder cannot be used (another user's, or not a folder).
+    public init(snapshots: EvidenceSettings?, clips: EvidenceSettings?, defaultEvents: [String]) throws(EvidenceError) {
+        let warnings = self.warnings
+        let warn: @Sendable (String) -> Void = { warnings.say($0) }
+        if let s = snapshots {
+            let folder = try EvidenceFolder(s.folder, role: "the snapshots folder", setting: "--snapshots", budget: s.budget)
+            folder.sweep()
+            self.snapshots = SnapshotRecorder(settings: s, events: s.on ?? defaultEvents, folder: folder, said: warn)
+        } else {
+            self.snapshots = nil
+        }
+        if let c = clips {
+            let folder = try EvidenceFolder(c.folder, role: "the clips folder", setting: "--clips", budget: c.budget)
+            folder.sweep()
+            clipFolder = folder
+        } else {
+            clipFolder = nil
+        }
+        clipSettings = clips
+        clipEvents = Set(clips.map { $0.on ?? defaultEvents } ?? [])
+    }
+
+    /// Where `clip.saved` lines go (the run's outputs), once they are open.
+    public func connect(_ sink: OutputSink) {
+        out.withLock { $0 = sink }
+    }
+
+    /// What sees the encoded packets of the input `source`, when clips are kept.
+    public func observer(forInput source: String) -> EncodedPacketObserver? {
+        guard let settings = clipSettings, let folder = clipFolder else { return nil }
+        return recorders.withLock { r in
+            if let existing = r[source] { return existing }
+            let recorder = ClipRecorder(source: source, settings: settings, folder: folder) { [weak self] in self?.clip($0) }
+            r[source] = recorder
+            return recorder
+        }
+    }
+
+    /// A frame of `source` a plugin processed (its results and events are about to be written).
+    public func frameProcessed(source: String, sample: SampleBuffer) {
+        snapshots?.frameProcessed(source: source, sample: sample)
+    }
+
+    /// Sees a line before the outputs: returns it (with its snapshot's path, if one is taken).
+    public func annotate(_ line: OutputLine) -> OutputLine {
+        guard line.route.event != "clip.saved" else { return line }
+        if !clipEvents.isEmpty, clipEvents.contains(line.route.event), let source = line.route.source, let pts = line.ptsNs,
+           let recorder = recorders.withLock({ $0[source] }) {
+            recorder.event(id: line.eventID ?? "", ptsNs: pts)
+        }
+        return snapshots?.annotate(line) ?? line
+    }
+
+    /// The input `source` stopped: its open clip is finished with what it has (its clip.saved written).
+    public func finishInput(_ source: String) {
+        recorders.withLock { $0[source] }?.drain()
+        snapshots?.drain()
+    }
+
+    /// The inputs ended or the run stops: open clips are finished with what they have, every
+    /// snapshot queued is written. Call before the outputs close (the clip.saved lines go to them).
+    public func finish() {
+        for r in recorders.withLock({ Array($0.values) }) { r.drain() }
+        snapshots?.drain()
+    }
+
+    /// What was kept and dropped, for the final metrics and /metrics.
+    public var statistics: EvidenceStatistics {
+        let c = counts.withLock { $0 }
+        let s = snapshots?.counts
+        return EvidenceStatistics(clips: c.clips, clipBytes: c.clipBytes, clipsDropped: c.clipsDropped, snapshots: s?.saved ?? 0,
+                                  snapshotBytes: s?.bytes ?? 0, snapshotsDroppedDiskFull: s?.droppedFull ?? 0,
+                                  snapshotsDroppedBusy: s?.droppedBusy ?? 0)
+    }
+
+    private func clip(_ outcome: ClipOutcome) {
+        switch outcome {
+        case .saved(let c):
+            counts.withLock { n in
+                n.clips += 1
+                n.clipBytes += c.bytes
+            }
+            var o = JSONObject.envelope(event: "clip.saved", source: c.source, tsNs: HostClock.wallNs(), ptsNs: c.startNs)
+            var d = JSONObject()
+            d.set("path", c.path)
+            d.set("file", c.file)
+            d.setSeconds("start_pts", nanoseconds: c.startNs)
+            d.setSeconds("end_pts", nanoseconds: c.endNs)
+            d.set("seconds", Double(c.endNs - c.startNs) / 1e9)
+            d.set("bytes", c.bytes)
+            d.set("packets", c.packets)
+            d.set("events", strings: c.events)
+            o.set("data", object: d)
+            out.withLock { $0 }?.write(o.line())
+        case .dropped(let reason, _):
+            counts.withLock { $0.clipsDropped += 1 }
+            warnings.say(reason)
+        }
+    }
+}
+
+/// Each warning said once a run: a full disk is said when it first refuses, not for every event.
+final class OnceWarnings: Sendable {
+    private let said = Locked<Set<String>>([])
+
+    func say(_ message: String) {
+        guard said.withLock({ $0.insert(message).inserted }) else { return }
+        Log.warning(message + " (said once; the run goes on)")
+    }
+}
+
+/// What the evidence room kept and dropped.
+public struct EvidenceStatistics: Sendable, Equatable {
+    public var clips = 0
+    public var clipBytes: UInt64 = 0
+    public var clipsDropped = 0
+    public var snapshots = 0
+    public var snapshotBytes: UInt64 = 0
+    public var snapshotsDroppedDiskFull = 0
+    public var snapshotsDroppedBusy = 0
+}

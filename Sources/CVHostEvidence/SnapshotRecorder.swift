@@ -1,0 +1,112 @@
+import CVHostCore
+import CVHostLines
+import Foundation
+
+/// Snapshots: a JPEG of the frame an event came from (or of the event's box, with a margin), for
+/// the events named. The frames are those the plugins processed (the host's own copy, whether the
+/// plugin ran here, in a worker or in Python), the last few of each input; the event's line gets
+/// the snapshot's path (`snapshot`) before any output sees it, and the JPEG is encoded and written
+/// on a queue of its own.
+final class SnapshotRecorder: @unchecked Sendable {
+    // @unchecked Sendable: the state is behind a lock; the encoder is used on `queue` only.
+    private let settings: EvidenceSettings
+    private let on: Set<String>
+    let folder: EvidenceFolder
+    private let queue = DispatchQueue(label: "cvhost.snapshots")
+    private let encoder = JPEGEncoder()
+    private let said: (String) -> Void
+
+    private struct State {
+        /// The frames last processed, per input (newest last).
+        var frames: [String: [SampleBuffer]] = [:]
+        /// The boxes of the tracked results of the newest frame with results, per input: an event's box.
+        var boxes: [String: (sequence: UInt64, byTrack: [Int: ResultFields.Bounds])] = [:]
+        var queued = 0
+        var saved = 0
+        var bytes: UInt64 = 0
+        var droppedFull = 0
+        var droppedBusy = 0
+    }
+    private let state = Locked(State())
+
+    /// Frames kept per input: the results and events of a frame come right after it is processed.
+    static let framesKept = 4
+    /// Snapshots waiting to be encoded at most: past it, an event's snapshot is dropped (counted).
+    static let mostQueued = 32
+
+    init(settings: EvidenceSettings, events: [String], folder: EvidenceFolder, said: @escaping (String) -> Void) {
+        self.settings = settings
+        on = Set(events)
+        self.folder = folder
+        self.said = said
+    }
+
+    func frameProcessed(source: String, sample: SampleBuffer) {
+        state.withLock { s in
+            var kept = s.frames[source] ?? []
+            guard kept.last.map({ $0.sequence < sample.sequence }) ?? true else { return }
+            kept.append(sample)
+            if kept.count > Self.framesKept { kept.removeFirst(kept.count - Self.framesKept) }
+            s.frames[source] = kept
+        }
+    }
+
+    /// The line, with the path of its snapshot when it is an event snapshots are kept of.
+    func annotate(_ line: OutputLine) -> OutputLine {
+        guard let source = line.route.source, let sequence = line.sequence else { return line }
+        let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?)? in
+            if let bounds = line.result?.fields.bounds, let track = line.track {
+                if s.boxes[source]?.sequence != sequence { s.boxes[source] = (sequence, [:]) }
+                s.boxes[source]?.byTrack[track] = bounds
+            }
+            guard on.contains(line.route.event), let sample = s.frames[source]?.last(where: { $0.sequence == sequence }) else { return nil }
+            guard s.queued < Self.mostQueued else {
+                s.droppedBusy += 1
+                return nil
+            }
+            s.queued += 1
+            let box = line.result?.fields.bounds ?? line.track.flatMap { t in s.boxes[source].flatMap { $0.sequence == sequence ? $0.byTrack[t] : nil } }
+            return (sample, box)
+        }
+        guard let (sample, box) = picked else { return line }
+        let name = "\(EvidenceNames.safe(source))-\(sequence)-\(line.route.event.replacingOccurrences(of: ".", with: "_"))-"
+            + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
+        let region = settings.crop ? box.map { b -> JPEGEncoder.Region in
+            let mx = b.width * settings.margin, my = b.height * settings.margin
+            return JPEGEncoder.Region(x: Int((b.x - mx).rounded(.down)), y: Int((b.y - my).rounded(.down)),
+                                      width: Int((b.width + 2 * mx).rounded(.up)), height: Int((b.height + 2 * my).rounded(.up)))
+        } : nil
+        queue.async { [self] in
+            defer { state.withLock { $0.queued -= 1 } }
+            let jpeg: [UInt8]
+            do {
+                jpeg = try encoder.encode(sample.pixelBuffer, maxWidth: 1 << 16, region: region)
+            } catch {
+                said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
+                return
+            }
+            guard folder.makeRoom(for: UInt64(jpeg.count)) else {
+                state.withLock { $0.droppedFull += 1 }
+                said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
+                return
+            }
+            if let e = folder.write(name, bytes: jpeg) {
+                state.withLock { $0.droppedFull += 1 }
+                said("cannot write the snapshot \(name) in \(folder.path): \(e)")
+                return
+            }
+            state.withLock { s in
+                s.saved += 1
+                s.bytes += UInt64(jpeg.count)
+            }
+        }
+        return line.with(envelopeField: "snapshot", folder.path + "/" + name)
+    }
+
+    /// Waits until every snapshot queued is written.
+    func drain() { queue.sync {} }
+
+    var counts: (saved: Int, bytes: UInt64, droppedFull: Int, droppedBusy: Int) {
+        state.withLock { ($0.saved, $0.bytes, $0.droppedFull, $0.droppedBusy) }
+    }
+}

@@ -16,7 +16,7 @@ scripts/install-deps.sh
 swift build
 if $quick; then
   # Swift Testing only: XCTest would print a second, empty summary.
-  swift test --disable-xctest --filter 'CVHost(Core|Lines|Output|Analytics|Plugins|Run|HTTP|Sources|V4L2)Tests|FuzzRegressionTests'
+  swift test --disable-xctest --filter 'CVHost(Core|Lines|Output|Analytics|Evidence|Plugins|Run|HTTP|Sources|V4L2)Tests|FuzzRegressionTests'
   exit 0
 fi
 # The Debian package, which a test installs into a fresh Debian 12 root (DebianPackageTests).

@@ -171,7 +171,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
                 let bytes = fstat(clip.descriptor, &st) == 0 ? UInt64(st.st_size) : 0
                 Glibc.close(clip.descriptor)
                 if let e = folder.finish(clip.name, bytes: bytes) {
-                    said(.dropped(reason: "cannot keep the clip \(clip.name): \(e)", diskFull: e.rawValue == ENOSPC))
+                    said(.dropped(reason: "clips of \(source) are dropped: naming one in \(folder.path) failed: \(e)", diskFull: e.rawValue == ENOSPC))
                     return
                 }
                 said(.saved(ClipOutcome.Saved(file: clip.name, path: folder.path + "/" + clip.name, source: source,
@@ -180,7 +180,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             } catch {
                 Glibc.close(clip.descriptor)
                 folder.discard(clip.name)
-                said(.dropped(reason: "the clip \(clip.name) was not kept: \(error)", diskFull: error.cause?.rawValue == ENOSPC))
+                said(.dropped(reason: "clips of \(source) are dropped: \(error) (in \(folder.path))", diskFull: error.cause?.rawValue == ENOSPC))
             }
         }
     }
@@ -205,7 +205,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             Glibc.close(fd)
             folder.discard(name)
         }
-        said(.dropped(reason: "the clip \(name) was not kept: \(error)", diskFull: error.cause?.rawValue == ENOSPC))
+        said(.dropped(reason: "clips of \(source) are dropped: \(error) (in \(folder.path))", diskFull: error.cause?.rawValue == ENOSPC))
     }
 
     /// `SOURCE-SECONDS-N.mp4`: the input's id made safe for a file name, the clip's start (media

@@ -41,6 +41,9 @@ public final class Evidence: @unchecked Sendable {
         clipEvents = Set(clips.map { $0.on ?? defaultEvents } ?? [])
     }
 
+    /// Clips are kept (`--clips`).
+    public var keepsClips: Bool { clipSettings != nil }
+
     /// Where `clip.saved` lines go (the run's outputs), once they are open.
     public func connect(_ sink: OutputSink) {
         out.withLock { $0 = sink }

@@ -24,7 +24,12 @@ final class SourceRun: Sendable {
         report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,
                               evidence: evidence)
         if let evidence {
-            if let encoded = device as? EncodedStreamSource { encoded.packetObserver = evidence.observer(forInput: id) }
+            if let encoded = device as? EncodedStreamSource {
+                encoded.packetObserver = evidence.observer(forInput: id)
+            } else if evidence.keepsClips {
+                Log.warning("--clips: \(id) gives no encoded video to copy (a test pattern, a raw camera, images): no clips of it; "
+                            + "its snapshots are kept (--snapshots)", source: tagLogs ? id : nil)
+            }
             for r in runners { r.watchProcessedFrames { evidence.frameProcessed(source: id, sample: $0) } }
         }
         session.frameLimit = frameLimit

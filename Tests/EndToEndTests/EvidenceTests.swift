@@ -1,0 +1,123 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// Snapshots and clips of what cvhost saw (--snapshots, --clips), through the binary: a file of
+/// 10 s (H.264, a keyframe a second) and a plugin that reports a box at frames 150, 170 and 270.
+@Suite("Evidence: snapshots and clips")
+struct EvidenceTests {
+    static let folder = TestFolders.make("evidence-e2e")
+    static let python = ["CVHOST_PYTHON": "/usr/bin/python3"]
+
+    static func clip() throws -> String {
+        try MediaFixtures.make("evidence.mp4", ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "10", "-c:v", "libx264",
+                                                "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p"])
+    }
+
+    /// A plugin that reports a box at each of `frames`.
+    static func plugin(frames: [Int] = [150, 170, 270]) throws -> String {
+        let path = folder + "/marks\(frames.map(String.init).joined(separator: "_")).py"
+        try """
+            import cvhost
+
+            class Marks(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "marks"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    if frame.sequence in (\(frames.map(String.init).joined(separator: ", ")),):
+                        self.emit("object", {"label": "thing", "confidence": 0.9, "bounds": {"x": 100, "y": 100, "width": 80, "height": 60}})
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The MD5 of each video packet of `file` with its pts (ffprobe), in order.
+    static func packets(_ file: String) throws -> [(pts: Double, hash: String)] {
+        let out = try Tool.run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_packets", "-show_data_hash", "MD5",
+                                            "-show_entries", "packet=pts_time,data_hash", "-of", "csv=p=0", file]).output
+        return out.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: ",")
+            guard f.count == 2, let pts = Double(f[0]) else { return nil }
+            return (pts, String(f[1]))
+        }
+    }
+
+    @Test("a clip around events from a file: from the keyframe at or before event - pre to last event + post, its packets the file's own (MD5 each); overlapping events share one clip; the event's snapshot is its box with a margin; valid by the schema")
+    func clipsAndSnapshots() throws {
+        let source = try Self.clip()
+        let clips = Self.folder + "/clips", snaps = Self.folder + "/snaps"
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(), "--input", source, "--metrics-interval", "0",
+                                      "--clips", clips + ":on=result,pre=1,post=1", "--snapshots", snaps + ":on=result,crop=true"],
+                                     timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        let results = r.events("result")
+        #expect(results.count == 3)
+        let saved = r.events("clip.saved").compactMap { $0["data"] as? [String: Any] }
+        #expect(saved.count == 2, "\(saved)")
+        // The first covers frames 150 (5.0 s) and 170 (5.667 s): one clip from the keyframe at 4 s to 6.667 s or after.
+        let ids = results.compactMap { $0["event_id"] as? String }
+        #expect(saved.first?["events"] as? [String] == Array(ids.prefix(2)), "\(saved)")
+        #expect(saved.last?["events"] as? [String] == [ids[2]])
+        let first = try #require(saved.first)
+        let start = try #require(first["start_pts"] as? Double), end = try #require(first["end_pts"] as? Double)
+        #expect(start <= 4.0 + 1e-6 && start > 2.9 && end + 1.0 / 30 >= 6.667 - 1e-3 && end < 7.5, "\(first)")
+        // Its packets are the file's own from start to end, byte for byte; the first a keyframe; the index first.
+        let path = try #require(first["path"] as? String)
+        let clipPackets = try Self.packets(path), sourcePackets = try Self.packets(source)
+        let expected = sourcePackets.filter { $0.pts >= start - 1e-6 && $0.pts <= end + 1e-6 }.map(\.hash)
+        #expect(clipPackets.map(\.hash) == expected && !expected.isEmpty, "\(clipPackets.count) packets, \(expected.count) expected")
+        let flags = try Tool.run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_packets", "-show_entries", "packet=flags",
+                                             "-of", "csv=p=0", path]).output
+        #expect(flags.hasPrefix("K"))
+        let head = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readData(ofLength: 4096)
+        #expect(head.range(of: Data("moov".utf8)) != nil, "the index is not at the front")
+        #expect(first["bytes"] as? Int == (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int))
+        // The second ends with the file (its post cut short by the end).
+        #expect((saved.last?["end_pts"] as? Double ?? 0) > 9.9)
+        // Each result's snapshot: its box (80x60) with a quarter of it around: 120x90.
+        for line in results {
+            let snapshot = try #require(line["snapshot"] as? String)
+            let size = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", snapshot]).output
+            #expect(size.trimmingCharacters(in: .whitespacesAndNewlines) == "120,90", "\(snapshot): \(size)")
+        }
+    }
+
+    @Test("refusals: an unknown event (exit 64, with a guess), another user's folder (exit 5); --clips on an input with no encoded packets keeps none, said")
+    func refusals() throws {
+        let unknown = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--clips", Self.folder + "/c:on=line.crosed"])
+        #expect(unknown.exitCode == 64 && unknown.stderr.contains("did you mean line.crossed?"), "\(unknown.stderr)")
+        let open = Self.folder + "/open"
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        let shared = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--max-frames", "1", "--snapshots", open])
+        #expect(shared.exitCode == 5 && shared.stderr.contains("can be written by every user"), "\(shared.stderr)")
+        let raw = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc", "--max-frames", "2", "--clips", Self.folder + "/raw"])
+        #expect(raw.exitCode == 0 && raw.stderr.contains("--clips: testsrc gives no encoded video to copy"), "\(raw.stderr)")
+    }
+
+    @Test("a full disk under the clips (a 2 MB tmpfs): a clip too large for it is not begun, one that fills it is deleted; each said once, no partial file left; the run goes on, exit 0",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func diskFull() throws {
+        // Five quiet seconds (a grey picture: a few KB a second), then five of noise (megabytes a second).
+        let spike = try MediaFixtures.make("evidence-spike.mp4", ["-f", "lavfi", "-i", "color=c=gray:s=640x360:r=30:d=5", "-f", "lavfi", "-i",
+                                                                  "nullsrc=s=640x360:r=30:d=5,geq=lum='random(1)*255':cb=128:cr=128",
+                                                                  "-filter_complex", "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];[a][b]concat=n=2:v=1",
+                                                                  "-c:v", "libx264", "-preset", "ultrafast", "-qp", "10", "-g", "30"])
+        for (frames, said) in [([270], "is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete"), ([120], "No space left on device")] {
+            let disk = TestFolders.make("clips-disk")
+            try Tool.check("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", disk])
+            defer { _ = try? Tool.run("umount", ["-l", disk]) }
+            // At 270 (9 s) the noise is in the pre-roll: the clip is known too large before it begins. At 120 (4 s) the
+            // pre-roll is quiet and the noise comes after: the disk fills while it is written.
+            let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: frames), "--input", spike, "--metrics-interval", "0",
+                                          "--clips", disk + "/clips:on=result,pre=3,post=3,min_free_gb=0"], timeout: 120, environment: Self.python)
+            #expect(r.exitCode == 0 && r.events("result").count == 1, "\(r.stderr)")
+            #expect(r.stderr.components(separatedBy: said).count - 1 == 1, "\(frames): \(r.stderr)")
+            #expect(r.events("clip.saved").isEmpty)
+            let left = try FileManager.default.contentsOfDirectory(atPath: disk + "/clips")
+            #expect(left == [".cvhost-evidence"], "\(left)")
+        }
+    }
+}

@@ -90,8 +90,8 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
 
     // MARK: - Events
 
-    /// An event of this input at media time `ptsNs` (its frame's): starts a clip or extends the open one.
-    func event(id: String, ptsNs: Int64) {
+    /// An event (of kind `kind`) of this input at media time `ptsNs` (its frame's): starts a clip or extends the open one.
+    func event(id: String, kind: String, ptsNs: Int64) {
         let post = Int64(settings.post * 1e9)
         var dropped: String?
         state.withLock { s in
@@ -116,7 +116,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             }
             s.clips += 1
             let name = ClipRecorder.fileName(source: source, ptsNs: first.ptsNs, number: s.clips)
-            switch folder.start(name) {
+            switch folder.start(name, source: source, event: kind) {
             case .success(let fd):
                 s.clip = OpenClip(name: name, descriptor: fd, until: ptsNs + post, hardEnd: first.ptsNs + Int64(settings.maxSeconds * 1e9),
                                   events: [id])

@@ -14,8 +14,11 @@ public final class Evidence: @unchecked Sendable {
     private let clipEvents: Set<String>
     private let clipFolder: EvidenceFolder?
     private let recorders = Locked<[String: ClipRecorder]>([:])
+    private let encoders = Locked<[FrameEncoder]>([])
     private let out = Locked<OutputSink?>(nil)
     private let warnings = OnceWarnings()
+    /// The live view's address, when it runs: lines then carry the files' URLs too.
+    private let urlBase = Locked<String?>(nil)
     private let counts = Locked((clips: 0, clipBytes: UInt64(0), clipsDropped: 0))
 
     /// - Parameter defaultEvents: the events kept when a setting names none (`on=`).
@@ -41,6 +44,11 @@ public final class Evidence: @unchecked Sendable {
         clipEvents = Set(clips.map { $0.on ?? defaultEvents } ?? [])
     }
 
+    /// The live view serves the files at `url` (its address): `snapshot_url` and a clip's `url` go into the lines.
+    public func serve(at url: String?) {
+        urlBase.withLock { $0 = url.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } }
+    }
+
     /// Clips are kept (`--clips`).
     public var keepsClips: Bool { clipSettings != nil }
 
@@ -60,6 +68,16 @@ public final class Evidence: @unchecked Sendable {
         }
     }
 
+    /// For an input with no encoded stream (the test pattern, a raw camera): an output of its
+    /// session that encodes its frames to H.264 for its clips (libx264), when clips are kept.
+    public func encoderOutput(forInput source: String) -> VideoDataOutput? {
+        guard let recorder = observer(forInput: source) else { return nil }
+        let warnings = self.warnings
+        let encoder = FrameEncoder(source: source, observer: recorder, said: { warnings.say($0) })
+        encoders.withLock { $0.append(encoder) }
+        return encoder.output
+    }
+
     /// A frame of `source` a plugin processed (its results and events are about to be written).
     public func frameProcessed(source: String, sample: SampleBuffer) {
         snapshots?.frameProcessed(source: source, sample: sample)
@@ -70,9 +88,9 @@ public final class Evidence: @unchecked Sendable {
         guard line.route.event != "clip.saved" else { return line }
         if !clipEvents.isEmpty, clipEvents.contains(line.route.event), let source = line.route.source, let pts = line.ptsNs,
            let recorder = recorders.withLock({ $0[source] }) {
-            recorder.event(id: line.eventID ?? "", ptsNs: pts)
+            recorder.event(id: line.eventID ?? "", kind: line.route.event, ptsNs: pts)
         }
-        return snapshots?.annotate(line) ?? line
+        return snapshots?.annotate(line, urlBase: urlBase.withLock { $0 }) ?? line
     }
 
     /// The input `source` stopped: its open clip is finished with what it has (its clip.saved written).
@@ -86,6 +104,53 @@ public final class Evidence: @unchecked Sendable {
     public func finish() {
         for r in recorders.withLock({ Array($0.values) }) { r.drain() }
         snapshots?.drain()
+    }
+
+    /// `GET /clips`, `GET /snapshots` (`kind`): the files kept, newest first, as a JSON object
+    /// `{"clips": [{file, source, event, bytes, made}...]}`; filtered by `source`, `event` (its
+    /// kind), `since` (seconds since the epoch) and `limit` (100 by default, at most 1000). nil
+    /// when this run keeps none of that kind.
+    public func list(_ kind: String, query: [String: String]) -> (status: Int, json: String)? {
+        guard let folder = kind == "clips" ? clipFolder : kind == "snapshots" ? snapshots?.folder : nil else { return nil }
+        var limit = 100
+        if let l = query["limit"] {
+            guard let n = Int(l), (1...1000).contains(n) else { return (400, Self.error("limit is a number from 1 to 1000, not '\(l.prefix(40))'")) }
+            limit = n
+        }
+        var since: Int64 = .min
+        if let s = query["since"] {
+            guard let t = Double(s), t.isFinite, abs(t) < 1e11 else { return (400, Self.error("since is seconds since the epoch, not '\(s.prefix(40))'")) }
+            since = Int64(t * 1e9)
+        }
+        let picked = folder.entries.filter { e in
+            e.madeNs >= since && query["source"].map { $0 == e.source } ?? true && query["event"].map { $0 == e.event } ?? true
+        }.prefix(limit)
+        var o = JSONObject()
+        o.set(kind, array: picked.map { e in
+            var j = JSONObject()
+            j.set("file", e.name)
+            j.set("url", "/\(kind)/\(e.name)")
+            j.set("source", e.source)
+            j.set("event", e.event)
+            j.set("bytes", e.bytes)
+            j.setSeconds("made", nanoseconds: e.madeNs)
+            return j
+        })
+        return (200, o.text)
+    }
+
+    /// `GET /clips/NAME`, `GET /snapshots/NAME`: one of the files this run's folder holds, opened
+    /// to be read (the caller closes it), with its size and type.
+    public func open(_ kind: String, name: String) -> (descriptor: Int32, size: UInt64, contentType: String)? {
+        guard let folder = kind == "clips" ? clipFolder : kind == "snapshots" ? snapshots?.folder : nil,
+              let (fd, size) = folder.open(name) else { return nil }
+        return (fd, size, kind == "clips" ? "video/mp4" : "image/jpeg")
+    }
+
+    private static func error(_ message: String) -> String {
+        var o = JSONObject()
+        o.set("error", message)
+        return o.text
     }
 
     /// What was kept and dropped, for the final metrics and /metrics.
@@ -114,6 +179,7 @@ public final class Evidence: @unchecked Sendable {
             d.set("bytes", c.bytes)
             d.set("packets", c.packets)
             d.set("events", strings: c.events)
+            if let base = urlBase.withLock({ $0 }) { d.set("url", "\(base)/clips/\(c.file)") }
             o.set("data", object: d)
             out.withLock { $0 }?.write(o.line())
         case .dropped(let reason, _):

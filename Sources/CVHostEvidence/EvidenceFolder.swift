@@ -17,6 +17,9 @@ final class EvidenceFolder: @unchecked Sendable {
         let madeNs: Int64
         /// Being written: named `.partial-NAME` until whole.
         var partial: Bool
+        /// The input it is of, and the kind of event that made it (the first, for a clip).
+        var source = ""
+        var event = ""
     }
 
     let path: String
@@ -50,11 +53,13 @@ final class EvidenceFolder: @unchecked Sendable {
 
     static func partialName(_ name: String) -> String { ".partial-" + name }
 
-    /// Makes room for a file of about `bytes`: deletes the oldest of cvhost's files until the folder
-    /// holds at most `maxBytes` with it and its disk keeps `minFreeBytes` free. - Returns: false when
-    /// that cannot be (nothing of cvhost's left to delete): the caller drops what it would write.
+    /// Makes room for a file of about `bytes`: deletes what is older than `maxAge`, then the oldest
+    /// of cvhost's files until the folder holds at most `maxBytes` with it and its disk keeps
+    /// `minFreeBytes` free. - Returns: false when that cannot be (nothing of cvhost's left to
+    /// delete): the caller drops what it would write.
     func makeRoom(for bytes: UInt64) -> Bool {
-        index.withLock { entries in
+        sweep()
+        return index.withLock { entries in
             var deleted = false
             defer { if deleted { write(entries) } }
             while true {
@@ -84,10 +89,11 @@ final class EvidenceFolder: @unchecked Sendable {
         }
     }
 
-    /// Starts the file `name` (written as `.partial-NAME`). - Returns: its descriptor, or the error.
-    func start(_ name: String) -> Result<Int32, Errno> {
+    /// Starts the file `name` (written as `.partial-NAME`), of the input `source`, made by an
+    /// event of kind `event`. - Returns: its descriptor, or the error.
+    func start(_ name: String, source: String = "", event: String = "") -> Result<Int32, Errno> {
         index.withLock { entries in
-            entries.append(Entry(name: name, bytes: 0, madeNs: HostClock.wallNs(), partial: true))
+            entries.append(Entry(name: name, bytes: 0, madeNs: HostClock.wallNs(), partial: true, source: source, event: event))
             write(entries)
         }
         let opened = files.open(Self.partialName(name), O_WRONLY | O_CREAT | O_EXCL)
@@ -118,9 +124,9 @@ final class EvidenceFolder: @unchecked Sendable {
     }
 
     /// Writes `bytes` as the file `name`, whole or not at all. - Returns: nil, or the error.
-    func write(_ name: String, bytes: [UInt8]) -> Errno? {
+    func write(_ name: String, bytes: [UInt8], source: String = "", event: String = "") -> Errno? {
         let fd: Int32
-        switch start(name) {
+        switch start(name, source: source, event: event) {
         case .success(let d): fd = d
         case .failure(let e): return e
         }
@@ -142,6 +148,18 @@ final class EvidenceFolder: @unchecked Sendable {
     /// cvhost's whole files here, newest first.
     var entries: [Entry] { index.withLock { $0.filter { !$0.partial }.reversed() } }
 
+    /// One of cvhost's whole files here, opened to be read (never through a link). - Returns: its descriptor and size.
+    func open(_ name: String) -> (descriptor: Int32, size: UInt64)? {
+        guard Self.isOwnName(name), index.withLock({ $0.contains { $0.name == name && !$0.partial } }),
+              case .success(let fd) = files.open(name, O_RDONLY) else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            close(fd)
+            return nil
+        }
+        return (fd, UInt64(st.st_size))
+    }
+
     /// The bytes of cvhost's files here.
     var bytesHeld: UInt64 { index.withLock { $0.reduce(0) { $0 + $1.bytes } } }
 
@@ -156,7 +174,11 @@ final class EvidenceFolder: @unchecked Sendable {
 
     /// The index, written whole to a new file and renamed over the old one (a kill leaves one or the other).
     private func write(_ entries: [Entry]) {
-        let text = entries.map { "\($0.name)\t\($0.bytes)\t\($0.madeNs)\t\($0.partial ? 1 : 0)\n" }.joined()
+        // Tabs and newlines cannot be in a name (isOwnName) or an event's kind; a source's are made spaces.
+        let text = entries.map { e in
+            let source = e.source.map { $0 == "\t" || $0 == "\n" ? " " : $0 }
+            return "\(e.name)\t\(e.bytes)\t\(e.madeNs)\t\(e.partial ? 1 : 0)\t\(String(source))\t\(e.event)\n"
+        }.joined()
         let temp = Self.indexName + ".new"
         files.remove(temp)
         guard case .success(let fd) = files.open(temp, O_WRONLY | O_CREAT | O_EXCL) else { return }
@@ -180,8 +202,8 @@ final class EvidenceFolder: @unchecked Sendable {
         let n = bytes.withUnsafeMutableBytes { SystemCall.readFully(fd, into: $0) }
         return String(decoding: bytes[..<n], as: UTF8.self).split(separator: "\n").compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 4, let bytes = UInt64(f[1]), let made = Int64(f[2]), isOwnName(String(f[0])) else { return nil }
-            return Entry(name: String(f[0]), bytes: bytes, madeNs: made, partial: f[3] == "1")
+            guard f.count == 6, let bytes = UInt64(f[1]), let made = Int64(f[2]), isOwnName(String(f[0])) else { return nil }
+            return Entry(name: String(f[0]), bytes: bytes, madeNs: made, partial: f[3] == "1", source: String(f[4]), event: String(f[5]))
         }
     }
 

@@ -51,8 +51,9 @@ final class SnapshotRecorder: @unchecked Sendable {
         }
     }
 
-    /// The line, with the path of its snapshot when it is an event snapshots are kept of.
-    func annotate(_ line: OutputLine) -> OutputLine {
+    /// The line, with the path of its snapshot when it is an event snapshots are kept of (and
+    /// its URL under `urlBase`, the live view's address, when it runs).
+    func annotate(_ line: OutputLine, urlBase: String? = nil) -> OutputLine {
         guard let source = line.route.source, let sequence = line.sequence else { return line }
         let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?)? in
             if let bounds = line.result?.fields.bounds, let track = line.track {
@@ -90,7 +91,7 @@ final class SnapshotRecorder: @unchecked Sendable {
                 said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
                 return
             }
-            if let e = folder.write(name, bytes: jpeg) {
+            if let e = folder.write(name, bytes: jpeg, source: source, event: line.route.event) {
                 state.withLock { $0.droppedFull += 1 }
                 said("cannot write the snapshot \(name) in \(folder.path): \(e)")
                 return
@@ -100,7 +101,8 @@ final class SnapshotRecorder: @unchecked Sendable {
                 s.bytes += UInt64(jpeg.count)
             }
         }
-        return line.with(envelopeField: "snapshot", folder.path + "/" + name)
+        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
+        return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
     }
 
     /// Waits until every snapshot queued is written.

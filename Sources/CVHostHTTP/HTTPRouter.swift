@@ -15,6 +15,10 @@ import NIOHTTP1
 ///     GET  /controls      what can be changed while running
 ///     POST /controls      change it (a JSON command)
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
+///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&since=UNIX&limit=N)
+///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B)
+///     GET  /snapshots     the snapshots kept (--snapshots), as /clips
+///     GET  /snapshots/NAME one snapshot (image/jpeg)
 ///
 /// Before a route: `CrossSiteCheck` (the web pages a browser shows), then `HTTPAccess` (the
 /// token); each refusal is counted in `statistics`.
@@ -109,6 +113,24 @@ final class HTTPRouter: Sendable {
                 Self.startStream(head, on: channel, contentType: "multipart/x-mixed-replace; boundary=\(LivePreview.boundary)")
                 preview.addViewer(channel)
                 return .stream
+            }
+        case (.GET, "/clips"), (.GET, "/snapshots"):
+            let kind = String(path.dropFirst())
+            answer(on: work) { [service, query] in
+                guard let list = service.evidenceList(kind, query: query) else {
+                    return respond(.error(404, "this run keeps no \(kind) (--\(kind) DIR keeps them)"))
+                }
+                respond(.json(list.status, list.json))
+            }
+        case (.GET, _) where path.hasPrefix("/clips/") || path.hasPrefix("/snapshots/"):
+            let kind = path.hasPrefix("/clips/") ? "clips" : "snapshots"
+            let name = String(path.dropFirst(kind.count + 2))
+            let range = head.headers.first(name: "Range")
+            answer(on: work) { [service] in
+                guard let file = service.evidenceFile(kind, name: name) else {
+                    return respond(.error(404, "no \(kind.dropLast()) named \(name.prefix(200)) (GET /\(kind) lists them)"))
+                }
+                respond(FileRanges.reply(file, range: range))
             }
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))

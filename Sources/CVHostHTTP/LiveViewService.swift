@@ -14,6 +14,16 @@ public protocol LiveViewService: Sendable {
     /// - Returns: the HTTP status (200 applied, 400 a bad request, 404 no such target, 409 not
     ///   possible now) and the JSON answer.
     func control(_ body: [UInt8]) -> (status: Int, json: String)
+    /// `GET /clips`, `GET /snapshots` (`kind`): what the run keeps, newest first, filtered by the
+    /// query (source, event, since, limit); nil when it keeps none of that kind (404).
+    func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)?
+    /// `GET /clips/NAME`, `GET /snapshots/NAME`: one of the files the run made, opened; nil when there is none of that name.
+    func evidenceFile(_ kind: String, name: String) -> ServedFile?
+}
+
+extension LiveViewService {
+    public func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? { nil }
+    public func evidenceFile(_ kind: String, name: String) -> ServedFile? { nil }
 }
 
 /// An HTTP response with a whole body.

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostHTTP
 import CVHostLines
 import CVHostOutput
@@ -10,6 +11,8 @@ import Foundation
 final class RunLiveView: LiveViewService {
     let events = EventStream()
     private let options: LiveViewSettings
+    /// The evidence room, when the run keeps snapshots or clips: /clips and /snapshots.
+    private let evidence = Locked<Evidence?>(nil)
     private let state = Locked<(server: HTTPServer?, sources: [SourceRun], previews: [LivePreview], output: OutputRouter?, commands: LiveCommands?)>(
         (nil, [], [], nil, nil))
 
@@ -19,7 +22,8 @@ final class RunLiveView: LiveViewService {
 
     /// Adds a preview output to every input's session (before they start) and starts listening.
     /// - Throws: exit 6 when the address cannot be listened on.
-    func start(sources: [SourceRun], output: OutputRouter, commands: LiveCommands) throws {
+    func start(sources: [SourceRun], output: OutputRouter, commands: LiveCommands, evidence: Evidence? = nil) throws {
+        self.evidence.withLock { $0 = evidence }
         let settings = HTTPServer.Settings(host: options.host, port: options.port, token: options.token, allowedHosts: options.allowHosts)
         let previews = sources.map { s in
             let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
@@ -65,6 +69,7 @@ final class RunLiveView: LiveViewService {
             defer { s = (nil, [], [], nil, nil) }
             return s.server
         }
+        evidence.withLock { $0 = nil }
         server?.stop()
     }
 
@@ -79,7 +84,7 @@ final class RunLiveView: LiveViewService {
         var views: [String: (viewers: Int, encoded: UInt64)] = [:]
         for p in previews { views[p.source] = (p.viewerCount, p.encodedCount) }
         return RunMetrics.exposition(sources: sources, output: output, previews: views, eventClients: events.clientCount,
-                                     server: server?.statistics)
+                                     server: server?.statistics, evidence: evidence.withLock { $0 }?.statistics)
     }
 
     func health() -> (healthy: Bool, json: String) {
@@ -95,6 +100,14 @@ final class RunLiveView: LiveViewService {
         o.set("status", healthy ? "ok" : "unavailable")
         o.set("sources", object: states)
         return (healthy, String(decoding: o.finished(), as: UTF8.self))
+    }
+
+    func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? {
+        evidence.withLock { $0 }?.list(kind, query: query)
+    }
+
+    func evidenceFile(_ kind: String, name: String) -> ServedFile? {
+        evidence.withLock { $0 }?.open(kind, name: name).map { ServedFile(descriptor: $0.descriptor, size: $0.size, contentType: $0.contentType) }
     }
 
     func controls() -> String {

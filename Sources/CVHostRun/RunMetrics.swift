@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvidence
 import CVHostHTTP
 import CVHostLines
 import CVHostOutput
@@ -16,7 +17,7 @@ enum RunMetrics {
     static let states = ["starting", "running", "interrupted", "stopped"]
 
     static func exposition(sources: [SourceRun], output: OutputRouter, previews: [String: (viewers: Int, encoded: UInt64)],
-                           eventClients: Int, server: HTTPServerStatistics?) -> String {
+                           eventClients: Int, server: HTTPServerStatistics?, evidence: EvidenceStatistics? = nil) -> String {
         var p = PrometheusExposition()
         p.gauge("cvhost_build_info", "cvhost's version, as a label; always 1.", [("version", Producer.version)], 1)
         for s in sources {
@@ -36,6 +37,17 @@ enum RunMetrics {
         for r in sources.flatMap(\.runners) {
             r.expose(into: &p)
             (r.resultStage as? TrackedResults)?.expose(into: &p)
+        }
+        if let e = evidence {
+            p.counter("cvhost_clips_saved_total", "Clips written (--clips).", [], UInt64(e.clips))
+            p.counter("cvhost_clip_bytes_total", "Bytes of the clips written.", [], e.clipBytes)
+            p.counter("cvhost_clips_dropped_total", "Clips not kept: the folder's budget or its disk had no room.", [], UInt64(e.clipsDropped))
+            p.counter("cvhost_snapshots_saved_total", "Snapshots written (--snapshots).", [], UInt64(e.snapshots))
+            p.counter("cvhost_snapshot_bytes_total", "Bytes of the snapshots written.", [], e.snapshotBytes)
+            for (reason, n) in [("disk_full", e.snapshotsDroppedDiskFull), ("busy", e.snapshotsDroppedBusy)] {
+                p.counter("cvhost_snapshots_dropped_total", "Snapshots not kept, by reason (disk_full: no room; busy: too many waiting).",
+                          [("reason", reason)], UInt64(n))
+            }
         }
         for o in output.statistics {
             let l = [("output", o.output)]

@@ -37,8 +37,9 @@ final class RunningSession: Sendable {
         self.stop = stop
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
         let commands = LiveCommands(sources: sources, lines: outputs.lines, stop: stop)
-        try outputs.liveView?.start(sources: sources, output: outputs.output, commands: commands)
+        try outputs.liveView?.start(sources: sources, output: outputs.output, commands: commands, evidence: outputs.evidence)
         outputs.lines.liveViewURL.withLock { $0 = outputs.liveView?.url }
+        outputs.evidence?.serve(at: outputs.liveView?.url)
         if s.stdinCommands && !s.inputs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: outputs.lines) }
         // With a camera, cameras plugged in or out while running are reported (not for files).
         monitor = sources.contains { $0.device is V4L2CaptureDevice } ? Self.startDeviceMonitor(outputs.lines) : nil

@@ -23,21 +23,28 @@ final class SourceRun: Sendable {
         self.session = session
         report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,
                               evidence: evidence)
-        if let evidence {
-            if let encoded = device as? EncodedStreamSource {
-                encoded.packetObserver = evidence.observer(forInput: id)
-            } else if evidence.keepsClips {
-                Log.warning("--clips: \(id) gives no encoded video to copy (a test pattern, a raw camera, images): no clips of it; "
-                            + "its snapshots are kept (--snapshots)", source: tagLogs ? id : nil)
-            }
-            for r in runners { r.watchProcessedFrames { evidence.frameProcessed(source: id, sample: $0) } }
-        }
         session.frameLimit = frameLimit
         session.eventHandler = { [report] event in report.handle(event) }
         try session.addInput(CaptureDeviceInput(device: device))
         session.beginConfiguration()
         for r in runners { try session.addOutput(r.output) }
         session.commitConfiguration()
+        if let evidence { try keepEvidence(evidence, tagLogs: tagLogs) }
+    }
+
+    /// The evidence room sees the input's encoded packets (clips; a raw input's frames encoded for
+    /// them) and the frames its plugins processed (snapshots).
+    private func keepEvidence(_ evidence: Evidence, tagLogs: Bool) throws {
+        if let encoded = device as? EncodedStreamSource {
+            encoded.packetObserver = evidence.observer(forInput: id)
+        } else if !(device is StillImageDevice), let encoder = evidence.encoderOutput(forInput: id) {
+            session.beginConfiguration()
+            try session.addOutput(encoder)
+            session.commitConfiguration()
+        } else if evidence.keepsClips {
+            Log.warning("--clips: \(id) is still images: no clips of it; its snapshots are kept (--snapshots)", source: tagLogs ? id : nil)
+        }
+        for r in runners { r.watchProcessedFrames { [id] in evidence.frameProcessed(source: id, sample: $0) } }
     }
 
     var isStopped: Bool { session.waitUntilStopped(timeout: 0) }

@@ -84,7 +84,65 @@ struct EvidenceTests {
         }
     }
 
-    @Test("refusals: an unknown event (exit 64, with a guess), another user's folder (exit 5); --clips on an input with no encoded packets keeps none, said")
+    @Test("the live view serves them: GET /clips and /snapshots list them (newest first; ?source=, ?event=), a clip in ranges (206, Content-Range; 416 past its end), a name not kept is 404; the page lists them (thumbnails, links); headless Chromium plays a clip (readyState 4, its duration) and seeks in it")
+    func served() throws {
+        let source = try Self.clip()
+        let clips = Self.folder + "/served-clips", snaps = Self.folder + "/served-snaps"
+        let port = freeLoopbackPort()
+        var list = "", snapList = "", range = (status: 0, body: ""), past = 0, missing = 0, other = "", played: [Double] = [], page: [Int] = [], metrics = ""
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(), "--input", "cam=" + source, "--metrics-interval", "0",
+                                      "--clips", clips + ":on=result,pre=1,post=1", "--snapshots", snaps + ":on=result",
+                                      "--http", "127.0.0.1:\(port)", "--http-linger", "120"],
+                                     timeout: 180, environment: Self.python, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
+            list = (try? LiveViewTests.http(port, "/clips"))?.body ?? ""
+            snapList = (try? LiveViewTests.http(port, "/snapshots?source=cam&event=result&limit=2"))?.body ?? ""
+            other = (try? LiveViewTests.http(port, "/clips?source=elsewhere"))?.body ?? ""
+            let clipsListed = (try? JSONSerialization.jsonObject(with: Data(list.utf8)) as? [String: Any])?["clips"] as? [[String: Any]] ?? []
+            if let url = clipsListed.last?["url"] as? String {
+                range = (try? LiveViewTests.http(port, url, headers: ["Range: bytes=0-99"])) ?? (0, "")
+                past = (try? LiveViewTests.http(port, url, headers: ["Range: bytes=999999999-"]))?.status ?? 0
+                // In the browser: the clip loaded, then a seek to 1.5 s, answered from a range.
+                let probe = "(() => { const v = document.querySelector('video'); if (!v || v.readyState < 4) return null; "
+                    + "if (!window.seekAsked) { window.seekAsked = true; v.pause(); v.currentTime = 1.5; return null } "
+                    + "return v.seeking || v.readyState < 2 ? null : [v.duration, v.currentTime] })()"
+                let out = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py",
+                                                             "http://127.0.0.1:\(port)\(url)", probe, "40"])
+                played = (out.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [Double] }) ?? []
+            }
+            missing = (try? LiveViewTests.http(port, "/clips/nothing.mp4"))?.status ?? 0
+            metrics = (try? LiveViewTests.http(port, "/metrics"))?.body ?? ""
+            // The page lists the events' snapshots (thumbnails, loaded) and the clips (links).
+            let listedOnPage = "(() => { const t = [...document.querySelectorAll('#evidence img.thumb')].filter(i => i.complete && i.naturalWidth > 0).length, "
+                + "c = document.querySelectorAll('#evidence a[href^=\"clips/\"]').length; return t >= 3 && c >= 2 ? [t, c] : null })()"
+            let out = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py", "http://127.0.0.1:\(port)/",
+                                                         listedOnPage, "40"])
+            page = (out.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [Int] }) ?? []
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let saved = r.events("clip.saved").compactMap { $0["data"] as? [String: Any] }
+        let listed = (try JSONSerialization.jsonObject(with: Data(list.utf8)) as? [String: Any])?["clips"] as? [[String: Any]] ?? []
+        // Newest first: the clips of the run in the reverse of their clip.saved lines.
+        #expect(listed.compactMap { $0["file"] as? String } == saved.compactMap { $0["file"] as? String }.reversed(), "\(list)")
+        #expect(listed.allSatisfy { $0["source"] as? String == "cam" && $0["event"] as? String == "result" }, "\(list)")
+        let snaps2 = (try JSONSerialization.jsonObject(with: Data(snapList.utf8)) as? [String: Any])?["snapshots"] as? [[String: Any]] ?? []
+        #expect(snaps2.count == 2, "\(snapList)")
+        #expect(other.contains("\"clips\":[]"), "\(other)")
+        #expect(range.status == 206, "\(range.status)")
+        #expect(past == 416 && missing == 404)
+        let first = try #require(saved.first)
+        let seconds = try #require(first["seconds"] as? Double)
+        #expect(page == [3, 2], "the page's list of snapshots and clips: \(page)")
+        // The lines carry the files' addresses on the live view; /metrics counts what was kept.
+        #expect(r.events("result").allSatisfy { ($0["snapshot_url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/snapshots/") == true })
+        #expect(saved.allSatisfy { ($0["url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/clips/") == true })
+        #expect(LiveViewTests.sample(metrics, "cvhost_clips_saved_total", [:]) == 2 && LiveViewTests.sample(metrics, "cvhost_snapshots_saved_total", [:]) == 3,
+                "\(metrics.split(separator: "\n").filter { $0.contains("clip") || $0.contains("snapshot") })")
+        #expect(played.count == 2 && abs(played[0] - (seconds + 1.0 / 30)) < 0.1 && abs(played[1] - 1.5) < 0.05, "played \(played), the clip \(seconds) s")
+    }
+
+    @Test("refusals: an unknown event (exit 64, with a guess), another user's folder (exit 5); --clips on still images keeps none, said")
     func refusals() throws {
         let unknown = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--clips", Self.folder + "/c:on=line.crosed"])
         #expect(unknown.exitCode == 64 && unknown.stderr.contains("did you mean line.crossed?"), "\(unknown.stderr)")
@@ -93,8 +151,28 @@ struct EvidenceTests {
         chmod(open, 0o777)
         let shared = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--max-frames", "1", "--snapshots", open])
         #expect(shared.exitCode == 5 && shared.stderr.contains("can be written by every user"), "\(shared.stderr)")
-        let raw = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "testsrc", "--max-frames", "2", "--clips", Self.folder + "/raw"])
-        #expect(raw.exitCode == 0 && raw.stderr.contains("--clips: testsrc gives no encoded video to copy"), "\(raw.stderr)")
+        let images = Self.folder + "/images"
+        try FileManager.default.createDirectory(atPath: images, withIntermediateDirectories: true)
+        try Tool.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=64x48", "-frames:v", "1", images + "/a.png"])
+        let still = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", images, "--clips", Self.folder + "/still"])
+        #expect(still.exitCode == 0 && still.stderr.contains("is still images: no clips of it"), "\(still.stderr)")
+    }
+
+    @Test("a clip of a raw input (the test pattern at 30 fps), its frames encoded with libx264: from a keyframe, about pre + post long, it decodes to its end")
+    func rawInput() throws {
+        let clips = Self.folder + "/raw-clips"
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: [90]), "--input", "testsrc:320x240@30", "--max-frames", "150",
+                                      "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1"], timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let saved = try #require(r.events("clip.saved").first?["data"] as? [String: Any], "\(r.stderr)")
+        let path = try #require(saved["path"] as? String)
+        let seconds = try #require(saved["seconds"] as? Double)
+        #expect(seconds > 1.5 && seconds < 2.5, "\(saved)")
+        let flags = try Tool.run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_packets", "-show_entries", "packet=flags", "-of", "csv=p=0", path]).output
+        #expect(flags.hasPrefix("K"))
+        let codec = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", path]).output
+        #expect(codec.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,320,240", "\(codec)")
+        #expect((try? Tool.check("ffmpeg", ["-v", "error", "-xerror", "-i", path, "-f", "null", "-"])) != nil)
     }
 
     @Test("a full disk under the clips (a 2 MB tmpfs): a clip too large for it is not begun, one that fills it is deleted; each said once, no partial file left; the run goes on, exit 0",

@@ -326,7 +326,58 @@ function onLine(line) {
       break;
     }
   }
+  if (line.snapshot || line.event === 'clip.saved') addEvidence(line);
   if (line.source === current && line.event !== 'result') drawPanel();
+}
+
+// The latest events' snapshots (a thumbnail, linked to the picture) and clips (a link), newest
+// first: the files as the server serves them (/snapshots/NAME, /clips/NAME), not their paths.
+// Those kept before the page opened come from GET /snapshots and /clips; the rest as they are said.
+const EVIDENCE_SHOWN = 12;
+
+function addEvidence(line) {
+  if (line.event === 'clip.saved') {
+    showEvidence('clip', line.data.file, `${line.source} ${line.data.seconds.toFixed(1)} s, ${line.data.events.length} event${line.data.events.length === 1 ? '' : 's'}`);
+  } else {
+    showEvidence('snapshot', line.snapshot.split('/').pop(), `${line.source} #${line.seq} ${line.event}${line.data && line.data.label ? ' ' + line.data.label : ''}`);
+  }
+}
+
+const evidenceShown = new Set();
+
+function showEvidence(kind, file, text, atEnd = false) {
+  // Once each (a file listed at load may come again as an event the server replays).
+  if (evidenceShown.has(file)) return;
+  evidenceShown.add(file);
+  const li = document.createElement('li');
+  const link = el2('a', { href: url(`${kind}s/${file}`) }, kind === 'clip' ? 'clip' : undefined);
+  if (kind === 'snapshot') link.append(el2('img', { class: 'thumb', src: url(`snapshots/${file}`), alt: text, loading: 'lazy' }));
+  li.append(link, ` ${text}`);
+  $('evidence-title').hidden = false;
+  const list = $('evidence');
+  if (atEnd) list.append(li); else list.prepend(li);
+  while (list.children.length > EVIDENCE_SHOWN) list.lastChild.remove();
+}
+
+async function loadEvidence() {
+  const kept = [];
+  for (const kind of ['clips', 'snapshots']) {
+    try {
+      const response = await fetch(url(kind, { limit: EVIDENCE_SHOWN }), { headers: authHeaders() });
+      if (!response.ok) continue;  // 404: this run keeps none of them
+      for (const f of (await response.json())[kind]) kept.push({ kind: kind.slice(0, -1), ...f });
+    } catch (e) { /* the list waits for the next page load */ }
+  }
+  kept.sort((a, b) => b.made - a.made);
+  for (const f of kept.slice(0, EVIDENCE_SHOWN)) showEvidence(f.kind, f.file, `${f.source} ${f.event}`, true);
+}
+
+/** An HTML element with attributes and text. */
+function el2(name, attributes, text) {
+  const e = document.createElement(name);
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
 }
 
 function addResultLine(line) {
@@ -531,6 +582,7 @@ $('metrics-link').href = url('metrics');
 $('picture').onerror = () => $('picture').removeAttribute('src');
 $('picture').src = url('snapshot.jpg');
 connectEvents();
+loadEvidence();
 pollMetrics();
 const polling = setInterval(pollMetrics, 2000);
 // Beside them, not before them (the picture is part of the page's load): a page without the

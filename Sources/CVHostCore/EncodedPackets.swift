@@ -35,11 +35,12 @@ public final class EncodedPacket: @unchecked Sendable {
     public let format: EncodedStreamFormat
 
     /// A new reference to `packet`'s data. nil when FFmpeg cannot allocate.
-    public init?(referencing packet: UnsafePointer<AVPacket>, ptsNs: Int64, format: EncodedStreamFormat) {
+    /// - Parameter keyframe: whether a decoder can start at it, when the packet's flags do not say (nil: they do).
+    public init?(referencing packet: UnsafePointer<AVPacket>, ptsNs: Int64, format: EncodedStreamFormat, keyframe: Bool? = nil) {
         guard let p = av_packet_clone(packet) else { return nil }
         self.packet = p
         self.ptsNs = ptsNs
-        isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0
+        isKeyframe = keyframe ?? (packet.pointee.flags & AV_PKT_FLAG_KEY != 0)
         self.format = format
     }
 

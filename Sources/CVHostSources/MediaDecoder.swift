@@ -284,7 +284,12 @@ final class MediaDecoder {
     private func observe(_ packet: UnsafeMutablePointer<AVPacket>) {
         guard let packetObserver, let packetFormat else { return }
         let ts = packet.pointee.pts != Int64.min ? packet.pointee.pts : packet.pointee.dts
-        guard ts != Int64.min, let p = EncodedPacket(referencing: packet, ptsNs: nanoseconds(ts), format: packetFormat) else { return }
+        // An RTSP camera's frames joined here carry no keyframe flag (no parser): their NAL units say.
+        var keyframe: Bool?
+        if liveUnits != nil, packet.pointee.flags & AV_PKT_FLAG_KEY == 0, let data = packet.pointee.data {
+            keyframe = AnnexBKeyframes.isKeyframe(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), hevc: codecName == "hevc")
+        }
+        guard ts != Int64.min, let p = EncodedPacket(referencing: packet, ptsNs: nanoseconds(ts), format: packetFormat, keyframe: keyframe) else { return }
         packetObserver.encodedPacket(p)
     }
 

@@ -158,6 +158,32 @@ struct EvidenceTests {
         #expect(still.exitCode == 0 && still.stderr.contains("is still images: no clips of it"), "\(still.stderr)")
     }
 
+    @Test("a clip of a live RTSP camera (the test server): from a keyframe at or before event - pre to event + post, its frames the camera's own, undecoded and not encoded again (each decoded frame's MD5 a run of the file's)")
+    func rtspClip() throws {
+        let source = try MediaFixtures.make("evidence-rtsp.mp4", ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "6", "-c:v", "libx264",
+                                                                   "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p"])
+        let server = try TestServer("rtsp_server.py", ["--file", source])
+        defer { server.stop() }
+        let clips = Self.folder + "/rtsp-clips"
+        // block: every frame of the camera processed (a loaded machine drops none), so the event's frame is known.
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: [90]) + ":backpressure=block", "--input",
+                                      "rtsp://127.0.0.1:\(server.port)/codes", "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1"],
+                                     timeout: 60, environment: Self.python)
+        let result = try #require(r.events("result").first, "\(r.stderr)")
+        let eventPts = try #require(result["pts"] as? Double)
+        let saved = try #require(r.events("clip.saved").first?["data"] as? [String: Any], "\(r.stderr)")
+        let start = try #require(saved["start_pts"] as? Double), end = try #require(saved["end_pts"] as? Double)
+        #expect(start <= eventPts - 1 + 1e-3 && end + 1.0 / 30 >= eventPts + 1 - 1e-3, "event at \(eventPts): \(saved)")
+        func frames(_ file: String) throws -> [String] {
+            try Tool.run("ffmpeg", ["-v", "error", "-i", file, "-f", "framemd5", "-"]).output.split(separator: "\n")
+                .filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
+        }
+        let clip = try frames(try #require(saved["path"] as? String)), all = try frames(source)
+        let at = all.firstIndex(of: clip.first ?? "")
+        #expect(clip.count >= 55 && at != nil && Array(all[at!..<min(all.count, at! + clip.count)]) == clip,
+                "\(clip.count) frames in the clip, the first at \(at.map(String.init) ?? "none") of the file's \(all.count)")
+    }
+
     @Test("a clip of a raw input (the test pattern at 30 fps), its frames encoded with libx264: from a keyframe, about pre + post long, it decodes to its end")
     func rawInput() throws {
         let clips = Self.folder + "/raw-clips"

@@ -3,7 +3,8 @@ import CVHostLines
 import Foundation
 
 /// Snapshots: a JPEG of the frame an event came from (or of the event's box, with a margin), for
-/// the events named. The frames are those the plugins processed (the host's own copy, whether the
+/// the events named; for `track.ended`, the track's best frame instead (FrameQuality: score, area,
+/// sharpness; the frame it ends on no longer shows it), kept as a JPEG in memory while the track lasts. The frames are those the plugins processed (the host's own copy, whether the
 /// plugin ran here, in a worker or in Python), the last few of each input; the event's line gets
 /// the snapshot's path (`snapshot`) before any output sees it, and the JPEG is encoded and written
 /// on a queue of its own.
@@ -26,6 +27,9 @@ final class SnapshotRecorder: @unchecked Sendable {
         var bytes: UInt64 = 0
         var droppedFull = 0
         var droppedBusy = 0
+        /// Per track ("source#id"): the best score x area tried so far, and the best frame's JPEG.
+        var tried: [String: Double] = [:]
+        var best: [String: (quality: Double, jpeg: [UInt8], sequence: UInt64)] = [:]
     }
     private let state = Locked(State())
 
@@ -54,7 +58,12 @@ final class SnapshotRecorder: @unchecked Sendable {
     /// The line, with the path of its snapshot when it is an event snapshots are kept of (and
     /// its URL under `urlBase`, the live view's address, when it runs).
     func annotate(_ line: OutputLine, urlBase: String? = nil) -> OutputLine {
-        guard let source = line.route.source, let sequence = line.sequence else { return line }
+        guard let source = line.route.source else { return line }
+        if line.route.event == "track.ended", on.contains("track.ended"), let track = line.track {
+            return bestSnapshot(line, source: source, track: track, urlBase: urlBase)
+        }
+        guard let sequence = line.sequence else { return line }
+        if on.contains("track.ended") { considerBest(line, source: source, sequence: sequence) }
         let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?)? in
             if let bounds = line.result?.fields.bounds, let track = line.track {
                 if s.boxes[source]?.sequence != sequence { s.boxes[source] = (sequence, [:]) }
@@ -72,11 +81,7 @@ final class SnapshotRecorder: @unchecked Sendable {
         guard let (sample, box) = picked else { return line }
         let name = "\(EvidenceNames.safe(source))-\(sequence)-\(line.route.event.replacingOccurrences(of: ".", with: "_"))-"
             + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
-        let region = settings.crop ? box.map { b -> JPEGEncoder.Region in
-            let mx = b.width * settings.margin, my = b.height * settings.margin
-            return JPEGEncoder.Region(x: Int((b.x - mx).rounded(.down)), y: Int((b.y - my).rounded(.down)),
-                                      width: Int((b.width + 2 * mx).rounded(.up)), height: Int((b.height + 2 * my).rounded(.up)))
-        } : nil
+        let region = settings.crop ? box.map(cropRegion) : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
             let jpeg: [UInt8]
@@ -86,23 +91,75 @@ final class SnapshotRecorder: @unchecked Sendable {
                 said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
                 return
             }
-            guard folder.makeRoom(for: UInt64(jpeg.count)) else {
-                state.withLock { $0.droppedFull += 1 }
-                said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
-                return
-            }
-            if let e = folder.write(name, bytes: jpeg, source: source, event: line.route.event) {
-                state.withLock { $0.droppedFull += 1 }
-                said("cannot write the snapshot \(name) in \(folder.path): \(e)")
-                return
-            }
-            state.withLock { s in
-                s.saved += 1
-                s.bytes += UInt64(jpeg.count)
-            }
+            store(name, jpeg, source: source, event: line.route.event)
         }
         let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+    }
+
+    /// A tracked result whose score x area beats its track's best tried so far: its frame is
+    /// measured (sharpness) and, if it is the best, encoded and kept in memory, on the queue.
+    private func considerBest(_ line: OutputLine, source: String, sequence: UInt64) {
+        guard let result = line.result, let b = result.fields.bounds, let track = line.track else { return }
+        let key = "\(source)#\(track)", score = (result.fields.confidence ?? 1) * b.width * b.height
+        guard let sample = state.withLock({ s -> SampleBuffer? in
+            guard score > (s.tried[key] ?? 0) * 1.05, s.queued < Self.mostQueued,
+                  let sample = s.frames[source]?.last(where: { $0.sequence == sequence }) else { return nil }
+            s.tried[key] = score
+            s.queued += 1
+            return sample
+        }) else { return }
+        let box = JPEGEncoder.Region(x: Int(b.x), y: Int(b.y), width: Int(b.width.rounded(.up)), height: Int(b.height.rounded(.up)))
+        let region = settings.crop ? cropRegion(b) : nil
+        queue.async { [self] in
+            defer { state.withLock { $0.queued -= 1 } }
+            let pixels = sample.pixelBuffer.format == .i420 ? sample.pixelBuffer : sample.pixelBuffer.converted(to: .i420)
+            let quality = FrameQuality.quality(score: result.fields.confidence ?? 1, area: b.width * b.height,
+                                               sharpness: FrameQuality.sharpness(pixels, box: box))
+            guard quality > state.withLock({ $0.best[key]?.quality ?? 0 }),
+                  let jpeg = try? encoder.encode(pixels, maxWidth: 1 << 16, region: region) else { return }
+            state.withLock { $0.best[key] = (quality, jpeg, sequence) }
+        }
+    }
+
+    /// A track ended: its best frame is written (on the queue, after every frame tried for it) and the line says where.
+    private func bestSnapshot(_ line: OutputLine, source: String, track: Int, urlBase: String?) -> OutputLine {
+        let key = "\(source)#\(track)"
+        guard state.withLock({ $0.tried.removeValue(forKey: key) }) != nil else { return line }
+        // Every frame tried for it measured first (a few at most: a track ends once), so that its
+        // name says which frame it is.
+        queue.sync {}
+        guard let best = state.withLock({ $0.best.removeValue(forKey: key) }) else { return line }
+        let name = "\(EvidenceNames.safe(source))-\(best.sequence)-track_ended-track\(track)-"
+            + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
+        queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended") }
+        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
+        return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+    }
+
+    /// A box with `margin` of its size around it.
+    private func cropRegion(_ b: ResultFields.Bounds) -> JPEGEncoder.Region {
+        let mx = b.width * settings.margin, my = b.height * settings.margin
+        return JPEGEncoder.Region(x: Int((b.x - mx).rounded(.down)), y: Int((b.y - my).rounded(.down)),
+                                  width: Int((b.width + 2 * mx).rounded(.up)), height: Int((b.height + 2 * my).rounded(.up)))
+    }
+
+    /// Writes a snapshot within the folder's budget (on the queue); a full disk drops it, counted and said.
+    private func store(_ name: String, _ jpeg: [UInt8], source: String, event: String) {
+        guard folder.makeRoom(for: UInt64(jpeg.count)) else {
+            state.withLock { $0.droppedFull += 1 }
+            said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
+            return
+        }
+        if let e = folder.write(name, bytes: jpeg, source: source, event: event) {
+            state.withLock { $0.droppedFull += 1 }
+            said("cannot write snapshots in \(folder.path): \(e)")
+            return
+        }
+        state.withLock { s in
+            s.saved += 1
+            s.bytes += UInt64(jpeg.count)
+        }
     }
 
     /// Waits until every snapshot queued is written.

@@ -257,11 +257,12 @@ struct AnalyticsTests {
         #expect(splitIDs.values.contains { $0.count >= 2 }, "\(splitIDs)")
     }
 
-    @Test("the corpus's face clip (six people moving and zooming) tracked from the face plugin's boxes: six tracks, each person one id throughout")
+    @Test("the corpus's face clip (six people moving and zooming) tracked from the face plugin's boxes: six tracks, each person one id throughout; each track's snapshot at its end is its best frame (score x area, sharp), cropped around its box")
     func faceClip() throws {
         try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let snapshots = Self.folder + "/face-snapshots"
         let r = try CVHostBinary.run(["run", "--plugin", "face", "--input", Corpus.path("video/faces_1280x720.mp4"), "--track", "face",
-                                      "--metrics-interval", "0"], timeout: 300)
+                                      "--metrics-interval", "0", "--snapshots", snapshots + ":on=track.ended,crop=true"], timeout: 300)
         #expect(r.exitCode == 0, "\(r.stderr)")
         let (idsOf, seen) = try Self.trackIDs(of: r)
         #expect(idsOf.count == 6 && idsOf.values.allSatisfy { $0.count == 1 }, "\(idsOf)")
@@ -269,6 +270,28 @@ struct AnalyticsTests {
         // Tracked from their third frame on (min_hits), in every frame after.
         #expect(seen >= 6 * 88, "\(seen) of \(6 * 90) person-frames tracked")
         #expect(r.events("track.started").count == 6, "\(r.events("track.started").count) tracks")
+        // Each track's best frame: among its own frames' best by score x area (a sharper one may win
+        // over a slightly larger box), its crop holding the box at that frame with a quarter around it.
+        var boxes: [Int: [Int: (score: Double, box: [String: Double])]] = [:]
+        for line in r.events("result") {
+            guard let d = line["data"] as? [String: Any], let id = d["track_id"] as? Int, let seq = line["seq"] as? Int,
+                  let b = d["bounds"] as? [String: Double], let c = d["confidence"] as? Double else { continue }
+            boxes[id, default: [:]][seq] = (c * b["width"]! * b["height"]!, b)
+        }
+        let ended = r.events("track.ended")
+        #expect(ended.count == 6)
+        for line in ended {
+            let id = try #require((line["data"] as? [String: Any])?["track_id"] as? Int)
+            let path = try #require(line["snapshot"] as? String, "track \(id)")
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let seq = try #require(Int(name.split(separator: "-").dropLast(4).last ?? ""), "\(name)")
+            let frames = try #require(boxes[id]), best = try #require(frames.values.map(\.score).max())
+            let chosen = try #require(frames[seq], "track \(id): frame \(seq) has no box of it")
+            #expect(chosen.score >= 0.8 * best, "track \(id): frame \(seq) scores \(chosen.score), its best \(best)")
+            let size = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path]).output
+                .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Double($0) }
+            #expect(size.count == 2 && size[0] >= chosen.box["width"]! && size[1] >= chosen.box["height"]!, "\(name): \(size) for \(chosen.box)")
+        }
     }
 
     @Test("zones and lines from a config file; a zone that cannot be is refused naming the file and line (exit 64)")

@@ -6,9 +6,12 @@ public final class EncodedStreamFormat: @unchecked Sendable {
     // @unchecked Sendable: immutable after init; FFmpeg only reads the parameters.
     public let parameters: UnsafeMutablePointer<AVCodecParameters>
     public let timeBase: AVRational
+    /// The packets' decode times are their own; false: only their presentation times are known (an
+    /// RTSP camera's frames: RTP carries no decode time), so a muxer must make decode times up.
+    public let decodeTimesKnown: Bool
 
     /// A copy of `parameters` (the demuxer's own go with it). nil when FFmpeg cannot allocate.
-    public init?(copying parameters: UnsafePointer<AVCodecParameters>, timeBase: AVRational) {
+    public init?(copying parameters: UnsafePointer<AVCodecParameters>, timeBase: AVRational, decodeTimesKnown: Bool = true) {
         guard let p = avcodec_parameters_alloc() else { return nil }
         guard avcodec_parameters_copy(p, parameters) >= 0 else {
             var owned: UnsafeMutablePointer<AVCodecParameters>? = p
@@ -17,6 +20,7 @@ public final class EncodedStreamFormat: @unchecked Sendable {
         }
         self.parameters = p
         self.timeBase = timeBase
+        self.decodeTimesKnown = decodeTimesKnown
     }
 
     deinit {

@@ -36,8 +36,9 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     }
     private let state = Locked(State())
 
-    /// The ring's bound beyond `pre`: how far the plugins' results may lag the packets read.
-    static let lagSeconds = 10.0
+    /// The ring's bound beyond `pre`: how far the plugins' results may lag the packets read (a
+    /// live camera's, well under a second; a file's, its queue of a frame or two).
+    static let lagSeconds = 3.0
     static let ringMaxBytes = 256 << 20
 
     /// - Parameter said: what became of each clip (its `clip.saved` line, or a drop), on the writer's queue.
@@ -106,6 +107,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             guard let start = s.ring.lastIndex(where: { $0.isKeyframe && $0.ptsNs <= from }) ?? s.ring.firstIndex(where: \.isKeyframe) else { return }
             let backlog = Array(s.ring[start...])
             let first = backlog[0]
+            let frameDuration = ClipRecorder.frameDuration(backlog)
             // Room for it: its pre-roll's bytes a second, for the whole clip.
             let span = max(1e-3, Double((backlog.last?.ptsNs ?? first.ptsNs) - first.ptsNs) / 1e9)
             let perSecond = Double(backlog.reduce(0) { $0 + $1.size }) / span
@@ -123,7 +125,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
                 // The writer, then the pre-roll, queued under the lock: before any packet that comes next.
                 queue.async { [self] in
                     do throws(ClipWriter.Failure) {
-                        let writer = try ClipWriter(descriptor: fd, format: first.format)
+                        let writer = try ClipWriter(descriptor: fd, format: first.format, frameDuration: frameDuration)
                         state.withLock { $0.writer = (name, writer) }
                     } catch {
                         fail(error, clip: name)
@@ -206,6 +208,13 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             folder.discard(name)
         }
         said(.dropped(reason: "clips of \(source) are dropped: \(error) (in \(folder.path))", diskFull: error.cause?.rawValue == ENOSPC))
+    }
+
+    /// A frame's duration in the packets' time base: the smallest step between their presentation
+    /// times (B-frames come out of order), for a muxer that must make decode times up.
+    static func frameDuration(_ packets: [EncodedPacket]) -> Int64? {
+        let times = packets.prefix(64).map(\.packet.pointee.pts).filter { $0 != Int64.min }.sorted()
+        return zip(times, times.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }.min()
     }
 
     /// `SOURCE-SECONDS-N.mp4`: the input's id made safe for a file name, the clip's start (media

@@ -18,12 +18,21 @@ final class ClipWriter {
     private let sourceTimeBase: AVRational
     /// The first packet's decode time (source time base): every time is moved back by it.
     private var base: Int64?
+    /// For packets whose decode times are not known (an RTSP camera's): the frame's duration
+    /// (source time base), from which decode times are made, `reorderFrames` behind.
+    private let frameDuration: Int64?
+    private var lastDts = Int64.min
+    /// Frames a B-frame may come before its reference in decode order (two covers the usual
+    /// I P B B and a B-pyramid's first level).
+    static let reorderFrames: Int64 = 2
     private(set) var firstPtsNs: Int64?
     private(set) var lastPtsNs: Int64?
     private(set) var packets = 0
 
     /// Opens the file behind `descriptor` (one of the evidence folder's, made for it) and writes the header.
-    init(descriptor: Int32, format: EncodedStreamFormat) throws(Failure) {
+    /// - Parameter frameDuration: for a format whose decode times are not known, a frame's duration (its time base).
+    init(descriptor: Int32, format: EncodedStreamFormat, frameDuration: Int64? = nil) throws(Failure) {
+        self.frameDuration = format.decodeTimesKnown ? nil : max(1, frameDuration ?? 1)
         // FFmpeg opens files by name: the descriptor's own name in /proc (the file made with
         // O_EXCL | O_NOFOLLOW in the private folder, never a path someone could swap). The muxer
         // opens it again by that name to move the index to the front.
@@ -77,6 +86,14 @@ final class ClipWriter {
         self.base = base
         if copy.pointee.pts != Int64.min { copy.pointee.pts -= base }
         if copy.pointee.dts != Int64.min { copy.pointee.dts -= base }
+        if let d = frameDuration, copy.pointee.pts != Int64.min {
+            // Decode times made up: a frame apart, `reorderFrames` behind the first frame's time, never
+            // past the packet's own presentation time (a B-frame's comes before its reference's).
+            let made = lastDts == Int64.min ? -Self.reorderFrames * d : lastDts + d
+            copy.pointee.dts = min(made, copy.pointee.pts)
+            if copy.pointee.dts <= lastDts { copy.pointee.dts = lastDts + 1 }
+            lastDts = copy.pointee.dts
+        }
         av_packet_rescale_ts(copy, sourceTimeBase, stream.pointee.time_base)
         copy.pointee.stream_index = stream.pointee.index
         copy.pointee.pos = -1

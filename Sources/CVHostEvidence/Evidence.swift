@@ -8,7 +8,7 @@ import CVHostLines
 /// outputs (`connect`). Its disk use stays within each folder's budget; a full disk drops what
 /// would be written (counted, said once) and the run goes on.
 public final class Evidence: @unchecked Sendable {
-    // @unchecked Sendable: the recorders are made at init; `out` and `warned` are behind locks.
+    // @unchecked Sendable: the folders and settings are made at init; the rest is behind locks.
     private let snapshots: SnapshotRecorder?
     private let clipSettings: EvidenceSettings?
     private let clipEvents: Set<String>

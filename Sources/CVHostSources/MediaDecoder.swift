@@ -65,7 +65,7 @@ final class MediaDecoder {
     var packetObserver: EncodedPacketObserver? {
         didSet {
             if packetObserver != nil, packetFormat == nil, let stream = format?.pointee.streams[Int(streamIndex)] {
-                packetFormat = EncodedStreamFormat(copying: stream.pointee.codecpar, timeBase: timeBase)
+                packetFormat = EncodedStreamFormat(copying: stream.pointee.codecpar, timeBase: timeBase, decodeTimesKnown: liveUnits == nil)
             }
         }
     }

@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostLines
+import Dispatch
 
 /// The evidence room of a run (`--snapshots`, `--clips`): what it keeps of what cvhost saw. It
 /// sees every line before the outputs do (`annotate`: an event's snapshot path goes into its line;
@@ -20,6 +21,9 @@ public final class Evidence: @unchecked Sendable {
     /// The live view's address, when it runs: lines then carry the files' URLs too.
     private let urlBase = Locked<String?>(nil)
     private let counts = Locked((clips: 0, clipBytes: UInt64(0), clipsDropped: 0))
+    /// Sweeps the folders of files past `max_age` every `sweepSeconds`, between writes too.
+    private let sweeper: DispatchSourceTimer
+    static let sweepSeconds = 60.0
 
     /// - Parameter defaultEvents: the events kept when a setting names none (`on=`).
     /// - Throws: `EvidenceError` when a folder cannot be used (another user's, or not a folder).
@@ -42,7 +46,14 @@ public final class Evidence: @unchecked Sendable {
         }
         clipSettings = clips
         clipEvents = Set(clips.map { $0.on ?? defaultEvents } ?? [])
+        let folders = [self.snapshots?.folder, clipFolder].compactMap { $0 }
+        sweeper = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cvhost.evidence.sweep"))
+        sweeper.schedule(deadline: .now() + Self.sweepSeconds, repeating: Self.sweepSeconds)
+        sweeper.setEventHandler { folders.forEach { $0.sweep() } }
+        sweeper.resume()
     }
+
+    deinit { sweeper.cancel() }
 
     /// The live view serves the files at `url` (its address): `snapshot_url` and a clip's `url` go into the lines.
     public func serve(at url: String?) {
@@ -104,6 +115,7 @@ public final class Evidence: @unchecked Sendable {
     public func finish() {
         for r in recorders.withLock({ Array($0.values) }) { r.drain() }
         snapshots?.drain()
+        sweeper.cancel()
     }
 
     /// `GET /clips`, `GET /snapshots` (`kind`): the files kept, newest first, as a JSON object

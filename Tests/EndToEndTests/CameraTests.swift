@@ -61,6 +61,17 @@ struct CameraTests {
         #expect(nv12.events("result").count == processed, "results=1: one result per processed frame")
     }
 
+    @Test("--clips on a raw YUYV camera: its frames encoded with libx264 into a clip (clip.saved) that decodes to its end")
+    func clipOfARawCamera() throws {
+        let clip = try VividVM.step("clip", mode: "webcam")
+        #expect(clip.exitCode == 0, "\(clip.stderr)")
+        let saved = try #require(clip.events("clip.saved").first?["data"] as? [String: Any], "\(clip.stderr)")
+        #expect((saved["packets"] as? Int ?? 0) > 0 && (saved["bytes"] as? Int ?? 0) > 0, "\(saved)")
+        let decoded = try VividVM.step("clip-decodes", mode: "webcam")
+        #expect(decoded.exitCode == 0, "\(decoded.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["clip"]) == nil)
+    }
+
     /// A live camera under drop-late: every captured frame reached the plugin or is a counted
     /// late drop. (The emulated VM can stall a worker long enough to drop frames, so a number
     /// processed would be a timing assertion.) Returns the number processed.

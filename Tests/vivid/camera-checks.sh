@@ -76,6 +76,12 @@ if [ "$mode" = webcam ]; then
   vivid_reload
   step nv12 90 "$cvhost" run --device /dev/video0 --format 320x240 --pixel-format NV12 --plugin null:results=1 --max-frames 10
   vivid_reload
+  # A raw YUYV camera's clip: its frames encoded (libx264), the MP4 then decoded to its end.
+  step clip 120 "$cvhost" run --device /dev/video0 --format 320x240 --pixel-format YUYV --plugin null:results=1 --max-frames 60 \
+    --metrics-interval 0 --clips /tmp/cvhost-vivid-clips:on=result,pre=1,post=1,max=5,min_free_gb=0
+  clip=$(ls /tmp/cvhost-vivid-clips/*.mp4 2>/dev/null | head -1)
+  step clip-decodes 60 ffmpeg -nostdin -v error -xerror -i "${clip:-/nonexistent.mp4}" -f null -
+  vivid_reload
   step bad-format 60 "$cvhost" run --device /dev/video0 --format 9999x9999 --plugin null --max-frames 1
   step near-size 60 "$cvhost" run --device /dev/video0 --format 123x45 --plugin null:results=1 --max-frames 1
   step bad-control 60 "$cvhost" run --device /dev/video0 --control brightness=bright --plugin null --max-frames 1

@@ -171,7 +171,8 @@ public final class Evidence: @unchecked Sendable {
         let s = snapshots?.counts
         return EvidenceStatistics(clips: c.clips, clipBytes: c.clipBytes, clipsDropped: c.clipsDropped, snapshots: s?.saved ?? 0,
                                   snapshotBytes: s?.bytes ?? 0, snapshotsDroppedDiskFull: s?.droppedFull ?? 0,
-                                  snapshotsDroppedBusy: s?.droppedBusy ?? 0)
+                                  snapshotsDroppedBusy: s?.droppedBusy ?? 0, clipsDeleted: clipFolder?.deleted ?? 0,
+                                  snapshotsDeleted: snapshots?.folder.deleted ?? 0)
     }
 
     private func clip(_ outcome: ClipOutcome) {
@@ -220,4 +221,7 @@ public struct EvidenceStatistics: Sendable, Equatable {
     public var snapshotBytes: UInt64 = 0
     public var snapshotsDroppedDiskFull = 0
     public var snapshotsDroppedBusy = 0
+    /// Files deleted to keep a folder's budget (the oldest first, or past max_age).
+    public var clipsDeleted = 0
+    public var snapshotsDeleted = 0
 }

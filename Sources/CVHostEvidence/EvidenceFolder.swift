@@ -26,6 +26,9 @@ final class EvidenceFolder: @unchecked Sendable {
     let budget: EvidenceSettings.Budget
     private let files: PrivateFolder
     private let index = Locked<[Entry]>([])
+    /// Files of cvhost's deleted to keep the budget (oldest first, or past max_age).
+    private let deletions = Locked(0)
+    var deleted: Int { deletions.withLock { $0 } }
     static let indexName = ".cvhost-evidence"
 
     /// Opens (or makes) the folder and reads its index: a file the index names that is gone is
@@ -71,6 +74,7 @@ final class EvidenceFolder: @unchecked Sendable {
                 files.remove(entries[oldest].name)
                 entries.remove(at: oldest)
                 deleted = true
+                deletions.withLock { $0 += 1 }
             }
         }
     }
@@ -83,6 +87,7 @@ final class EvidenceFolder: @unchecked Sendable {
         return index.withLock { entries in
             let old = entries.filter { !$0.partial && $0.madeNs < cutoff }
             for e in old { files.remove(e.name) }
+            deletions.withLock { $0 += old.count }
             entries.removeAll { !$0.partial && $0.madeNs < cutoff }
             if !old.isEmpty { write(entries) }
             return old.count

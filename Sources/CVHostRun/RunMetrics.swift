@@ -44,6 +44,10 @@ enum RunMetrics {
             p.counter("cvhost_clips_dropped_total", "Clips not kept: the folder's budget or its disk had no room.", [], UInt64(e.clipsDropped))
             p.counter("cvhost_snapshots_saved_total", "Snapshots written (--snapshots).", [], UInt64(e.snapshots))
             p.counter("cvhost_snapshot_bytes_total", "Bytes of the snapshots written.", [], e.snapshotBytes)
+            for (folder, n) in [("clips", e.clipsDeleted), ("snapshots", e.snapshotsDeleted)] {
+                p.counter("cvhost_evidence_files_deleted_total", "Files of cvhost's deleted from an evidence folder to keep its budget (max_gb, max_age, min_free_gb).",
+                          [("folder", folder)], UInt64(n))
+            }
             for (reason, n) in [("disk_full", e.snapshotsDroppedDiskFull), ("busy", e.snapshotsDroppedBusy)] {
                 p.counter("cvhost_snapshots_dropped_total", "Snapshots not kept, by reason (disk_full: no room; busy: too many waiting).",
                           [("reason", reason)], UInt64(n))

@@ -26,6 +26,7 @@ struct EvidenceFolderTests {
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
         #expect(names == Set(["notes.txt", ".cvhost-evidence"] + (7..<12).map { "clip-\($0).mp4" }), "\(names)")
         #expect(folder.entries.map(\.name) == (7..<12).reversed().map { "clip-\($0).mp4" })
+        #expect(folder.deleted == 7)
         // A file larger than the whole budget: no room, nothing more deleted.
         #expect(!folder.makeRoom(for: 6 << 20))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).contains("notes.txt"))

@@ -137,7 +137,8 @@ struct EvidenceTests {
         // The lines carry the files' addresses on the live view; /metrics counts what was kept.
         #expect(r.events("result").allSatisfy { ($0["snapshot_url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/snapshots/") == true })
         #expect(saved.allSatisfy { ($0["url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/clips/") == true })
-        #expect(LiveViewTests.sample(metrics, "cvhost_clips_saved_total", [:]) == 2 && LiveViewTests.sample(metrics, "cvhost_snapshots_saved_total", [:]) == 3,
+        #expect(LiveViewTests.sample(metrics, "cvhost_clips_saved_total", [:]) == 2 && LiveViewTests.sample(metrics, "cvhost_snapshots_saved_total", [:]) == 3
+                && LiveViewTests.sample(metrics, "cvhost_evidence_files_deleted_total", ["folder": "clips"]) == 0,
                 "\(metrics.split(separator: "\n").filter { $0.contains("clip") || $0.contains("snapshot") })")
         #expect(played.count == 2 && abs(played[0] - (seconds + 1.0 / 30)) < 0.1 && abs(played[1] - 1.5) < 0.05, "played \(played), the clip \(seconds) s")
     }

@@ -198,8 +198,7 @@ struct AnalyticsTests {
             // The overlay's texts once both are drawn: [["car 90%", y], ["truck 60%", y]].
             let texts = "(() => { const t = [...document.querySelectorAll('#overlay text')].map(e => [e.textContent, Number(e.getAttribute('y'))]); "
                 + "return t.length >= 2 ? t : null })()"
-            let probe = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py", "http://127.0.0.1:\(port)/", texts, "40"])
-            labels = (probe.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [[Any]] }) ?? []
+            labels = PageProbe.value("http://127.0.0.1:\(port)/", texts, as: [[Any]].self) ?? []
             kill(run.pid, SIGTERM)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")

@@ -106,18 +106,14 @@ struct EvidenceTests {
                 let probe = "(() => { const v = document.querySelector('video'); if (!v || v.readyState < 4) return null; "
                     + "if (!window.seekAsked) { window.seekAsked = true; v.pause(); v.currentTime = 1.5; return null } "
                     + "return v.seeking || v.readyState < 2 ? null : [v.duration, v.currentTime] })()"
-                let out = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py",
-                                                             "http://127.0.0.1:\(port)\(url)", probe, "40"])
-                played = (out.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [Double] }) ?? []
+                played = PageProbe.value("http://127.0.0.1:\(port)\(url)", probe, as: [Double].self) ?? []
             }
             missing = (try? LiveViewTests.http(port, "/clips/nothing.mp4"))?.status ?? 0
             metrics = (try? LiveViewTests.http(port, "/metrics"))?.body ?? ""
             // The page lists the events' snapshots (thumbnails, loaded) and the clips (links).
             let listedOnPage = "(() => { const t = [...document.querySelectorAll('#evidence img.thumb')].filter(i => i.complete && i.naturalWidth > 0).length, "
                 + "c = document.querySelectorAll('#evidence a[href^=\"clips/\"]').length; return t >= 3 && c >= 2 ? [t, c] : null })()"
-            let out = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Servers/page_probe.py", "http://127.0.0.1:\(port)/",
-                                                         listedOnPage, "40"])
-            page = (out.flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [Int] }) ?? []
+            page = PageProbe.value("http://127.0.0.1:\(port)/", listedOnPage, as: [Int].self) ?? []
             kill(run.pid, SIGTERM)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")

@@ -129,9 +129,13 @@ let package = Package(
             path: "Sources/CVHostHTTP",
             resources: [.copy("web")]),
 
+        // FFmpeg's libavfilter (Debian's libavfilter-dev): its drawbox and drawtext filters draw the
+        // boxes and labels on snapshots (draw=true).
+        .systemLibrary(name: "CAVFilter", path: "Sources/CAVFilter", pkgConfig: "libavfilter", providers: [.apt(["libavfilter-dev"])]),
+
         // Evidence of what cvhost saw: snapshots (JPEG) of the frames events came from, and clips
         // (MP4, the input's own packets copied) around them, each folder within a disk budget.
-        .target(name: "CVHostEvidence", dependencies: ["CVHostCore", "CVHostLines", "CFFmpeg"], path: "Sources/CVHostEvidence"),
+        .target(name: "CVHostEvidence", dependencies: ["CVHostCore", "CVHostLines", "CFFmpeg", "CAVFilter"], path: "Sources/CVHostEvidence"),
 
         // `cvhost run` itself: its settings checked as a whole, the config file, opening outputs,
         // plugins and inputs in order, stopping (signals, --duration, hung plugins), the final lines,

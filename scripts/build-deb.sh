@@ -59,7 +59,7 @@ Architecture: $arch
 Maintainer: cvhost developers <cvhost@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
-Recommends: opencv-data, python3, python3-numpy
+Recommends: opencv-data, python3, python3-numpy, fonts-dejavu-core
 Suggests: v4l-utils, mosquitto-clients, python3-opencv, python3-venv
 Section: video
 Priority: optional

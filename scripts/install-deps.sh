@@ -39,6 +39,9 @@ packages+=(librdkafka-dev kcat libnats-dev nats-server)
 # page in headless Chromium, read the running page through the DevTools protocol with
 # websocket-client (Tests/Servers/page_probe.py), and make requests with curl (also inside the vivid VM).
 packages+=(prometheus chromium python3-websocket curl)
+# Snapshots with their boxes drawn (--snapshots DIR:draw=true): FFmpeg's drawbox and drawtext
+# filters (libavfilter) and the DejaVu Sans font they write the labels in.
+packages+=(libavfilter-dev fonts-dejavu-core)
 # Packaging (scripts/install.sh, scripts/build-deb.sh): patchelf points the binaries at the bundled
 # Swift runtime, dpkg-shlibdeps (dpkg-dev) finds the package's Depends; its test installs the .deb
 # into a fresh Debian root made by debootstrap and checks the unit with systemd-analyze (systemd).

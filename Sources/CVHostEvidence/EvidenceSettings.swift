@@ -2,7 +2,7 @@ import CVHostCore
 
 /// What `--snapshots` and `--clips` ask for (the same strings in a config file):
 ///
-///     --snapshots DIR[:on=EVENTS,crop=true,margin=0.25,max_gb=1,max_age=7d,min_free_gb=1]
+///     --snapshots DIR[:on=EVENTS,crop=true,margin=0.25,draw=true,max_gb=1,max_age=7d,min_free_gb=1]
 ///     --clips DIR[:on=EVENTS,pre=5,post=10,max=120,max_gb=10,max_age=7d,min_free_gb=1]
 ///
 /// EVENTS are event kinds joined by `+` (line.crossed+zone.entered). Each value is checked here: a
@@ -35,6 +35,8 @@ public struct EvidenceSettings: Equatable, Sendable {
     /// Snapshots: the event's box (with `margin` of its size around it) rather than the whole frame.
     public var crop = false
     public var margin = 0.25
+    /// Snapshots: the frame's boxes drawn on it with their labels.
+    public var draw = false
     /// Clips: seconds before the event and after the last event that extends the clip, and the longest clip.
     public var pre = 5.0
     public var post = 10.0
@@ -67,9 +69,9 @@ public struct EvidenceSettings: Equatable, Sendable {
                     throw Problem(description: "\(flag) \(path): no event '\(name)'\(hint): on= takes \(Self.events.joined(separator: ", ")), joined by +")
                 }
                 on = names
-            case ("crop", .snapshots):
-                guard v == "true" || v == "false" else { throw Problem(description: "\(flag) \(path): crop is true or false, not '\(v)'") }
-                crop = v == "true"
+            case ("crop", .snapshots), ("draw", .snapshots):
+                guard v == "true" || v == "false" else { throw Problem(description: "\(flag) \(path): \(k) is true or false, not '\(v)'") }
+                if k == "crop" { crop = v == "true" } else { draw = v == "true" }
             case ("margin", .snapshots): margin = try number(0...10)
             case ("pre", .clips): pre = try number(0...60)
             case ("post", .clips): post = try number(0...600)
@@ -82,7 +84,7 @@ public struct EvidenceSettings: Equatable, Sendable {
                 }
                 budget.maxAge = seconds
             default:
-                let options = kind == .clips ? "on, pre, post, max, max_gb, max_age, min_free_gb" : "on, crop, margin, max_gb, max_age, min_free_gb"
+                let options = kind == .clips ? "on, pre, post, max, max_gb, max_age, min_free_gb" : "on, crop, margin, draw, max_gb, max_age, min_free_gb"
                 throw Problem(description: "\(flag) \(path): no option '\(k)' (\(options))")
             }
         }

@@ -15,13 +15,15 @@ final class SnapshotRecorder: @unchecked Sendable {
     let folder: EvidenceFolder
     private let queue = DispatchQueue(label: "cvhost.snapshots")
     private let encoder = JPEGEncoder()
+    private let drawing = SnapshotDrawing()
     private let said: (String) -> Void
 
     private struct State {
         /// The frames last processed, per input (newest last).
         var frames: [String: [SampleBuffer]] = [:]
-        /// The boxes of the tracked results of the newest frame with results, per input: an event's box.
-        var boxes: [String: (sequence: UInt64, byTrack: [Int: ResultFields.Bounds])] = [:]
+        /// The boxes of the newest frame with results, per input: an event's box (by its track), and
+        /// every box with its label (drawn with draw=true).
+        var boxes: [String: (sequence: UInt64, byTrack: [Int: ResultFields.Bounds], marks: [SnapshotDrawing.Mark])] = [:]
         var queued = 0
         var saved = 0
         var bytes: UInt64 = 0
@@ -64,10 +66,11 @@ final class SnapshotRecorder: @unchecked Sendable {
         }
         guard let sequence = line.sequence else { return line }
         if on.contains("track.ended") { considerBest(line, source: source, sequence: sequence) }
-        let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?)? in
-            if let bounds = line.result?.fields.bounds, let track = line.track {
-                if s.boxes[source]?.sequence != sequence { s.boxes[source] = (sequence, [:]) }
-                s.boxes[source]?.byTrack[track] = bounds
+        let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?, [SnapshotDrawing.Mark])? in
+            if let result = line.result, let bounds = result.fields.bounds {
+                if s.boxes[source]?.sequence != sequence { s.boxes[source] = (sequence, [:], []) }
+                if let track = line.track { s.boxes[source]?.byTrack[track] = bounds }
+                s.boxes[source]?.marks.append(Self.mark(result, track: line.track))
             }
             guard on.contains(line.route.event), let sample = s.frames[source]?.last(where: { $0.sequence == sequence }) else { return nil }
             guard s.queued < Self.mostQueued else {
@@ -76,9 +79,10 @@ final class SnapshotRecorder: @unchecked Sendable {
             }
             s.queued += 1
             let box = line.result?.fields.bounds ?? line.track.flatMap { t in s.boxes[source].flatMap { $0.sequence == sequence ? $0.byTrack[t] : nil } }
-            return (sample, box)
+            let marks = settings.draw ? (s.boxes[source].flatMap { $0.sequence == sequence ? $0.marks : nil } ?? []) : []
+            return (sample, box, marks)
         }
-        guard let (sample, box) = picked else { return line }
+        guard let (sample, box, marks) = picked else { return line }
         let name = "\(EvidenceNames.safe(source))-\(sequence)-\(line.route.event.replacingOccurrences(of: ".", with: "_"))-"
             + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
         let region = settings.crop ? box.map(cropRegion) : nil
@@ -86,7 +90,7 @@ final class SnapshotRecorder: @unchecked Sendable {
             defer { state.withLock { $0.queued -= 1 } }
             let jpeg: [UInt8]
             do {
-                jpeg = try encoder.encode(sample.pixelBuffer, maxWidth: 1 << 16, region: region)
+                jpeg = try encoder.encode(drawn(sample.pixelBuffer, marks), maxWidth: 1 << 16, region: region)
             } catch {
                 said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
                 return
@@ -116,8 +120,9 @@ final class SnapshotRecorder: @unchecked Sendable {
             let pixels = sample.pixelBuffer.format == .i420 ? sample.pixelBuffer : sample.pixelBuffer.converted(to: .i420)
             let quality = FrameQuality.quality(score: result.fields.confidence ?? 1, area: b.width * b.height,
                                                sharpness: FrameQuality.sharpness(pixels, box: box))
+            let marks = settings.draw ? [Self.mark(result, track: track)] : []
             guard quality > state.withLock({ $0.best[key]?.quality ?? 0 }),
-                  let jpeg = try? encoder.encode(pixels, maxWidth: 1 << 16, region: region) else { return }
+                  let jpeg = try? encoder.encode(drawn(pixels, marks), maxWidth: 1 << 16, region: region) else { return }
             state.withLock { $0.best[key] = (quality, jpeg, sequence) }
         }
     }
@@ -135,6 +140,28 @@ final class SnapshotRecorder: @unchecked Sendable {
         queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended") }
         let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+    }
+
+    /// A result's box and its label as drawn: "person #12 87%".
+    static func mark(_ result: OutputLine.Result, track: Int?) -> SnapshotDrawing.Mark {
+        let b = result.fields.bounds ?? ResultFields.Bounds(x: 0, y: 0, width: 0, height: 0)
+        let score = result.fields.confidence.map { " \(Int(($0 * 100).rounded()))%" } ?? ""
+        let label = (result.fields.label ?? result.type) + (track.map { " #\($0)" } ?? "") + score
+        return SnapshotDrawing.Mark(region: JPEGEncoder.Region(x: Int(b.x), y: Int(b.y), width: Int(b.width.rounded()), height: Int(b.height.rounded())),
+                                    label: label)
+    }
+
+    /// The frame with `marks` drawn on it (a copy); the frame as it is when there are none, or
+    /// when they cannot be drawn (said once).
+    private func drawn(_ pixels: PixelBuffer, _ marks: [SnapshotDrawing.Mark]) -> PixelBuffer {
+        guard !marks.isEmpty else { return pixels }
+        let yuv = pixels.format == .i420 ? pixels : pixels.converted(to: .i420)
+        do {
+            return try drawing.draw(yuv, marks: marks)
+        } catch {
+            said("snapshots' boxes are not drawn: \(error)")
+            return pixels
+        }
     }
 
     /// A box with `margin` of its size around it.

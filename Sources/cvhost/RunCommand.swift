@@ -106,12 +106,12 @@ struct RunCommand: ParsableCommand {
     var lines: [String] = []
 
     @Option(name: .customLong("snapshots"), help: ArgumentHelp(
-        "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path.",
+        "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), draw=true (the boxes and labels drawn), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path. track.ended's is the track's best frame.",
         valueName: "dir"))
     var snapshots: String?
 
     @Option(name: .customLong("clips"), help: ArgumentHelp(
-        "Keep an MP4 clip around each event, the input's own packets copied: DIR [:on=EVENTS, pre=5, post=10 (seconds before the event and after the last that extends the clip), max=120, max_gb=10, max_age=7d, min_free_gb=1]. Each clip is said as clip.saved. For files and network cameras.",
+        "Keep an MP4 clip around each event, the input's own packets copied: DIR [:on=EVENTS, pre=5, post=10 (seconds before the event and after the last that extends the clip), max=120, max_gb=10, max_age=7d, min_free_gb=1]. Each clip is said as clip.saved. Files' and network cameras' packets are copied; a raw camera's frames are encoded (libx264).",
         valueName: "dir"))
     var clips: String?
 

@@ -84,6 +84,40 @@ struct EvidenceTests {
         }
     }
 
+    @Test("draw=true: the snapshot has the frame's box drawn (yellow) with its label written above it (white on a dark box), by FFmpeg's drawbox and drawtext; a label of filter syntax is drawn as it is")
+    func drawnBoxes() throws {
+        let snaps = Self.folder + "/drawn"
+        let plugin = Self.folder + "/labelled.py"
+        try """
+            import cvhost
+
+            class Labelled(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "labelled"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    if frame.sequence == 30:
+                        self.emit("object", {"label": "thing:%{pts}',[x]", "confidence": 0.9, "bounds": {"x": 100, "y": 100, "width": 160, "height": 120}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", try Self.clip(), "--max-frames", "40", "--metrics-interval", "0",
+                                      "--snapshots", snaps + ":on=result,draw=true"], timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0 && !r.stderr.contains("not drawn"), "\(r.stderr)")
+        let path = try #require(r.events("result").first?["snapshot"] as? String)
+        let raw = Self.folder + "/drawn.rgb"
+        try Tool.check("ffmpeg", ["-v", "error", "-y", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", raw])
+        let rgb = [UInt8](try Data(contentsOf: URL(fileURLWithPath: raw)))
+        #expect(rgb.count == 640 * 360 * 3)
+        func pixel(_ x: Int, _ y: Int) -> (Int, Int, Int) { let i = (y * 640 + x) * 3; return (Int(rgb[i]), Int(rgb[i + 1]), Int(rgb[i + 2])) }
+        // The box's edges: yellow.
+        let edge = (100..<260).map { pixel($0, 101) } + (100..<220).map { pixel(101, $0) }
+        let yellow = edge.filter { $0.0 > 180 && $0.1 > 180 && $0.2 < 100 }.count
+        #expect(yellow * 10 >= edge.count * 8, "\(yellow) of \(edge.count) edge pixels yellow")
+        // The label above it: white letters (the picture there is red and green columns, nothing white).
+        let label = (100..<240).flatMap { x in (70..<98).map { pixel(x, $0) } }
+        #expect(label.filter { $0.0 > 190 && $0.1 > 190 && $0.2 > 190 }.count > 40)
+    }
+
     @Test("the live view serves them: GET /clips and /snapshots list them (newest first; ?source=, ?event=), a clip in ranges (206, Content-Range; 416 past its end), a name not kept is 404; the page lists them (thumbnails, links); headless Chromium plays a clip (readyState 4, its duration) and seeks in it")
     func served() throws {
         let source = try Self.clip()

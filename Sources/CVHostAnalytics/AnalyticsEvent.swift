@@ -13,13 +13,15 @@ public struct AnalyticsEvent: Sendable {
 
     public let kind: Kind
     public let data: JSONObject
-    /// The track it is about, if any (its `track_id`).
+    /// The track it is about, if any (its `track_id`), and that track's label.
     public var track: Int?
+    public var label: String?
 
-    init(kind: Kind, data: JSONObject, track: Int? = nil) {
+    init(kind: Kind, data: JSONObject, track: Int? = nil, label: String? = nil) {
         self.kind = kind
         self.data = data
         self.track = track
+        self.label = label
     }
 
     static func box(_ b: Box) -> JSONObject {
@@ -39,7 +41,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_seen", t.firstTime)
         o.set("frames", t.frames)
         o.set("bounds", object: box(t.lastBox))
-        return AnalyticsEvent(kind: .trackStarted, data: o, track: t.id)
+        return AnalyticsEvent(kind: .trackStarted, data: o, track: t.id, label: t.label)
     }
 
     /// `reason`: "lost" (not seen for `lost` seconds) or "input_ended".
@@ -62,7 +64,7 @@ public struct AnalyticsEvent: Sendable {
         o.set("first_bounds", object: box(t.firstBox))
         o.set("last_bounds", object: box(t.lastBox))
         o.set("reason", reason)
-        return AnalyticsEvent(kind: .trackEnded, data: o, track: t.id)
+        return AnalyticsEvent(kind: .trackEnded, data: o, track: t.id, label: t.label)
     }
 
     static func zone(_ kind: Kind, zone: String, track: Int, label: String, seconds: Double? = nil, reason: String? = nil,
@@ -74,7 +76,7 @@ public struct AnalyticsEvent: Sendable {
         if let seconds { o.set("seconds", seconds) }
         if let reason { o.set("reason", reason) }
         if let speed { setSpeed(&o, speed) }
-        return AnalyticsEvent(kind: kind, data: o, track: track)
+        return AnalyticsEvent(kind: kind, data: o, track: track, label: label)
     }
 
     /// `speed` and `speed_unit`.
@@ -107,7 +109,7 @@ public struct AnalyticsEvent: Sendable {
             setSpeed(&o, (speed.value, speed.unit))
             o.set("speed_zone", speed.zone)
         }
-        return AnalyticsEvent(kind: .lineCrossed, data: o, track: track)
+        return AnalyticsEvent(kind: .lineCrossed, data: o, track: track, label: label)
     }
 
     /// The run's totals for one tracked plugin on one input, at its end: tracks, each line's

@@ -37,6 +37,8 @@ public final class EncodedPacket: @unchecked Sendable {
     public let ptsNs: Int64
     public let isKeyframe: Bool
     public let format: EncodedStreamFormat
+    /// When it was read (wall clock, ns since the epoch): a clip's wall times.
+    public let readWallNs = HostClock.wallNs()
 
     /// A new reference to `packet`'s data. nil when FFmpeg cannot allocate.
     /// - Parameter keyframe: whether a decoder can start at it, when the packet's flags do not say (nil: they do).

@@ -92,7 +92,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     // MARK: - Events
 
     /// An event (of kind `kind`) of this input at media time `ptsNs` (its frame's): starts a clip or extends the open one.
-    func event(id: String, kind: String, ptsNs: Int64) {
+    func event(id: String, kind: String, label: String, ptsNs: Int64) {
         let post = Int64(settings.post * 1e9)
         var dropped: String?
         state.withLock { s in
@@ -118,7 +118,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             }
             s.clips += 1
             let name = ClipRecorder.fileName(source: source, ptsNs: first.ptsNs, number: s.clips)
-            switch folder.start(name, source: source, event: kind) {
+            switch folder.start(name, source: source, event: kind, label: label) {
             case .success(let fd):
                 s.clip = OpenClip(name: name, descriptor: fd, until: ptsNs + post, hardEnd: first.ptsNs + Int64(settings.maxSeconds * 1e9),
                                   events: [id])
@@ -177,7 +177,8 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
                     return
                 }
                 said(.saved(ClipOutcome.Saved(file: clip.name, path: folder.path + "/" + clip.name, source: source,
-                                              startNs: writer.firstPtsNs ?? 0, endNs: writer.lastPtsNs ?? 0, bytes: bytes,
+                                              startNs: writer.firstPtsNs ?? 0, endNs: writer.lastPtsNs ?? 0,
+                                              startWallNs: writer.firstWallNs ?? 0, endWallNs: writer.lastWallNs ?? 0, bytes: bytes,
                                               packets: writer.packets, events: clip.events)))
             } catch {
                 Glibc.close(clip.descriptor)
@@ -232,6 +233,9 @@ enum ClipOutcome: Sendable {
         let source: String
         let startNs: Int64
         let endNs: Int64
+        /// When its first and last packet were read (wall clock, ns since the epoch).
+        let startWallNs: Int64
+        let endWallNs: Int64
         let bytes: UInt64
         let packets: Int
         let events: [String]

@@ -27,6 +27,8 @@ final class ClipWriter {
     static let reorderFrames: Int64 = 2
     private(set) var firstPtsNs: Int64?
     private(set) var lastPtsNs: Int64?
+    private(set) var firstWallNs: Int64?
+    private(set) var lastWallNs: Int64?
     private(set) var packets = 0
 
     /// Opens the file behind `descriptor` (one of the evidence folder's, made for it) and writes the header.
@@ -101,6 +103,8 @@ final class ClipWriter {
         guard rc >= 0 else { throw Failure(description: "writing the clip failed: \(ffmpegError(rc))", cause: Errno(rawValue: -rc)) }
         firstPtsNs = firstPtsNs ?? packet.ptsNs
         lastPtsNs = max(lastPtsNs ?? packet.ptsNs, packet.ptsNs)
+        firstWallNs = firstWallNs ?? packet.readWallNs
+        lastWallNs = max(lastWallNs ?? packet.readWallNs, packet.readWallNs)
         packets += 1
     }
 

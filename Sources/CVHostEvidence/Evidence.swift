@@ -99,7 +99,7 @@ public final class Evidence: @unchecked Sendable {
         guard line.route.event != "clip.saved" else { return line }
         if !clipEvents.isEmpty, clipEvents.contains(line.route.event), let source = line.route.source, let pts = line.ptsNs,
            let recorder = recorders.withLock({ $0[source] }) {
-            recorder.event(id: line.eventID ?? "", kind: line.route.event, ptsNs: pts)
+            recorder.event(id: line.eventID ?? "", kind: line.route.event, label: line.label ?? "", ptsNs: pts)
         }
         return snapshots?.annotate(line, urlBase: urlBase.withLock { $0 }) ?? line
     }
@@ -119,8 +119,8 @@ public final class Evidence: @unchecked Sendable {
     }
 
     /// `GET /clips`, `GET /snapshots` (`kind`): the files kept, newest first, as a JSON object
-    /// `{"clips": [{file, source, event, bytes, made}...]}`; filtered by `source`, `event` (its
-    /// kind), `since` (seconds since the epoch) and `limit` (100 by default, at most 1000). nil
+    /// `{"clips": [{file, url, source, event, label, bytes, made}...]}`; filtered by `source`, `event`
+    /// (its kind), `label`, `since` (seconds since the epoch) and `limit` (100 by default, at most 1000). nil
     /// when this run keeps none of that kind.
     public func list(_ kind: String, query: [String: String]) -> (status: Int, json: String)? {
         guard let folder = kind == "clips" ? clipFolder : kind == "snapshots" ? snapshots?.folder : nil else { return nil }
@@ -136,6 +136,7 @@ public final class Evidence: @unchecked Sendable {
         }
         let picked = folder.entries.filter { e in
             e.madeNs >= since && query["source"].map { $0 == e.source } ?? true && query["event"].map { $0 == e.event } ?? true
+                && query["label"].map { $0 == e.label } ?? true
         }.prefix(limit)
         var o = JSONObject()
         o.set(kind, array: picked.map { e in
@@ -144,6 +145,7 @@ public final class Evidence: @unchecked Sendable {
             j.set("url", "/\(kind)/\(e.name)")
             j.set("source", e.source)
             j.set("event", e.event)
+            j.set("label", e.label.isEmpty ? nil : e.label)
             j.set("bytes", e.bytes)
             j.setSeconds("made", nanoseconds: e.madeNs)
             return j
@@ -188,6 +190,8 @@ public final class Evidence: @unchecked Sendable {
             d.set("file", c.file)
             d.setSeconds("start_pts", nanoseconds: c.startNs)
             d.setSeconds("end_pts", nanoseconds: c.endNs)
+            d.setSeconds("start_ts", nanoseconds: c.startWallNs)
+            d.setSeconds("end_ts", nanoseconds: c.endWallNs)
             d.set("seconds", Double(c.endNs - c.startNs) / 1e9)
             d.set("bytes", c.bytes)
             d.set("packets", c.packets)

@@ -17,9 +17,10 @@ final class EvidenceFolder: @unchecked Sendable {
         let madeNs: Int64
         /// Being written: named `.partial-NAME` until whole.
         var partial: Bool
-        /// The input it is of, and the kind of event that made it (the first, for a clip).
+        /// The input it is of, and the kind and label of the event that made it (the first, for a clip).
         var source = ""
         var event = ""
+        var label = ""
     }
 
     let path: String
@@ -96,9 +97,9 @@ final class EvidenceFolder: @unchecked Sendable {
 
     /// Starts the file `name` (written as `.partial-NAME`), of the input `source`, made by an
     /// event of kind `event`. - Returns: its descriptor, or the error.
-    func start(_ name: String, source: String = "", event: String = "") -> Result<Int32, Errno> {
+    func start(_ name: String, source: String = "", event: String = "", label: String = "") -> Result<Int32, Errno> {
         index.withLock { entries in
-            entries.append(Entry(name: name, bytes: 0, madeNs: HostClock.wallNs(), partial: true, source: source, event: event))
+            entries.append(Entry(name: name, bytes: 0, madeNs: HostClock.wallNs(), partial: true, source: source, event: event, label: label))
             write(entries)
         }
         let opened = files.open(Self.partialName(name), O_WRONLY | O_CREAT | O_EXCL)
@@ -129,9 +130,9 @@ final class EvidenceFolder: @unchecked Sendable {
     }
 
     /// Writes `bytes` as the file `name`, whole or not at all. - Returns: nil, or the error.
-    func write(_ name: String, bytes: [UInt8], source: String = "", event: String = "") -> Errno? {
+    func write(_ name: String, bytes: [UInt8], source: String = "", event: String = "", label: String = "") -> Errno? {
         let fd: Int32
-        switch start(name, source: source, event: event) {
+        switch start(name, source: source, event: event, label: label) {
         case .success(let d): fd = d
         case .failure(let e): return e
         }
@@ -179,10 +180,10 @@ final class EvidenceFolder: @unchecked Sendable {
 
     /// The index, written whole to a new file and renamed over the old one (a kill leaves one or the other).
     private func write(_ entries: [Entry]) {
-        // Tabs and newlines cannot be in a name (isOwnName) or an event's kind; a source's are made spaces.
+        // Tabs and newlines cannot be in a name (isOwnName) or an event's kind; a source's or label's are made spaces.
+        func field(_ s: String) -> String { String(s.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 }) }
         let text = entries.map { e in
-            let source = e.source.map { $0 == "\t" || $0 == "\n" ? " " : $0 }
-            return "\(e.name)\t\(e.bytes)\t\(e.madeNs)\t\(e.partial ? 1 : 0)\t\(String(source))\t\(e.event)\n"
+            "\(e.name)\t\(e.bytes)\t\(e.madeNs)\t\(e.partial ? 1 : 0)\t\(field(e.source))\t\(e.event)\t\(field(e.label))\n"
         }.joined()
         let temp = Self.indexName + ".new"
         files.remove(temp)
@@ -207,8 +208,9 @@ final class EvidenceFolder: @unchecked Sendable {
         let n = bytes.withUnsafeMutableBytes { SystemCall.readFully(fd, into: $0) }
         return String(decoding: bytes[..<n], as: UTF8.self).split(separator: "\n").compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 6, let bytes = UInt64(f[1]), let made = Int64(f[2]), isOwnName(String(f[0])) else { return nil }
-            return Entry(name: String(f[0]), bytes: bytes, madeNs: made, partial: f[3] == "1", source: String(f[4]), event: String(f[5]))
+            guard f.count == 7, let bytes = UInt64(f[1]), let made = Int64(f[2]), isOwnName(String(f[0])) else { return nil }
+            return Entry(name: String(f[0]), bytes: bytes, madeNs: made, partial: f[3] == "1", source: String(f[4]), event: String(f[5]),
+                         label: String(f[6]))
         }
     }
 

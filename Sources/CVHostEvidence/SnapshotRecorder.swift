@@ -95,7 +95,7 @@ final class SnapshotRecorder: @unchecked Sendable {
                 said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
                 return
             }
-            store(name, jpeg, source: source, event: line.route.event)
+            store(name, jpeg, source: source, event: line.route.event, label: line.label ?? "")
         }
         let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
@@ -137,7 +137,7 @@ final class SnapshotRecorder: @unchecked Sendable {
         guard let best = state.withLock({ $0.best.removeValue(forKey: key) }) else { return line }
         let name = "\(EvidenceNames.safe(source))-\(best.sequence)-track_ended-track\(track)-"
             + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
-        queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended") }
+        queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended", label: line.label ?? "") }
         let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
     }
@@ -172,13 +172,13 @@ final class SnapshotRecorder: @unchecked Sendable {
     }
 
     /// Writes a snapshot within the folder's budget (on the queue); a full disk drops it, counted and said.
-    private func store(_ name: String, _ jpeg: [UInt8], source: String, event: String) {
+    private func store(_ name: String, _ jpeg: [UInt8], source: String, event: String, label: String) {
         guard folder.makeRoom(for: UInt64(jpeg.count)) else {
             state.withLock { $0.droppedFull += 1 }
             said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
             return
         }
-        if let e = folder.write(name, bytes: jpeg, source: source, event: event) {
+        if let e = folder.write(name, bytes: jpeg, source: source, event: event, label: label) {
             state.withLock { $0.droppedFull += 1 }
             said("cannot write snapshots in \(folder.path): \(e)")
             return

@@ -52,7 +52,7 @@ extension JSONObject {
         var bytes = finished()
         bytes.append(UInt8(ascii: "\n"))
         return OutputLine(bytes: bytes, route: route ?? OutputLine.Route(event: "", source: nil, plugin: nil), sequence: sequence,
-                          eventID: eventID, ptsNs: ptsNs, track: track)
+                          eventID: eventID, ptsNs: ptsNs, track: track, label: label)
     }
 
     /// A plugin's `result` line, its data (checked by JSONValidator) the last member: the line
@@ -65,6 +65,6 @@ extension JSONObject {
         // The data object is followed by the envelope's "}" and the newline.
         let dataStart = plain.bytes.count - 2 - data.count + 1
         return OutputLine(bytes: plain.bytes, route: plain.route, sequence: plain.sequence, eventID: plain.eventID, ptsNs: ptsNs,
-                          createdNs: plain.createdNs, result: OutputLine.Result(type: type, fields: fields, dataStart: dataStart))
+                          label: fields.label ?? type, createdNs: plain.createdNs, result: OutputLine.Result(type: type, fields: fields, dataStart: dataStart))
     }
 }

@@ -12,8 +12,9 @@ public struct JSONObject: Sendable {
     public internal(set) var eventID: String?
     /// The envelope's `pts`, in ns (the frame's media time): a clip of the event starts before it.
     public internal(set) var ptsNs: Int64?
-    /// The track the line is about, when it is about one (an analytics event's `track_id`).
+    /// The track the line is about, when it is about one (an analytics event's `track_id`), and its label.
     public var track: Int?
+    public var label: String?
 
     public init() {}
 

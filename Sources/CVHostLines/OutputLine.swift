@@ -12,8 +12,10 @@ public struct OutputLine: Sendable {
     public let eventID: String?
     /// The envelope's `pts` in ns (the frame's media time), if any.
     public let ptsNs: Int64?
-    /// The track the line is about: a tracked result's `track_id`, an analytics event's.
+    /// The track the line is about: a tracked result's `track_id`, an analytics event's; and the
+    /// label it is of (a result's, else its type; an analytics event's track's).
     public let track: Int?
+    public let label: String?
     /// When the line was made (monotonic clock, ns): a broker output's delivery latency is from here.
     public let createdNs: UInt64
     /// For a plugin's `result` line: what the analytics read of it, and where its data starts.
@@ -50,20 +52,21 @@ public struct OutputLine: Sendable {
     }
 
     public init(bytes: [UInt8], route: Route, sequence: UInt64? = nil, eventID: String? = nil, ptsNs: Int64? = nil, track: Int? = nil,
-                createdNs: UInt64 = HostClock.monotonicNs(), result: Result? = nil) {
+                label: String? = nil, createdNs: UInt64 = HostClock.monotonicNs(), result: Result? = nil) {
         self.bytes = bytes
         self.route = route
         self.sequence = sequence
         self.eventID = eventID
         self.ptsNs = ptsNs
         self.track = track
+        self.label = label
         self.createdNs = createdNs
         self.result = result
     }
 
     /// The same line with other bytes (a field added to it): no longer a result's known layout.
     public func with(bytes: [UInt8]) -> OutputLine {
-        OutputLine(bytes: bytes, route: route, sequence: sequence, eventID: eventID, ptsNs: ptsNs, track: track, createdNs: createdNs)
+        OutputLine(bytes: bytes, route: route, sequence: sequence, eventID: eventID, ptsNs: ptsNs, track: track, label: label, createdNs: createdNs)
     }
 
     /// The line with `"NAME":"VALUE"` last in its envelope (a snapshot's path): the line ends in `}\n`.
@@ -72,7 +75,7 @@ public struct OutputLine: Sendable {
         field.set(name, value)
         let member = [UInt8(ascii: ",")] + field.bytes.dropFirst()
         return OutputLine(bytes: bytes.dropLast(2) + member + [UInt8(ascii: "}"), UInt8(ascii: "\n")], route: route, sequence: sequence,
-                          eventID: eventID, ptsNs: ptsNs, track: track, createdNs: createdNs, result: result)
+                          eventID: eventID, ptsNs: ptsNs, track: track, label: label, createdNs: createdNs, result: result)
     }
 
     /// The result line with `"track_id":ID` as its data's first member (the analytics' track).
@@ -84,7 +87,7 @@ public struct OutputLine: Sendable {
         var fields = result.fields
         fields.hasTrackID = true
         return OutputLine(bytes: bytes[..<result.dataStart] + member + bytes[result.dataStart...], route: route, sequence: sequence,
-                          eventID: eventID, ptsNs: ptsNs, track: trackID, createdNs: createdNs,
+                          eventID: eventID, ptsNs: ptsNs, track: trackID, label: label, createdNs: createdNs,
                           result: Result(type: result.type, fields: fields, dataStart: result.dataStart))
     }
 }

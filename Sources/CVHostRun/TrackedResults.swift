@@ -122,6 +122,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
                                     tsNs: frame?.captureTimeNs ?? HostClock.wallNs(), ptsNs: frame?.presentationTimeNs)
         o.set("data", object: event.data)
         o.track = event.track
+        o.label = event.label
         return o.line()
     }
 

@@ -46,7 +46,7 @@ struct EvidenceFolderTests {
         try FileManager.default.removeItem(atPath: dir + "/b.jpg")
         // A line naming a file outside the folder, or the index itself: never deleted.
         let index = dir + "/.cvhost-evidence"
-        let extra = "../outside\t1\t0\t0\t\t\n.cvhost-evidence\t1\t0\t0\t\t\n"
+        let extra = "../outside\t1\t0\t0\t\t\t\n.cvhost-evidence\t1\t0\t0\t\t\t\n"
         try (String(contentsOfFile: index, encoding: .utf8) + extra).write(toFile: index, atomically: true, encoding: .utf8)
         let again = try EvidenceFolder(dir, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30, maxAge: 1))
         #expect(again.entries.map(\.name) == ["a.jpg"])

@@ -130,7 +130,7 @@ struct EvidenceTests {
                                      timeout: 180, environment: Self.python, withStdin: false) { run in
             guard run.wait(until: { $0.contains("\"event\":\"session.stopped\"") }) else { return }
             list = (try? LiveViewTests.http(port, "/clips"))?.body ?? ""
-            snapList = (try? LiveViewTests.http(port, "/snapshots?source=cam&event=result&limit=2"))?.body ?? ""
+            snapList = (try? LiveViewTests.http(port, "/snapshots?source=cam&event=result&label=thing&limit=2"))?.body ?? ""
             other = (try? LiveViewTests.http(port, "/clips?source=elsewhere"))?.body ?? ""
             let clipsListed = (try? JSONSerialization.jsonObject(with: Data(list.utf8)) as? [String: Any])?["clips"] as? [[String: Any]] ?? []
             if let url = clipsListed.last?["url"] as? String {
@@ -167,6 +167,8 @@ struct EvidenceTests {
         // The lines carry the files' addresses on the live view; /metrics counts what was kept.
         #expect(r.events("result").allSatisfy { ($0["snapshot_url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/snapshots/") == true })
         #expect(saved.allSatisfy { ($0["url"] as? String)?.hasPrefix("http://127.0.0.1:\(port)/clips/") == true })
+        #expect(saved.allSatisfy { ($0["start_ts"] as? Double ?? 0) > 1.7e9 && ($0["start_ts"] as? Double ?? 0) <= ($0["end_ts"] as? Double ?? 0) }, "\(saved)")
+        #expect(listed.allSatisfy { $0["label"] as? String == "thing" }, "\(list)")
         #expect(LiveViewTests.sample(metrics, "cvhost_clips_saved_total", [:]) == 2 && LiveViewTests.sample(metrics, "cvhost_snapshots_saved_total", [:]) == 3
                 && LiveViewTests.sample(metrics, "cvhost_evidence_files_deleted_total", ["folder": "clips"]) == 0,
                 "\(metrics.split(separator: "\n").filter { $0.contains("clip") || $0.contains("snapshot") })")

@@ -111,11 +111,13 @@ public final class Evidence: @unchecked Sendable {
     }
 
     /// The inputs ended or the run stops: open clips are finished with what they have, every
-    /// snapshot queued is written. Call before the outputs close (the clip.saved lines go to them).
+    /// snapshot queued is written. Call before the outputs close (the clip.saved lines go to them);
+    /// again, it does nothing more. It lets go of the outputs (which hold it as their line stage).
     public func finish() {
         for r in recorders.withLock({ Array($0.values) }) { r.drain() }
         snapshots?.drain()
         sweeper.cancel()
+        out.withLock { $0 = nil }
     }
 
     /// `GET /clips`, `GET /snapshots` (`kind`): the files kept, newest first, as a JSON object

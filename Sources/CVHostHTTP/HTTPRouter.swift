@@ -15,7 +15,7 @@ import NIOHTTP1
 ///     GET  /controls      what can be changed while running
 ///     POST /controls      change it (a JSON command)
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
-///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&since=UNIX&limit=N)
+///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
 ///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B)
 ///     GET  /snapshots     the snapshots kept (--snapshots), as /clips
 ///     GET  /snapshots/NAME one snapshot (image/jpeg)

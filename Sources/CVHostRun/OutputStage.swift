@@ -51,6 +51,9 @@ final class OutputStage: Sendable {
     /// The outputs deliver what was written (each for at most its drain= seconds; at the normal
     /// end RunOutput.finish has done so already, and this returns its answer).
     func close() {
+        // Every way a run ends: the evidence room's last clips and snapshots first (and the cycle
+        // between it and the outputs cut).
+        evidence?.finish()
         _ = output.finish()
     }
 }

@@ -16,20 +16,24 @@ struct ColourConversionTests {
     static func raw(_ pixFmt: String, width: Int = width, height: Int = height) throws -> Data {
         let out = folder + "/in-\(width)x\(height).\(pixFmt)"
         if !FileManager.default.fileExists(atPath: out) {
-            // Written aside and renamed: parallel tests read it. testsrc2 makes even sizes only: an odd
-            // one is cropped out of the next even one.
+            // Written aside, under a name of this writer's own, and renamed whole: parallel tests may
+            // make the same file at once, and read it. testsrc2 makes even sizes only: an odd one is
+            // cropped out of the next even one.
             let even = "\(width + width % 2)x\(height + height % 2)"
+            let part = out + ".\(UUID().uuidString).part"
             try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(even)",
                                       "-vf", "format=rgb24,crop=\(width):\(height):0:0", "-frames:v", "1", "-pix_fmt", pixFmt,
-                                      "-f", "rawvideo", out + ".part"])
-            _ = rename(out + ".part", out)
+                                      "-f", "rawvideo", part])
+            _ = rename(part, out)
         }
         return try Data(contentsOf: URL(fileURLWithPath: out))
     }
 
     /// What `ffmpeg -vf scale=...` makes of the same raw input.
     static func ffmpeg(_ inFmt: String, _ outFmt: String, _ scale: String) throws -> Data {
-        let out = folder + "/\(inFmt)-\(outFmt)-\(scale.hashValue).raw"
+        // A name of this call's own: parallel tests may ask for the same conversion at once.
+        let out = folder + "/\(inFmt)-\(outFmt)-\(UUID().uuidString).raw"
+        defer { try? FileManager.default.removeItem(atPath: out) }
         try Tool.check("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", inFmt, "-s", "\(width)x\(height)",
                                   "-i", folder + "/in-\(width)x\(height).\(inFmt)", "-vf", "scale=flags=\(flags):\(scale),format=\(outFmt)",
                                   "-f", "rawvideo", out])

@@ -53,15 +53,7 @@ final class FrameEncoder: VideoDataOutputDelegate, @unchecked Sendable {
         }
         guard let context, let frame else { return }
         guard av_frame_make_writable(frame) >= 0 else { return }
-        for (i, plane) in pixels.planes.prefix(3).enumerated() {
-            let rows = i == 0 ? pixels.height : (pixels.height + 1) / 2
-            let width = i == 0 ? pixels.width : (pixels.width + 1) / 2
-            guard let dst = [frame.pointee.data.0, frame.pointee.data.1, frame.pointee.data.2][i] else { return }
-            let stride = Int([frame.pointee.linesize.0, frame.pointee.linesize.1, frame.pointee.linesize.2][i])
-            for y in 0..<rows {
-                (dst + y * stride).update(from: plane.base.assumingMemoryBound(to: UInt8.self) + y * plane.bytesPerRow, count: width)
-            }
-        }
+        pixels.copyI420(into: frame)
         // Media time at 90 kHz, never twice the same (a muxer refuses that).
         var pts = av_rescale_q(sample.presentationTimeNs, AVRational(num: 1, den: 1_000_000_000), Self.timeBase)
         if pts <= lastPts { pts = lastPts + 1 }

@@ -68,15 +68,7 @@ final class SnapshotDrawing {
         frame.pointee.height = Int32(pixels.height)
         frame.pointee.pts = 0
         guard av_frame_get_buffer(frame, 0) >= 0 else { throw Failure(description: "no memory for drawing") }
-        for (i, plane) in pixels.planes.prefix(3).enumerated() {
-            let rows = i == 0 ? pixels.height : (pixels.height + 1) / 2
-            let width = i == 0 ? pixels.width : (pixels.width + 1) / 2
-            guard let dst = [frame.pointee.data.0, frame.pointee.data.1, frame.pointee.data.2][i] else { continue }
-            let stride = Int([frame.pointee.linesize.0, frame.pointee.linesize.1, frame.pointee.linesize.2][i])
-            for y in 0..<rows {
-                (dst + y * stride).update(from: plane.base.assumingMemoryBound(to: UInt8.self) + y * plane.bytesPerRow, count: width)
-            }
-        }
+        pixels.copyI420(into: frame)
         guard av_buffersrc_add_frame(source, frame) >= 0, av_buffersrc_add_frame(source, nil) >= 0 else {
             throw Failure(description: "the drawing filters refused the frame")
         }

@@ -83,8 +83,7 @@ final class SnapshotRecorder: @unchecked Sendable {
             return (sample, box, marks)
         }
         guard let (sample, box, marks) = picked else { return line }
-        let name = "\(EvidenceNames.safe(source))-\(sequence)-\(line.route.event.replacingOccurrences(of: ".", with: "_"))-"
-            + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
+        let name = Self.fileName(source: source, sequence: sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
         let region = settings.crop ? box.map(cropRegion) : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
@@ -135,8 +134,7 @@ final class SnapshotRecorder: @unchecked Sendable {
         // name says which frame it is.
         queue.sync {}
         guard let best = state.withLock({ $0.best.removeValue(forKey: key) }) else { return line }
-        let name = "\(EvidenceNames.safe(source))-\(best.sequence)-track_ended-track\(track)-"
-            + "\(line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0")-\(Producer.session.prefix(8)).jpg"
+        let name = Self.fileName(source: source, sequence: best.sequence, event: "track_ended-track\(track)", line)
         queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended", label: line.label ?? "") }
         let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
@@ -162,6 +160,13 @@ final class SnapshotRecorder: @unchecked Sendable {
             said("snapshots' boxes are not drawn: \(error)")
             return pixels
         }
+    }
+
+    /// `SOURCE-SEQ-EVENT-N-SESSION.jpg`: the input made safe for a file name, the frame's seq, the
+    /// event's kind, the number of its line (its event id's last part) and the run's session.
+    static func fileName(source: String, sequence: UInt64, event: String, _ line: OutputLine) -> String {
+        let number = line.eventID.map { String($0.split(separator: "-").last ?? "") } ?? "0"
+        return "\(EvidenceNames.safe(source))-\(sequence)-\(event)-\(number)-\(Producer.session.prefix(8)).jpg"
     }
 
     /// A box with `margin` of its size around it.

@@ -231,6 +231,11 @@ public final class CaptureSession: @unchecked Sendable {
                 if first { eventHandler?(.interrupted(reason: interruption.reason)) }
                 continue
             } catch {
+                // A stream cancelled by a stop may fail rather than end: the stop is why it ended.
+                if let stop = cond.withLock({ stopReason }) {
+                    reason = stop
+                    break
+                }
                 let failure = error as? CaptureError ?? CaptureError(.streamFailed, "\(error)")
                 eventHandler?(.runtimeError(failure))
                 reason = .error

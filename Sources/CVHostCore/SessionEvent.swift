@@ -18,6 +18,8 @@ public enum StopReason: String, Sendable {
     case requested
     /// The source failed; a runtimeError event came before.
     case error
+    /// The input was removed from the running run (DELETE /inputs/NAME, remove_input, a reload).
+    case removed
 }
 
 /// Why frames never reached the session.

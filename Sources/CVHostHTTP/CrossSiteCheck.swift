@@ -52,9 +52,11 @@ struct CrossSiteCheck: Sendable {
                                    + "only when this server served it (a page served elsewhere: --http-allow-host ITS-NAME)")
             }
         }
+        // A POST of a form's or text's type is sent by any page without asking first; a JSON type,
+        // PUT and DELETE make a browser ask (a preflight, which this server never allows).
         let type = head.headers.first(name: "content-type")?.split(separator: ";").first?
             .trimmingCharacters(in: .whitespaces).lowercased()
-        guard type == "application/json" else {
+        guard head.method != .POST || type == "application/json" else {
             return HTTPRefusal(.contentType, 415, "\(head.method) \(Self.printable(head.uri)) takes a JSON body sent with Content-Type: application/json")
         }
         return nil

@@ -14,6 +14,9 @@ import NIOHTTP1
 ///     GET  /metrics       Prometheus text exposition
 ///     GET  /controls      what can be changed while running
 ///     POST /controls      change it (a JSON command)
+///     GET  /inputs        the inputs, their plugins and health
+///     POST /inputs        add one (a JSON object: name, input or device, plugins)
+///     GET, PUT, DELETE /inputs/NAME   one input: see it, change it (opened anew), remove it
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
 ///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B)
@@ -31,12 +34,15 @@ final class HTTPRouter: Sendable {
     let crossSite: CrossSiteCheck
     let statistics: HTTPServerStatistics
     let service: LiveViewService
-    let previews: [LivePreview]
+    /// The inputs' previews: an input added while the run goes on brings its own (`HTTPServer.add`).
+    let previews: Locked<[LivePreview]>
     let events: EventStream
     let web: WebFiles
     private let health = DispatchQueue(label: "cvhost.http.health")
     private let metrics = DispatchQueue(label: "cvhost.http.metrics")
     private let work = DispatchQueue(label: "cvhost.http.work")
+    /// Inputs added and removed: opening a stream or draining a plugin takes seconds.
+    private let changes = DispatchQueue(label: "cvhost.http.changes")
     /// Answers made on the calling thread (tests on NIOEmbedded's one-thread channel), not on the queues.
     private let inline: Bool
 
@@ -50,7 +56,7 @@ final class HTTPRouter: Sendable {
         self.crossSite = crossSite
         self.statistics = statistics
         self.service = service
-        self.previews = previews
+        self.previews = Locked(previews)
         self.events = events
         self.web = web
         self.inline = inline
@@ -94,13 +100,26 @@ final class HTTPRouter: Sendable {
                 let answer = service.control(body)
                 respond(.json(answer.status, answer.json))
             }
+        case (.GET, "/inputs"), (.POST, "/inputs"):
+            let command = head.method == .GET ? "get_inputs" : "add_input"
+            answer(on: head.method == .GET ? work : changes) { [service] in
+                let answer = service.command(command, target: nil, body: body)
+                respond(.json(answer.status, answer.json))
+            }
+        case (let method, _) where path.hasPrefix("/inputs/") && [.GET, .PUT, .DELETE].contains(method):
+            let target = String(path.dropFirst("/inputs/".count)).removingPercentEncoding ?? ""
+            let command = head.method == .GET ? "get_inputs" : head.method == .PUT ? "change_input" : "remove_input"
+            answer(on: head.method == .GET ? work : changes) { [service] in
+                let answer = service.command(command, target: target, body: body)
+                respond(.json(answer.status, answer.json))
+            }
         case (.GET, "/events"):
             Self.startStream(head, on: channel, contentType: "text/event-stream")
             events.add(channel)
             return .stream
         case (.GET, "/stream.mjpg"), (.GET, "/snapshot.jpg"):
             guard let preview = preview(query["source"]) else {
-                respond(.error(404, "no input named \(query["source"] ?? ""): the inputs are \(previews.map(\.source).joined(separator: ", "))"))
+                respond(.error(404, "no input named \(query["source"] ?? ""): the inputs are \(previews.withLock { $0 }.map(\.source).joined(separator: ", "))"))
                 return .reply
             }
             if path == "/snapshot.jpg" {
@@ -135,7 +154,7 @@ final class HTTPRouter: Sendable {
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))
         default:
-            let allowed = path == "/controls" ? "GET, POST" : "GET"
+            let allowed = ["/controls": "GET, POST", "/inputs": "GET, POST"][path] ?? (path.hasPrefix("/inputs/") ? "GET, PUT, DELETE" : "GET")
             respond(HTTPReply.error(405, "\(head.method) is not served at \(path) (\(allowed) is)").with(header: ("Allow", allowed)))
         }
         return .reply
@@ -147,8 +166,10 @@ final class HTTPRouter: Sendable {
 
     /// The preview of the input named `source`, or of the first input.
     private func preview(_ source: String?) -> LivePreview? {
-        guard let source, !source.isEmpty else { return previews.first }
-        return previews.first { $0.source == source }
+        previews.withLock { all in
+            guard let source, !source.isEmpty else { return all.first }
+            return all.first { $0.source == source }
+        }
     }
 
     /// With every answer: a browser takes each body as the type it is said to be (a JSON answer is

@@ -176,9 +176,23 @@ public final class HTTPServer: Sendable {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The preview of an input added while the server runs.
+    public func add(_ preview: LivePreview) {
+        router.previews.withLock { $0.append(preview) }
+    }
+
+    /// An input removed: its preview's viewers are closed, and it is no longer served.
+    public func removePreview(source: String) {
+        let gone = router.previews.withLock { all in
+            defer { all.removeAll { $0.source == source } }
+            return all.filter { $0.source == source }
+        }
+        gone.forEach { $0.closeViewers() }
+    }
+
     /// Closes every connection and stops listening.
     public func stop() {
-        router.previews.forEach { $0.closeViewers() }
+        router.previews.withLock { $0 }.forEach { $0.closeViewers() }
         router.events.closeAll()
         try? channel.close().wait()
         for connection in connections.withLock({ Array($0.values) }) { try? connection.close().wait() }

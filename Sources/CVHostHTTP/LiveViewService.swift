@@ -14,6 +14,10 @@ public protocol LiveViewService: Sendable {
     /// - Returns: the HTTP status (200 applied, 400 a bad request, 404 no such target, 409 not
     ///   possible now) and the JSON answer.
     func control(_ body: [UInt8]) -> (status: Int, json: String)
+    /// `GET`, `POST /inputs`, `GET`, `PUT`, `DELETE /inputs/NAME`: the command the route stands for
+    /// (`get_inputs`, `add_input`, `change_input`, `remove_input`), with the name in the address
+    /// (`target`) and the request's body. May block (an input opened, one stopped): off the event loop.
+    func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String)
     /// `GET /clips`, `GET /snapshots` (`kind`): what the run keeps, newest first, filtered by the
     /// query (source, event, since, limit); nil when it keeps none of that kind (404).
     func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)?
@@ -24,6 +28,9 @@ public protocol LiveViewService: Sendable {
 extension LiveViewService {
     public func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? { nil }
     public func evidenceFile(_ kind: String, name: String) -> ServedFile? { nil }
+    public func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String) {
+        (404, #"{"error":"this server changes no inputs"}"#)
+    }
 }
 
 /// An HTTP response with a whole body.

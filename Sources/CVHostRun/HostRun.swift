@@ -60,14 +60,17 @@ public final class HostRun: Sendable {
         }
         let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count, stop: stop)
         phase.withLock { $0 = .plugins }
-        let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop) }
+        let rules = AnalyticsRules(s.analytics)
+        let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop, rules: rules) }
         phase.withLock { $0 = .inputs }
         let inputs = try opening(after: outputs, plugins) {
             try InputStage(s, sourceIDs: sourceIDs, sessions: sessions, firstCamera: firstCamera, runners: plugins.runners, lines: outputs.lines,
                            evidence: outputs.evidence)
         }
         phase.withLock { $0 = .running }
-        let running = try opening(after: outputs, plugins) { try RunningSession(s, sources: inputs.sources, outputs: outputs, stop: stop) }
+        let registry = RunInputs(inputs.sources, limit: s.maxInputs)
+        let changes = InputChanges(s, inputs: registry, plugins: plugins, outputs: outputs, stop: stop, rules: rules)
+        let running = try opening(after: outputs, plugins) { try RunningSession(s, inputs: registry, changes: changes, outputs: outputs, stop: stop) }
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
         switch running.runUntilStopped(jsonDescriptor: jsonDescriptor) {
         case .concluded(let outcome):

@@ -21,6 +21,11 @@ public struct InputSpec: Equatable, Sendable {
     /// The name given before `=`, if any.
     public let name: String?
 
+    public init(kind: Kind, name: String?) {
+        self.kind = kind
+        self.name = name
+    }
+
     /// The `source` of this input's lines. For the first camera, the path found when it is opened.
     public func sourceID(cameraPath: String? = nil) -> String {
         if let name { return name }
@@ -47,14 +52,19 @@ public struct InputSpec: Equatable, Sendable {
     /// file whose name looks like `a=b` is read as that file.
     static func splitName(_ text: String) -> (name: String?, rest: String) {
         guard let eq = text.firstIndex(of: "="), PathText.entry(text) == nil else { return (nil, text) }
-        let name = text[..<eq]
+        let name = String(text[..<eq])
+        guard isName(name) else { return (nil, text) }
+        return (name, String(text[text.index(after: eq)...]))
+    }
+
+    /// An input's name: 1 to 64 letters, digits, `_`, `-` or `.`.
+    static func isName(_ name: String) -> Bool {
         let allowed = name.utf8.allSatisfy { c in
             (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
                 || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
                 || c == UInt8(ascii: ".")
         }
-        guard !name.isEmpty, name.utf8.count <= 64, allowed else { return (nil, text) }
-        return (String(name), String(text[text.index(after: eq)...]))
+        return !name.isEmpty && name.utf8.count <= 64 && allowed
     }
 
     /// The inputs of `--input` and `--device` flags (inputs first, each in the order given), or

@@ -25,7 +25,7 @@ struct InputStage: Sendable {
                     Log.warning("skipped \(path): \(reason)")
                     lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
                 })
-                sources.append(try SourceRun(id: id, device: device, session: sessions[i], runners: runners[i], lines: lines,
+                sources.append(try SourceRun(id: id, spec: spec, device: device, session: sessions[i], runners: runners[i], lines: lines,
                                              deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
                                              evidence: evidence))
             } catch let error as CaptureError {

@@ -6,8 +6,8 @@ import CVHostV4L2
 import Foundation
 
 /// Changes while running, asked for as JSON commands on stdin (`StdinCommands`) or by HTTP
-/// (`POST /controls`): a camera control, a plugin's connection enabled or paused, a plugin's
-/// frame-rate cap; and the run's end. Every change is a `control.changed` line, so that the
+/// (`POST /controls`, `/inputs`): a camera control, a plugin's connection enabled or paused, a
+/// plugin's frame-rate cap, inputs added, changed and removed (InputCommands); and the run's end. Every change is a `control.changed` line, so that the
 /// record of a run says what was changed, when and by whom; every command is answered by a
 /// `command.result` line (on stdin's behalf on stdout, on HTTP's behalf as the response).
 ///
@@ -16,6 +16,10 @@ import Foundation
 ///     {"command":"set_plugin","plugin":"barcode","max_fps":2}          (0: no cap)
 ///     {"command":"reload","plugin":"brightness"}                      (a Python plugin's code, anew)
 ///     {"command":"get_controls"}
+///     {"command":"add_input","name":"door","input":"rtsp://...","plugins":["detect"]}   (InputCommands)
+///     {"command":"change_input","name":"door","input":"rtsp://..."}
+///     {"command":"remove_input","name":"door"}
+///     {"command":"get_inputs"}
 ///     {"command":"stop"}
 ///
 /// An `"id"` (a string or a number) is echoed in the answer.
@@ -24,16 +28,19 @@ package final class LiveCommands: Sendable {
         case stdin, http
     }
 
-    private let sources: [SourceRun]
-    private let lines: RunLines
+    let inputs: RunInputs
+    /// Adds, changes and removes inputs; nil for a run that cannot (the fuzz targets').
+    let changes: InputChanges?
+    let lines: RunLines
     private let stop: RunStop
-    /// Set when every input has ended: changes are refused from then on.
-    private let ended = Locked(false)
 
-    static let known: Set<String> = ["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps"]
+    static let known: Set<String> = ["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input", "device",
+                                     "plugins"]
+    static let commands = ["set_control", "set_plugin", "reload", "get_controls", "get_inputs", "add_input", "change_input", "remove_input", "stop"]
 
-    init(sources: [SourceRun], lines: RunLines, stop: RunStop) {
-        self.sources = sources
+    init(inputs: RunInputs, changes: InputChanges?, lines: RunLines, stop: RunStop) {
+        self.inputs = inputs
+        self.changes = changes
         self.lines = lines
         self.stop = stop
     }
@@ -41,50 +48,58 @@ package final class LiveCommands: Sendable {
     /// Commands of a run that has no inputs, their lines to `output`: how a command's bytes are
     /// read and refused, away from a run (the fuzz targets, fuzz/targets).
     package convenience init(output: OutputRouter) {
-        self.init(sources: [], lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
+        self.init(inputs: RunInputs([], limit: 0), changes: nil, lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
     }
 
-    func inputsEnded() { ended.withLock { $0 = true } }
-
-    /// A refusal of a command, with the HTTP status that says why.
-    private struct Refusal: Error {
-        let status: Int
-        let message: String
-        init(_ status: Int, _ message: String) {
-            self.status = status
-            self.message = message
-        }
-    }
+    private var sources: [SourceRun] { inputs.all }
 
     /// Carries out one command. - Returns: the HTTP status and the `command.result` line.
-    /// `command` is implied for HTTP: set_control with `name`, set_plugin with `plugin`.
-    package func handle(_ bytes: [UInt8], from origin: Origin) -> (status: Int, line: JSONObject) {
+    /// `command` is implied for HTTP: by the route (`implied`: POST /inputs is add_input), else for
+    /// POST /controls set_control with `name`, set_plugin with `plugin`; `target` is the name in
+    /// the route (`/inputs/NAME`), which the body may not contradict.
+    package func handle(_ bytes: [UInt8], from origin: Origin, implied: String? = nil, target: String? = nil) -> (status: Int, line: JSONObject) {
         var id: CommandValue?
-        var name = "?"
+        var name = implied ?? "?"
         do {
-            guard let object = try? JSONDecoder().decode([String: CommandValue].self, from: Data(bytes)) else {
-                throw Refusal(400, "a command is one JSON object, e.g. {\"command\":\"set_control\",\"name\":\"brightness\",\"value\":140}")
+            guard var object = bytes.isEmpty && implied != nil ? [:] : try? JSONDecoder().decode([String: CommandValue].self, from: Data(bytes)) else {
+                throw CommandRefusal(400, "a command is one JSON object, e.g. {\"command\":\"set_control\",\"name\":\"brightness\",\"value\":140}")
             }
             id = object["id"]
             if let unknown = object.keys.sorted().first(where: { !Self.known.contains($0) }) {
-                throw Refusal(400, "unknown field \"\(unknown)\": a command has \(Self.known.sorted().joined(separator: ", "))")
+                throw CommandRefusal(400, "unknown field \"\(unknown)\": a command has \(Self.known.sorted().joined(separator: ", "))")
             }
-            let command = object["command"]?.string ?? (origin == .http ? (object["plugin"] != nil ? "set_plugin" : "set_control") : "")
+            if let implied, let given = object["command"]?.string, given != implied {
+                throw CommandRefusal(400, "\"command\":\"\(given)\" does not belong here: this route is \(implied)")
+            }
+            if let target {
+                if let given = object["name"], given != .string(target) {
+                    throw CommandRefusal(400, "\"name\" is \(target), the name in the address: rename by removing and adding")
+                }
+                object["name"] = .string(target)
+            }
+            let command = implied ?? object["command"]?.string ?? (origin == .http ? (object["plugin"] != nil ? "set_plugin" : "set_control") : "")
             name = command
+            var status = 200
             let result: JSONObject
             switch command {
             case "set_control": result = try setControl(object, origin: origin)
             case "set_plugin": result = try setPlugin(object, origin: origin)
             case "reload": result = try reload(object)
             case "get_controls": result = controls()
+            case "get_inputs": result = inputList(object)
+            case "add_input":
+                result = try addInput(object, origin: origin)
+                status = 201
+            case "change_input": result = try changeInput(object, origin: origin)
+            case "remove_input": result = try removeInput(object, origin: origin)
             case "stop":
                 stop.request(.requested)
                 result = JSONObject()
-            case "": throw Refusal(400, "a command needs \"command\": set_control, set_plugin, reload, get_controls or stop")
-            default: throw Refusal(400, "unknown command \"\(command)\": set_control, set_plugin, reload, get_controls or stop")
+            case "": throw CommandRefusal(400, "a command needs \"command\": \(Self.commands.joined(separator: ", "))")
+            default: throw CommandRefusal(400, "unknown command \"\(command)\": \(Self.commands.joined(separator: ", "))")
             }
-            return (200, Self.answer(name, id: id, ok: true, result: result, error: nil))
-        } catch let r as Refusal {
+            return (status, Self.answer(name, id: id, ok: true, result: result, error: nil))
+        } catch let r as CommandRefusal {
             return (r.status, Self.answer(name, id: id, ok: false, result: nil, error: r.message))
         } catch {
             return (500, Self.answer(name, id: id, ok: false, result: nil, error: "\(error)"))
@@ -95,39 +110,39 @@ package final class LiveCommands: Sendable {
 
     private func setControl(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
         try refuseAfterEnd()
-        guard let name = o["name"]?.string else { throw Refusal(400, "set_control needs \"name\" (a control, e.g. brightness)") }
-        guard let value = o["value"]?.text else { throw Refusal(400, "set_control needs \"value\" (a number, true/false, or a menu item)") }
+        guard let name = o["name"]?.string else { throw CommandRefusal(400, "set_control needs \"name\" (a control, e.g. brightness)") }
+        guard let value = o["value"]?.text else { throw CommandRefusal(400, "set_control needs \"value\" (a number, true/false, or a menu item)") }
         let cameras = sources.filter { $0.device is V4L2CaptureDevice }
         let run: SourceRun
         if let wanted = o["source"]?.string {
-            guard let s = sources.first(where: { $0.id == wanted }) else { throw Refusal(404, "no input named \(wanted)") }
+            guard let s = sources.first(where: { $0.id == wanted }) else { throw CommandRefusal(404, "no input named \(wanted)") }
             run = s
         } else {
             guard cameras.count == 1 else {
-                throw Refusal(cameras.isEmpty ? 409 : 400,
+                throw CommandRefusal(cameras.isEmpty ? 409 : 400,
                               cameras.isEmpty ? "no input is a camera: controls are a camera's" : "several cameras: say which with \"source\"")
             }
             run = cameras[0]
         }
-        guard let camera = run.device as? V4L2CaptureDevice else { throw Refusal(409, "\(run.id) is not a camera: controls are a camera's") }
+        guard let camera = run.device as? V4L2CaptureDevice else { throw CommandRefusal(409, "\(run.id) is not a camera: controls are a camera's") }
         guard V4L2Controls.id(named: name) != nil else {
-            throw Refusal(404, "unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
+            throw CommandRefusal(404, "unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
         }
         let report: SettingReport
         do {
             try camera.lockForConfiguration()
         } catch {
-            throw Refusal(409, "\(run.id) is being configured (reconnecting?): try again")
+            throw CommandRefusal(409, "\(run.id) is being configured (reconnecting?): try again")
         }
         defer { camera.unlockForConfiguration() }
         do {
             report = try camera.setControl(name, to: value)
         } catch let e as CaptureError {
-            throw Refusal(400, e.message)
+            throw CommandRefusal(400, e.message)
         }
         switch report.status {
-        case .unsupported: throw Refusal(404, report.message ?? "\(run.id) has no \(name) control")
-        case .failed: throw Refusal(409, report.message ?? "\(name) was not applied")
+        case .unsupported: throw CommandRefusal(404, report.message ?? "\(run.id) has no \(name) control")
+        case .failed: throw CommandRefusal(409, report.message ?? "\(name) was not applied")
         case .applied: break
         }
         changed(source: run.id, runner: nil, name: name, requested: value, applied: report.applied, origin: origin)
@@ -142,18 +157,18 @@ package final class LiveCommands: Sendable {
 
     private func setPlugin(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
         try refuseAfterEnd()
-        guard let plugin = o["plugin"]?.string else { throw Refusal(400, "set_plugin needs \"plugin\" (its name)") }
+        guard let plugin = o["plugin"]?.string else { throw CommandRefusal(400, "set_plugin needs \"plugin\" (its name)") }
         var enabled: Bool?
         if let v = o["enabled"] {
-            guard case .bool(let b) = v else { throw Refusal(400, "\"enabled\" is true or false") }
+            guard case .bool(let b) = v else { throw CommandRefusal(400, "\"enabled\" is true or false") }
             enabled = b
         }
         var maxFPS: Double?
         if let v = o["max_fps"] {
-            guard case .number(let m) = v, m >= 0, m.isFinite else { throw Refusal(400, "\"max_fps\" is a number of frames per second, 0 for no cap") }
+            guard case .number(let m) = v, m >= 0, m.isFinite else { throw CommandRefusal(400, "\"max_fps\" is a number of frames per second, 0 for no cap") }
             maxFPS = m
         }
-        guard enabled != nil || maxFPS != nil else { throw Refusal(400, "set_plugin needs \"enabled\" or \"max_fps\"") }
+        guard enabled != nil || maxFPS != nil else { throw CommandRefusal(400, "set_plugin needs \"enabled\" or \"max_fps\"") }
         let runners = try matching(plugin, o)
         for r in runners {
             let connection = r.output.connection
@@ -175,11 +190,11 @@ package final class LiveCommands: Sendable {
     /// A Python plugin's code started again from its file (PluginReload), on every input or `source`.
     private func reload(_ o: [String: CommandValue]) throws -> JSONObject {
         try refuseAfterEnd()
-        guard let plugin = o["plugin"]?.string else { throw Refusal(400, "reload needs \"plugin\" (its name)") }
+        guard let plugin = o["plugin"]?.string else { throw CommandRefusal(400, "reload needs \"plugin\" (its name)") }
         let runners = try matching(plugin, o)
-        guard runners.allSatisfy(\.canReload) else { throw Refusal(409, "plugin \(plugin) is not a Python plugin: only those are reloaded") }
+        guard runners.allSatisfy(\.canReload) else { throw CommandRefusal(409, "plugin \(plugin) is not a Python plugin: only those are reloaded") }
         for r in runners {
-            do { try r.reload() } catch { throw Refusal(409, "\(error.message); the plugin's code as it was goes on") }
+            do { try r.reload() } catch { throw CommandRefusal(409, "\(error.message); the plugin's code as it was goes on") }
         }
         var r = JSONObject()
         r.set("plugins", array: runners.map(Self.pluginState))
@@ -191,14 +206,14 @@ package final class LiveCommands: Sendable {
         let source = o["source"]?.string
         var index: Int?
         if let v = o["plugin_index"] {
-            guard case .number(let i) = v, i >= 0, i == i.rounded(), i < 1000 else { throw Refusal(400, "\"plugin_index\" is the plugin's position among the --plugin flags, from 0") }
+            guard case .number(let i) = v, i >= 0, i == i.rounded(), i < 1000 else { throw CommandRefusal(400, "\"plugin_index\" is the plugin's position among the --plugin flags, from 0") }
             index = Int(i)
         }
         let runners = sources.filter { source == nil || $0.id == source }.flatMap(\.runners)
             .filter { $0.plugin.name == plugin && (index == nil || $0.index == index) }
         guard !runners.isEmpty else {
             let names = Set(sources.flatMap(\.runners).map(\.plugin.name)).sorted().joined(separator: ", ")
-            throw Refusal(404, "no plugin \(plugin)\(source.map { " on input \($0)" } ?? ""): the run's plugins are \(names)")
+            throw CommandRefusal(404, "no plugin \(plugin)\(source.map { " on input \($0)" } ?? ""): the run's plugins are \(names)")
         }
         return runners
     }
@@ -247,7 +262,7 @@ package final class LiveCommands: Sendable {
         return e
     }
 
-    private static func pluginState(_ r: PluginRunner) -> JSONObject {
+    static func pluginState(_ r: PluginRunner) -> JSONObject {
         var j = JSONObject()
         j.set("source", r.source)
         j.set("plugin", r.plugin.name)
@@ -261,8 +276,8 @@ package final class LiveCommands: Sendable {
         c.videoMinFrameDuration > 0 ? 1 / c.videoMinFrameDuration : 0
     }
 
-    private func refuseAfterEnd() throws {
-        if ended.withLock({ $0 }) { throw Refusal(409, "every input has ended: nothing runs to change") }
+    func refuseAfterEnd() throws {
+        if inputs.isClosed { throw CommandRefusal(409, "every input has ended: nothing runs to change") }
     }
 
     static func number(_ d: Double) -> String {
@@ -272,7 +287,7 @@ package final class LiveCommands: Sendable {
 
 /// A value in a command, as JSON has it (true is not 1, "3" is not 3).
 enum CommandValue: Decodable, Equatable {
-    case string(String), bool(Bool), number(Double), other
+    case string(String), bool(Bool), number(Double), strings([String]), other
 
     init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -282,6 +297,8 @@ enum CommandValue: Decodable, Equatable {
             self = .number(d)
         } else if let s = try? c.decode(String.self) {
             self = .string(s)
+        } else if let list = try? c.decode([String].self) {
+            self = .strings(list)
         } else {
             self = .other
         }
@@ -298,7 +315,7 @@ enum CommandValue: Decodable, Equatable {
         case .string(let s): s
         case .bool(let b): b ? "true" : "false"
         case .number(let d): LiveCommands.number(d)
-        case .other: nil
+        case .strings, .other: nil
         }
     }
 }

@@ -5,25 +5,42 @@ import Dispatch
 
 /// The run's second stage: every `--plugin` found, checked and created for every input (each
 /// input its own runner of each: own instances, queues and metrics), and the watch that reloads a
-/// Python plugin whose file changes. Closing it destroys every instance.
+/// Python plugin whose file changes. An input added while the run goes on gets runners of the
+/// plugins found here (`makeRunners`); a removed one's are destroyed (`discard`). Closing it
+/// destroys every instance still alive.
 ///
 /// Plugins are created on a thread of their own while the run's thread watches: a create() that
 /// still holds the run `graceSeconds` after a stop was asked for is named, and the run ends
 /// without it (`HungPluginStop.abandoned`), as a hung process() does.
 final class PluginStage: Sendable {
-    /// Per input (in the order of the run's inputs), a runner per plugin.
+    /// Per input the run started with (in the order of its inputs), a runner per plugin.
     let runners: [[PluginRunner]]
+    /// The run's plugins as found, in the order of the --plugin flags.
+    let found: [FoundPlugin]
+    private let settings: RunSettings
+    private let sink: OutputSink
+    private let rules: AnalyticsRules
+    /// Every runner not yet destroyed: the inputs' of the start, and those added since.
+    private let alive: Locked<[PluginRunner]>
     private let watch: PluginFileWatch?
+
+    /// A --plugin as found: what was asked (its options) and the plugin, and its own confidence threshold.
+    struct FoundPlugin: Sendable {
+        let spec: String
+        let request: PluginRequest
+        let plugin: PluginInfo
+        let confidence: Double?
+    }
 
     /// - Throws: RunFailure: the plugin's refusal, said with its config file line (its kind's exit
     ///   code); `HungPluginStop.abandoned` when create() held a stop. When a stop came while a
     ///   plugin was being read (a Python import), `StoppedBeforeRunning`.
-    init(_ settings: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop) throws {
+    init(_ settings: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules) throws {
         let creating = Locked<String?>(nil)
-        let made = Locked<Result<[[PluginRunner]], Error>?>(nil)
+        let made = Locked<Result<([FoundPlugin], [[PluginRunner]]), Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         SystemThread.start("cvhost.create") {
-            let result = Result { try Self.create(settings, sourceIDs: sourceIDs, sink: sink, stop: stop, creating: creating) }
+            let result = Result { try Self.create(settings, sourceIDs: sourceIDs, sink: sink, stop: stop, rules: rules, creating: creating) }
             made.withLock { $0 = result }
             done.signal()
         }
@@ -33,20 +50,57 @@ final class PluginStage: Sendable {
             Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
             throw HungPluginStop.abandoned
         }
-        runners = try made.withLock { $0! }.get()
+        (found, runners) = try made.withLock { $0! }.get()
+        self.settings = settings
+        self.sink = sink
+        self.rules = rules
+        alive = Locked(Array(runners.joined()))
         // A Python plugin's file that changes is reloaded while the run goes on.
         watch = PluginFileWatch(runners: Array(runners.joined()))
     }
 
-    /// Ends the reloads, then destroys every instance. - Returns: false when a destroy() hung.
+    /// Ends the reloads, then destroys every instance still alive. - Returns: false when a destroy() hung.
     func close() -> Bool {
         watch?.cancel()
-        return HungPluginStop.shutDown(Array(runners.joined()))
+        return HungPluginStop.shutDown(alive.withLock { $0 })
+    }
+
+    /// Runners for an input added while the run goes on: of every plugin of the run, or of those
+    /// `named` (each a --plugin's name), in the order of the --plugin flags.
+    /// - Throws: `CommandRefusal` 422: a name the run has no plugin of, or a plugin that refused to be created.
+    func makeRunners(for id: String, named: [String]?, live: Bool) throws(CommandRefusal) -> [PluginRunner] {
+        if let unknown = named?.first(where: { n in !found.contains { $0.plugin.name == n } }) {
+            throw CommandRefusal(422, "no plugin \(unknown) in this run: an added input takes the run's plugins (\(found.map(\.plugin.name).joined(separator: ", ")))")
+        }
+        var made: [PluginRunner] = []
+        for (index, f) in found.enumerated() where named == nil || named!.contains(f.plugin.name) {
+            do {
+                made.append(try Self.runner(f, index: index, source: id, logPrefix: id, live: live, settings: settings, sink: sink, rules: rules))
+            } catch {
+                _ = HungPluginStop.shutDown(made)
+                throw CommandRefusal(422, "plugin \(f.plugin.name) for \(id): " + ((error as? PluginLoadError)?.message ?? "\(error)"))
+            }
+        }
+        alive.withLock { $0 += made }
+        return made
+    }
+
+    /// Destroys the runners of a removed input (its session has stopped). - Returns: false when a destroy() hung.
+    func discard(_ runners: [PluginRunner]) -> Bool {
+        alive.withLock { a in a.removeAll { r in runners.contains { $0 === r } } }
+        return HungPluginStop.shutDown(runners)
+    }
+
+    private static func runner(_ f: FoundPlugin, index: Int, source id: String, logPrefix: String?, live: Bool, settings s: RunSettings,
+                               sink: OutputSink, rules: AnalyticsRules) throws -> PluginRunner {
+        try PluginRunner(plugin: f.plugin, source: id, logPrefix: logPrefix, index: index, options: f.request.options, queueDepth: s.queueDepth,
+                         backpressure: s.backpressure, isolation: s.isolation, sink: sink,
+                         resultStage: rules.stage(plugin: f.plugin.name, index: index, source: id, live: live, confidence: f.confidence))
     }
 
     /// Finds every plugin (a bad --plugin is said before any is created), then creates them.
-    private static func create(_ s: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop,
-                               creating: Locked<String?>) throws -> [[PluginRunner]] {
+    private static func create(_ s: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules,
+                               creating: Locked<String?>) throws -> ([FoundPlugin], [[PluginRunner]]) {
         var runners: [[PluginRunner]] = []
         // The spec being read or created, for an error about it (and where a config file gives it).
         var current = ""
@@ -57,10 +111,10 @@ final class PluginStage: Sendable {
             let requests = try s.plugins.map { spec in
                 current = spec
                 let request = try PluginRequest(parsing: spec)
-                return (request, try loader.find(request.nameOrPath, isPath: request.isPath))
+                return (spec, request, try loader.find(request.nameOrPath, isPath: request.isPath))
             }
             // Whose boxes are followed, and where: known once the plugins are found and the inputs named.
-            let names = requests.map(\.1.name)
+            let names = requests.map(\.2.name)
             if let missing = s.analytics.tracked.first(where: { !names.contains($0.plugin) }) {
                 throw fail("--track \(missing.plugin): no --plugin is called \(missing.plugin) (this run's: \(names.joined(separator: ", ")))",
                            code: ExitCodes.usage)
@@ -69,23 +123,21 @@ final class PluginStage: Sendable {
                 throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
             }
             // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
-            let confidence = requests.map { request, plugin -> Double? in
+            let found = requests.map { spec, request, plugin in
                 let given = request.options.last { $0.key == "confidence" }?.value
-                return Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? "")
+                return FoundPlugin(spec: spec, request: request, plugin: plugin,
+                                   confidence: Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""))
             }
-            for (index, (_, plugin)) in requests.enumerated() { s.analytics.checkThresholds(plugin: plugin.name, confidence: confidence[index]) }
+            for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
             for id in sourceIDs {
                 var forInput: [PluginRunner] = []
-                for (index, (request, plugin)) in requests.enumerated() {
-                    current = s.plugins[index]
-                    creating.withLock { $0 = plugin.name }
+                for (index, f) in found.enumerated() {
+                    current = f.spec
+                    creating.withLock { $0 = f.plugin.name }
                     do {
-                        forInput.append(try PluginRunner(plugin: plugin, source: id, logPrefix: sourceIDs.count > 1 ? id : nil, index: index,
-                                                         options: request.options, queueDepth: s.queueDepth, backpressure: s.backpressure,
-                                                         isolation: s.isolation, sink: sink,
-                                                         resultStage: s.analytics.stage(plugin: plugin.name, index: index, source: id,
-                                                                                        live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true,
-                                                                                        confidence: confidence[index])))
+                        forInput.append(try runner(f, index: index, source: id, logPrefix: sourceIDs.count > 1 ? id : nil,
+                                                   live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true, settings: s, sink: sink,
+                                                   rules: rules))
                     } catch {
                         _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()))
                         throw error
@@ -93,7 +145,7 @@ final class PluginStage: Sendable {
                 }
                 runners.append(forInput)
             }
-            return runners
+            return (found, runners)
         } catch let error as PluginLoadError {
             if stop.requested != nil && runners.isEmpty {
                 // Stopped while a plugin was being read (a Python import): nothing has run yet.

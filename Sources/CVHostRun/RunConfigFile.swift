@@ -26,7 +26,7 @@ public struct RunConfigFile {
         "isolation": .string, "http": .string, "http-token-file": .string, "field": .string, "snapshots": .string, "clips": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
-        "max-frames": .integer, "max-image-pixels": .integer, "queue-depth": .integer, "preview-width": .integer,
+        "max-frames": .integer, "max-image-pixels": .integer, "max-inputs": .integer, "queue-depth": .integer, "preview-width": .integer,
         "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag, "events": .flag,
         "stdin-commands": .invertedFlag,
     ]

@@ -13,8 +13,8 @@ final class RunLiveView: LiveViewService {
     private let options: LiveViewSettings
     /// The evidence room, when the run keeps snapshots or clips: /clips and /snapshots.
     private let evidence = Locked<Evidence?>(nil)
-    private let state = Locked<(server: HTTPServer?, sources: [SourceRun], previews: [LivePreview], output: OutputRouter?, commands: LiveCommands?)>(
-        (nil, [], [], nil, nil))
+    private let state = Locked<(server: HTTPServer?, inputs: RunInputs?, previews: [LivePreview], output: OutputRouter?, commands: LiveCommands?)>(
+        (nil, nil, [], nil, nil))
 
     init(options: LiveViewSettings) {
         self.options = options
@@ -22,21 +22,11 @@ final class RunLiveView: LiveViewService {
 
     /// Adds a preview output to every input's session (before they start) and starts listening.
     /// - Throws: exit 6 when the address cannot be listened on.
-    func start(sources: [SourceRun], output: OutputRouter, commands: LiveCommands, evidence: Evidence? = nil) throws {
+    func start(inputs: RunInputs, output: OutputRouter, commands: LiveCommands, evidence: Evidence? = nil) throws {
         self.evidence.withLock { $0 = evidence }
         let settings = HTTPServer.Settings(host: options.host, port: options.port, token: options.token, allowedHosts: options.allowHosts)
-        let previews = sources.map { s in
-            let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
-            s.session.beginConfiguration()
-            try? s.session.addOutput(p.output)
-            s.session.commitConfiguration()
-            // The pictures follow the plugin whose boxes matter most: the tracked one, else the first.
-            if let drawn = s.runners.first(where: { $0.resultStage != nil }) ?? s.runners.first {
-                drawn.watchProcessedFrames { [weak p] in p?.processed($0) }
-            }
-            return p
-        }
-        state.withLock { $0 = (nil, sources, previews, output, commands) }
+        let previews = inputs.all.map(preview)
+        state.withLock { $0 = (nil, inputs, previews, output, commands) }
         do {
             let server = try HTTPServer(settings, service: self, previews: previews, events: events)
             state.withLock { $0.server = server }
@@ -46,6 +36,38 @@ final class RunLiveView: LiveViewService {
         } catch {
             throw fail(error.description, code: ExitCodes.httpUnavailable)
         }
+    }
+
+    /// A preview output on an input's session (before it starts), showing the frames of the plugin
+    /// whose boxes matter most: the tracked one, else the first.
+    private func preview(of s: SourceRun) -> LivePreview {
+        let p = LivePreview(source: s.id, settings: .init(maxFPS: options.previewFPS, maxWidth: options.previewWidth))
+        s.session.beginConfiguration()
+        try? s.session.addOutput(p.output)
+        s.session.commitConfiguration()
+        if let drawn = s.runners.first(where: { $0.tracked != nil }) ?? s.runners.first {
+            drawn.watchProcessedFrames { [weak p] in p?.processed($0) }
+        }
+        return p
+    }
+
+    /// An input added while the run goes on (before its session starts): its picture is served too.
+    func add(_ source: SourceRun) {
+        let p = preview(of: source)
+        let server = state.withLock { s -> HTTPServer? in
+            s.previews.append(p)
+            return s.server
+        }
+        server?.add(p)
+    }
+
+    /// An input removed: its picture is no longer served.
+    func remove(_ source: SourceRun) {
+        let server = state.withLock { s -> HTTPServer? in
+            s.previews.removeAll { $0.source == source.id }
+            return s.server
+        }
+        server?.removePreview(source: source.id)
     }
 
     /// Every input ended by itself: serve what is left until stopped or --http-linger passes.
@@ -66,7 +88,7 @@ final class RunLiveView: LiveViewService {
     /// cycle is cut here, or LeakSanitizer finds the whole run unreachable at exit).
     func stop() {
         let server = state.withLock { s -> HTTPServer? in
-            defer { s = (nil, [], [], nil, nil) }
+            defer { s = (nil, nil, [], nil, nil) }
             return s.server
         }
         evidence.withLock { $0 = nil }
@@ -79,7 +101,7 @@ final class RunLiveView: LiveViewService {
     // MARK: - LiveViewService
 
     func metricsText() -> String {
-        let (sources, previews, output, server) = state.withLock { ($0.sources, $0.previews, $0.output, $0.server) }
+        let (sources, previews, output, server) = state.withLock { ($0.inputs?.all ?? [], $0.previews, $0.output, $0.server) }
         guard let output else { return "" }
         var views: [String: (viewers: Int, encoded: UInt64)] = [:]
         for p in previews { views[p.source] = (p.viewerCount, p.encodedCount) }
@@ -88,7 +110,7 @@ final class RunLiveView: LiveViewService {
     }
 
     func health() -> (healthy: Bool, json: String) {
-        let sources = state.withLock { $0.sources }
+        let sources = state.withLock { $0.inputs?.all ?? [] }
         var o = JSONObject()
         var states = JSONObject()
         var healthy = !sources.isEmpty
@@ -113,6 +135,12 @@ final class RunLiveView: LiveViewService {
     func controls() -> String {
         guard let commands = state.withLock({ $0.commands }) else { return "{}" }
         return String(decoding: commands.controls().finished(), as: UTF8.self)
+    }
+
+    func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String) {
+        guard let commands = state.withLock({ $0.commands }) else { return (503, "{}") }
+        let (status, line) = commands.handle(body, from: .http, implied: name, target: target)
+        return (status, String(decoding: line.finished(), as: UTF8.self))
     }
 
     func control(_ body: [UInt8]) -> (status: Int, json: String) {

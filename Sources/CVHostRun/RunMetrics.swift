@@ -36,7 +36,7 @@ enum RunMetrics {
         }
         for r in sources.flatMap(\.runners) {
             r.expose(into: &p)
-            (r.resultStage as? TrackedResults)?.expose(into: &p)
+            r.tracked?.expose(into: &p)
         }
         if let e = evidence {
             p.counter("cvhost_clips_saved_total", "Clips written (--clips).", [], UInt64(e.clips))

@@ -50,8 +50,20 @@ public struct RunSettings: Sendable {
     /// `--track`, `--zone`, `--line`.
     public var analytics = AnalyticsSettings()
     /// `--snapshots`, `--clips`: evidence of the events (CVHostEvidence).
+    /// The most inputs the run may have at once, those added while it runs counted (`--max-inputs`).
+    public private(set) var maxInputs = 32
     public var snapshots: EvidenceSettings?
     public var clips: EvidenceSettings?
+
+    /// `--max-inputs`, checked against the inputs given.
+    public mutating func limitInputs(to most: Int) throws(UsageError) {
+        guard (1...Self.mostInputs).contains(most) else { throw UsageError("--max-inputs must be from 1 to \(Self.mostInputs)") }
+        guard inputs.count <= most else { throw UsageError("\(inputs.count) inputs are given and --max-inputs is \(most): raise --max-inputs") }
+        maxInputs = most
+    }
+
+    /// The highest --max-inputs: each input has a capture thread and plugin instances of its own.
+    public static let mostInputs = 256
 
     /// `--snapshots` and `--clips` checked: nil, or the setting; a one-line refusal naming it.
     public static func evidence(_ text: String?, _ kind: EvidenceSettings.Kind) throws(UsageError) -> EvidenceSettings? {

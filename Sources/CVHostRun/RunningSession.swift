@@ -8,13 +8,14 @@ import Dispatch
 import Foundation
 
 /// The run's last stage: the inputs' sessions running, with what a running run offers (commands
-/// on stdin and over HTTP, the live view, cameras plugged in or out), paced on the run's thread
-/// (periodic metrics, progress, --duration, a stop held by a hung plugin) until every input has
-/// stopped; then the outputs deliver what waits and the exit code is found (`RunConclusion`).
+/// on stdin and over HTTP, inputs added and removed, the live view, cameras plugged in or out),
+/// paced on the run's thread (periodic metrics, progress, --duration, a stop held by a hung
+/// plugin) until every input has stopped and none is being added; then the outputs deliver what
+/// waits and the exit code is found (`RunConclusion`).
 /// Closing it ends what it offered: the device monitor and the live view.
 final class RunningSession: Sendable {
     private let settings: RunSettings
-    private let sources: [SourceRun]
+    private let inputs: RunInputs
     private let outputs: OutputStage
     private let stop: RunStop
     private let monitor: V4L2DeviceMonitor?
@@ -30,14 +31,17 @@ final class RunningSession: Sendable {
     /// Starts the live view and the commands, then every input's session.
     /// - Throws: exit 6 (the live view cannot listen), exit 3 (an input that fails to start; the
     ///   ones already running end cleanly first).
-    init(_ s: RunSettings, sources: [SourceRun], outputs: OutputStage, stop: RunStop) throws {
+    init(_ s: RunSettings, inputs: RunInputs, changes: InputChanges, outputs: OutputStage, stop: RunStop) throws {
         settings = s
-        self.sources = sources
+        self.inputs = inputs
         self.outputs = outputs
         self.stop = stop
+        let sources = inputs.all
+        // A stop: nothing more is added (an add under way finds it and stops its input at once).
+        stop.whenRequested { inputs.close() }
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
-        let commands = LiveCommands(sources: sources, lines: outputs.lines, stop: stop)
-        try outputs.liveView?.start(sources: sources, output: outputs.output, commands: commands, evidence: outputs.evidence)
+        let commands = LiveCommands(inputs: inputs, changes: changes, lines: outputs.lines, stop: stop)
+        try outputs.liveView?.start(inputs: inputs, output: outputs.output, commands: commands, evidence: outputs.evidence)
         outputs.lines.liveViewURL.withLock { $0 = outputs.liveView?.url }
         outputs.evidence?.serve(at: outputs.liveView?.url)
         if s.stdinCommands && !s.inputs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: outputs.lines) }
@@ -63,6 +67,7 @@ final class RunningSession: Sendable {
     func runUntilStopped(jsonDescriptor: Int32?) -> Ending {
         guard paceUntilStopped(jsonDescriptor: jsonDescriptor) else { return .abandoned }
         let endedByThemselves = stop.requested == nil
+        let sources = inputs.all
         sources.forEach { $0.warnOfDamage() }
         let outcome = Result { try conclude(stoppedBy: stop.requested?.why) }
         if endedByThemselves { outputs.liveView?.linger(stop: stop) }
@@ -81,6 +86,7 @@ final class RunningSession: Sendable {
     private func conclude(stoppedBy: StopReason?) throws {
         outputs.evidence?.finish()
         try RunOutput.finish(outputs.output)
+        let sources = inputs.all
         let runners = sources.flatMap(\.runners)
         var conclusion = RunConclusion()
         conclusion.inputFailed = sources.contains(where: \.report.failed)
@@ -121,10 +127,18 @@ final class RunningSession: Sendable {
         defer { durationTimer?.cancel() }
         let interval = settings.metricsInterval > 0 ? UInt64(settings.metricsInterval * 1e9) : nil
         var nextMetrics = interval.map { startNs + $0 }
-        let progress = sources.count == 1 ? Progress(device: sources[0].device, enabled: !settings.quiet, jsonDescriptor: jsonDescriptor) : nil
+        let first = inputs.all.first
+        let progress = inputs.all.count == 1 ? Progress(device: first!.device, enabled: !settings.quiet, jsonDescriptor: jsonDescriptor) : nil
         var nextProgress = progress.map { _ in startNs + 1_000_000_000 }
-        // Waiting on the first input still running is enough: the loop ends when none is left.
-        while let running = sources.first(where: { !$0.isStopped }) {
+        // Waiting on the first input still running is enough: the loop ends when none is left and
+        // none is being added (which may stand in for one being changed).
+        while true {
+            let sources = inputs.all
+            guard let running = sources.first(where: { !$0.isStopped }) else {
+                if inputs.closeWhenIdle() { break }
+                usleep(20_000)
+                continue
+            }
             // A look every half second at least: a stop under way may be held up by a plugin that hangs.
             let stopping = HungPluginStop.stoppingSince(sources, stop: stop)
             let hangCheck = HostClock.monotonicNs() + 500_000_000
@@ -144,11 +158,11 @@ final class RunningSession: Sendable {
                 nextMetrics = n + interval!
             }
             if let n = nextProgress, now >= n {
-                progress?.show(frames: sources[0].session.capturedFrameCount, elapsedNs: now - startNs)
+                progress?.show(frames: first!.session.capturedFrameCount, elapsedNs: now - startNs)
                 nextProgress = n + 1_000_000_000
             }
         }
-        progress?.finish(frames: sources[0].session.capturedFrameCount)
+        if let first { progress?.finish(frames: first.session.capturedFrameCount) }
         return true
     }
 

@@ -80,7 +80,7 @@ public enum SessionEventLines {
         o.set("instances", r.instanceCount)
         o.set("queue_depth", r.output.maxQueuedFrames)
         // Its boxes followed (--track), and the zones and lines watched on this input.
-        if let tracked = r.resultStage as? TrackedResults { o.set("analytics", object: tracked.summary) }
+        if let tracked = r.tracked { o.set("analytics", object: tracked.summary) }
         o.set("backpressure", r.output.statistics.policy?.rawValue)
         o.set("max_fps", r.output.connection.videoMinFrameDuration > 0 ? 1 / r.output.connection.videoMinFrameDuration : nil,
               decimals: 3)
@@ -134,6 +134,33 @@ public enum SessionEventLines {
         e.set("model_id", node.modelID)
         e.set("driver", node.driver)
         e.set("bus_info", node.busInfo)
+    }
+
+    /// `input.added`: an input added (or changed: added again under its name) while the run goes on,
+    /// before its session.started; `input` as written, a password as ***.
+    static func inputAdded(source: String, spec: InputSpec, plugins: [PluginRunner], by origin: String) -> JSONObject {
+        var e = JSONObject.envelope(event: "input.added", source: source, tsNs: HostClock.wallNs())
+        switch spec.kind {
+        case .input(let text): e.set("input", PasswordRedaction.redact(text))
+        case .camera(let path): e.set("device", path)
+        case .firstCamera: break
+        }
+        e.set("plugins", array: plugins.map { r in
+            var o = JSONObject()
+            o.set("plugin", r.plugin.name)
+            o.set("plugin_index", r.index)
+            return o
+        })
+        e.set("by", origin)
+        return e
+    }
+
+    /// `input.removed`: an input is removed (or changed) while the run goes on; its final metrics and
+    /// its session.stopped (reason `removed`) follow.
+    static func inputRemoved(source: String, by origin: String) -> JSONObject {
+        var e = JSONObject.envelope(event: "input.removed", source: source, tsNs: HostClock.wallNs())
+        e.set("by", origin)
+        return e
     }
 
     static func inputSkipped(source: String, path: String, reason: String) -> JSONObject {

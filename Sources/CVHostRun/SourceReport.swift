@@ -41,6 +41,16 @@ final class RunLines: Sendable {
         }
     }
 
+    /// An input added while the run goes on: it too writes final lines before lines of no input stop.
+    /// - Returns: false when every input has already written its final lines (the run is ending).
+    func opened() -> Bool {
+        openSources.withLock { open in
+            guard open > 0 else { return false }
+            open += 1
+            return true
+        }
+    }
+
     /// Writes a line of no input while some input still runs.
     func writeWhileRunning(_ line: JSONObject) {
         openSources.withLock { open in

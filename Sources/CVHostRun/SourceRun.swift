@@ -9,6 +9,8 @@ import CVHostSources
 /// the plugins' code and stdout: one that fails or ends leaves the others running.
 final class SourceRun: Sendable {
     let id: String
+    /// What it reads, as given (--input, --device, or added while running).
+    let spec: InputSpec
     let device: CaptureDevice
     let session: CaptureSession
     let report: SourceReport
@@ -16,9 +18,10 @@ final class SourceRun: Sendable {
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
     /// - Parameter evidence: sees the input's encoded packets (clips) and the frames its plugins processed (snapshots).
-    init(id: String, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
+    init(id: String, spec: InputSpec, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
          deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool, evidence: Evidence? = nil) throws {
         self.id = id
+        self.spec = spec
         self.device = device
         self.session = session
         report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,

@@ -175,8 +175,13 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Stop at the first frame with a result: write that frame's results and the final lines (as zbarcam -1). Exit 22 when the input ends with none.")
     var oneshot = false
 
-    @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, reload, get_controls, stop); off when an input is stdin.")
+    @Flag(inversion: .prefixedNo, help: "Read JSON commands from stdin while running (set_control, set_plugin, reload, get_controls, add_input, change_input, remove_input, get_inputs, stop); off when an input is stdin.")
     var stdinCommands = true
+
+    @Option(name: .customLong("max-inputs"),
+            help: ArgumentHelp("The most inputs the run may have at once, those added while it runs (POST /inputs, add_input) counted: an add beyond it is refused (409).",
+                               valueName: "count"))
+    var maxInputs = 32
 
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
@@ -255,6 +260,7 @@ struct RunCommand: ParsableCommand {
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
         settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, inputs: settings.inputs.map { $0.sourceID() },
                                                    origin: Self.origin)
+        try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
         settings.clips = try RunSettings.evidence(clips, .clips)
         return settings

@@ -15,7 +15,7 @@ struct LiveCommandsTests {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let router = try OutputRouter(destinations: [.stdout], stdoutDescriptor: fd, connectTimeout: 1, onStdoutClosed: {})
         let stop = RunStop(sessions: [])
-        return (LiveCommands(sources: [], lines: RunLines(output: router, sources: 0), stop: stop), stop)
+        return (LiveCommands(inputs: RunInputs([], limit: 1), changes: nil, lines: RunLines(output: router, sources: 0), stop: stop), stop)
     }
 
     static func answer(_ body: String, from origin: LiveCommands.Origin = .http) throws -> (status: Int, json: [String: Any]) {
@@ -40,12 +40,21 @@ struct LiveCommandsTests {
     func refusals() throws {
         let cases: [(String, Int, String)] = [
             (#"{"command":"stop","colour":1}"#, 400, "unknown field \"colour\""),
-            (#"{"command":"dance"}"#, 400, "unknown command \"dance\": set_control, set_plugin, reload, get_controls or stop"),
+            (#"{"command":"dance"}"#, 400, "unknown command \"dance\": set_control, set_plugin, reload, get_controls, get_inputs, add_input, change_input, remove_input, stop"),
             (#"{"id":3}"#, 400, "a command needs \"command\""),
             (#"{"command":"reload"}"#, 400, "reload needs \"plugin\""),
             (#"{"command":"reload","plugin":"sharpness"}"#, 404, "no plugin sharpness"),
             (#"{"command":"set_plugin","plugin":"barcode"}"#, 400, "set_plugin needs \"enabled\" or \"max_fps\""),
             (#"{"command":"set_control","value":3}"#, 400, "set_control needs \"name\""),
+            (#"{"command":"add_input"}"#, 400, "an input needs \"input\""),
+            (#"{"command":"add_input","input":"a.mp4","device":"/dev/video0"}"#, 400, "give one of \"input\""),
+            (#"{"command":"add_input","input":"-"}"#, 400, "cannot be added while running"),
+            (#"{"command":"add_input","input":"a.mp4","name":"a/b"}"#, 400, "\"name\" is 1 to 64 letters"),
+            (#"{"command":"add_input","input":"a.mp4","plugins":"detect"}"#, 400, "\"plugins\" is a list"),
+            (#"{"command":"add_input","input":"a.mp4","plugins":[]}"#, 400, "\"plugins\" names at least one"),
+            (#"{"command":"change_input","input":"a.mp4"}"#, 400, "this command needs \"name\""),
+            (#"{"command":"remove_input"}"#, 400, "remove_input needs \"name\""),
+            (#"{"command":"remove_input","name":"gate"}"#, 409, "this run cannot add or remove inputs"),
         ]
         for (body, code, message) in cases {
             let (status, json) = try Self.answer(body, from: .stdin)

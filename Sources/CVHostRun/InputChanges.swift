@@ -1,0 +1,129 @@
+import CVHostCore
+import CVHostLines
+import CVHostPlugins
+
+/// Inputs added, changed and removed while the run goes on (`POST /inputs`, `PUT` and `DELETE
+/// /inputs/NAME`, `add_input`, `change_input` and `remove_input` on stdin, a reload of the config
+/// file). Each input has its own session, thread and runners, so the others never pause, lose a
+/// frame or change session: an added input gets the run's plugins (or those named for it) and its
+/// own `session.started`; a removed one ends with its final metrics and `session.stopped` (reason
+/// `removed`); a changed one is a removal and an add under one name, the new one opened first
+/// (one that cannot be opened leaves the old one running).
+final class InputChanges: Sendable {
+    private let settings: RunSettings
+    private let inputs: RunInputs
+    private let plugins: PluginStage
+    private let outputs: OutputStage
+    private let stop: RunStop
+    private let rules: AnalyticsRules
+
+    init(_ settings: RunSettings, inputs: RunInputs, plugins: PluginStage, outputs: OutputStage, stop: RunStop, rules: AnalyticsRules) {
+        self.settings = settings
+        self.inputs = inputs
+        self.plugins = plugins
+        self.outputs = outputs
+        self.stop = stop
+        self.rules = rules
+    }
+
+    /// Opens and starts an input, in place of `replacing` when it changes one (same name).
+    /// - Parameter plugins: names among the run's plugins; nil: all of them.
+    /// - Throws: 409 (the name taken, the input limit, the run ending), 422 (it cannot be opened: the
+    ///   opener's error; a plugin the run does not have).
+    @discardableResult
+    func add(_ spec: InputSpec, plugins names: [String]?, by origin: String, replacing: SourceRun? = nil) throws(CommandRefusal) -> SourceRun {
+        let id = spec.sourceID()
+        try inputs.reserve(id, replacing: replacing)
+        let runners: [PluginRunner]
+        let opened: (CaptureDevice, [SettingReport])
+        do {
+            runners = try plugins.makeRunners(for: id, named: names, live: spec.canReconnect)
+        } catch {
+            inputs.release(id)
+            throw error
+        }
+        do {
+            opened = try InputStage.open(spec, settings: settings, firstCamera: nil, onSkip: { [lines = outputs.lines] path, reason in
+                Log.warning("skipped \(path): \(reason)", source: id)
+                lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
+            })
+        } catch {
+            inputs.release(id)
+            _ = plugins.discard(runners)
+            rules.forget(runners)
+            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+        }
+        // The new input opened: the old one of that name ends now (its final lines), then the new one starts.
+        if let replacing { try? removeNow(replacing, by: origin) }
+        let session = CaptureSession()
+        let source: SourceRun
+        do {
+            source = try SourceRun(id: id, spec: spec, device: opened.0, session: session, runners: runners, lines: outputs.lines, deviceSettings: opened.1,
+                                   frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence)
+        } catch {
+            inputs.release(id)
+            _ = plugins.discard(runners)
+            rules.forget(runners)
+            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+        }
+        guard outputs.lines.opened() else {
+            inputs.release(id)
+            _ = plugins.discard(runners)
+            rules.forget(runners)
+            throw CommandRefusal(409, "the run is ending: no input can be added")
+        }
+        stop.add(session)
+        outputs.liveView?.add(source)
+        outputs.lines.write(SessionEventLines.inputAdded(source: id, spec: spec, plugins: runners, by: origin))
+        guard inputs.insert(source, replacing: nil) else {
+            source.report.abandon(reason: .requested, framesCaptured: 0)
+            finishRemoval(source)
+            throw CommandRefusal(409, "the run is ending: no input can be added")
+        }
+        do {
+            try session.startRunning()
+            stop.started(session)
+        } catch {
+            Log.error((error as? CaptureError)?.message ?? "\(error)", source: id)
+            source.report.abandon(reason: .error, framesCaptured: 0)
+            finishRemoval(source)
+            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+        }
+        Log.info("input \(id) added (\(runners.map(\.output.label).joined(separator: ", ")))", source: id)
+        return source
+    }
+
+    /// Ends the input called `id` (its final metrics and session.stopped, reason `removed`) and
+    /// destroys its plugins' instances, once its session has stopped.
+    /// - Throws: 404 (no such input), 409 (it is being removed already).
+    func remove(_ id: String, by origin: String) throws(CommandRefusal) {
+        guard let source = inputs.named(id) else { throw CommandRefusal(404, "no input named \(id): \(names)") }
+        try removeNow(source, by: origin)
+    }
+
+    /// The inputs' names now, for a refusal that needs them.
+    var names: String {
+        let all = inputs.all.map(\.id)
+        return all.isEmpty ? "the run has no input" : "the run's inputs are \(all.joined(separator: ", "))"
+    }
+
+    private func removeNow(_ source: SourceRun, by origin: String) throws(CommandRefusal) {
+        guard inputs.beginRemoving(source) else { throw CommandRefusal(409, "\(source.id) is being removed already") }
+        outputs.lines.write(SessionEventLines.inputRemoved(source: source.id, by: origin))
+        source.session.requestStop(reason: .removed)
+        // Its plugins finish the frames they were given (a plugin that hangs ends the run, as at any stop: HungPluginStop).
+        source.session.waitUntilStopped()
+        finishRemoval(source)
+        Log.info("input \(source.id) removed", source: source.id)
+    }
+
+    /// Lets go of everything of an input whose session has stopped (or never started).
+    private func finishRemoval(_ source: SourceRun) {
+        _ = plugins.discard(source.runners)
+        rules.forget(source.runners)
+        outputs.liveView?.remove(source)
+        stop.remove(source.session)
+        inputs.remove(source)
+        source.session.eventHandler = nil
+    }
+}

@@ -1,0 +1,101 @@
+import CVHostCore
+import CVHostLines
+
+/// The commands that add, change, remove and list inputs while the run goes on (InputChanges does
+/// the work), on stdin and over HTTP:
+///
+///     add_input     POST   /inputs        {"name":"door","input":"rtsp://cam/1","plugins":["detect"]}  (201)
+///     change_input  PUT    /inputs/NAME   {"input":"rtsp://cam/2"}   (the input of that name, anew)
+///     remove_input  DELETE /inputs/NAME
+///     get_inputs    GET    /inputs        each input, its plugins and its health
+///
+/// `input` is what --input takes (a file, images, a URL, testsrc), `device` what --device takes
+/// (a V4L2 camera's path); `plugins` names some of the run's plugins (all of them when left out).
+extension LiveCommands {
+    func addInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+        let (spec, plugins) = try inputSpec(o, nameRequired: false)
+        let changes = try changer()
+        let source = try changes.add(spec, plugins: plugins, by: origin.rawValue)
+        return describe(source)
+    }
+
+    func changeInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+        let (spec, plugins) = try inputSpec(o, nameRequired: true)
+        let changes = try changer()
+        guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(404, "no input named \(spec.sourceID()): \(changes.names)") }
+        let source = try changes.add(spec, plugins: plugins, by: origin.rawValue, replacing: old)
+        return describe(source)
+    }
+
+    func removeInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+        guard let name = o["name"]?.string else { throw CommandRefusal(400, "remove_input needs \"name\" (the input's name)") }
+        let changes = try changer()
+        try changes.remove(name, by: origin.rawValue)
+        var r = JSONObject()
+        r.set("name", name)
+        r.set("removed", true)
+        return r
+    }
+
+    /// Every input (or the one called `name`), as it is now.
+    func inputList(_ o: [String: CommandValue]) -> JSONObject {
+        let name = o["name"]?.string
+        var r = JSONObject()
+        r.set("inputs", array: inputs.all.filter { name == nil || $0.id == name }.map(describe))
+        r.set("max_inputs", inputs.limit)
+        return r
+    }
+
+    private func changer() throws -> InputChanges {
+        try refuseAfterEnd()
+        guard let changes else { throw CommandRefusal(409, "this run cannot add or remove inputs") }
+        return changes
+    }
+
+    /// An input as a command gives it: `input` or `device`, its name, and the plugins named for it.
+    private func inputSpec(_ o: [String: CommandValue], nameRequired: Bool) throws -> (InputSpec, [String]?) {
+        let text: InputSpec.Kind
+        switch (o["input"], o["device"]) {
+        case (.string(let t)?, nil) where !t.isEmpty:
+            guard t != "-" else { throw CommandRefusal(400, "\"input\":\"-\" (standard input) cannot be added while running: stdin carries the commands") }
+            text = .input(t)
+        case (nil, .string(let d)?) where !d.isEmpty: text = .camera(d)
+        case (nil, nil): throw CommandRefusal(400, "an input needs \"input\" (a file, a URL, testsrc: what --input takes) or \"device\" (a camera's path)")
+        default: throw CommandRefusal(400, "give one of \"input\" (a string: what --input takes) or \"device\" (a string: a camera's path)")
+        }
+        var name: String?
+        if let v = o["name"] {
+            guard case .string(let n) = v, InputSpec.isName(n) else {
+                throw CommandRefusal(400, "\"name\" is 1 to 64 letters, digits, _, - or . (as in --input NAME=...)")
+            }
+            name = n
+        } else if nameRequired {
+            throw CommandRefusal(400, "this command needs \"name\" (the input's name)")
+        }
+        var plugins: [String]?
+        switch o["plugins"] {
+        case nil: break
+        case .strings(let list)?:
+            guard !list.isEmpty else { throw CommandRefusal(400, "\"plugins\" names at least one of the run's plugins (leave it out for all of them)") }
+            plugins = list
+        default: throw CommandRefusal(400, "\"plugins\" is a list of the run's plugins' names, e.g. [\"detect\"]")
+        }
+        return (InputSpec(kind: text, name: name), plugins)
+    }
+
+    /// An input in `get_inputs` and in an add's or change's answer: its name, what it reads (a
+    /// password as ***), its plugins and its health.
+    func describe(_ s: SourceRun) -> JSONObject {
+        var j = JSONObject()
+        j.set("name", s.id)
+        switch s.spec.kind {
+        case .input(let text): j.set("input", PasswordRedaction.redact(text))
+        case .camera(let path): j.set("device", path)
+        case .firstCamera: j.set("device", s.device.uniqueID)
+        }
+        j.set("plugins", array: s.runners.map(Self.pluginState))
+        j.set("state", RunMetrics.state(of: s))
+        j.set("frames", s.session.capturedFrameCount)
+        return j
+    }
+}

@@ -1,0 +1,164 @@
+import CVHostTestSupport
+import Foundation
+import Testing
+
+/// A running cvhost changed without a restart: inputs added, changed and removed over HTTP and on
+/// stdin, while the others go on.
+@Suite("changing a running cvhost")
+struct RunChangesTests {
+    /// The JSON lines written so far.
+    static func lines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func of(_ lines: [[String: Any]], _ event: String, source: String) -> [[String: Any]] {
+        lines.filter { $0["event"] as? String == event && $0["source"] as? String == source }
+    }
+
+    /// A JSON request to the live view: the status and the answer's fields.
+    static func send(_ port: Int, _ method: String, _ path: String, _ body: String? = nil,
+                     headers: [String] = []) throws -> (status: Int, json: [String: Any]) {
+        let r = try LiveViewTests.http(port, path, method: method, body: body, headers: ["Content-Type: application/json"] + headers)
+        return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? ["body": r.body])
+    }
+
+    /// What a process holds: threads, open descriptors, child processes (plugin workers). Not the
+    /// shared memory blocks of frames (unlinked files): the pool keeps a few free for the next
+    /// frames of any input (SharedMemoryPool.maxFreeBlocks).
+    static func holdings(_ pid: Int32) -> (threads: Int, fds: Int, children: Int) {
+        let fm = FileManager.default
+        let threads = (try? fm.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
+        let fds = ((try? fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).filter { fd in
+            !((try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.hasSuffix("(deleted)") ?? false)
+        }.count
+        var children = 0
+        for entry in (try? fm.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
+            guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == pid { children += 1 }
+        }
+        return (threads, fds, children)
+    }
+
+    @Test("one input, eight more added one by one (files, RTSP, the test pattern), three removed, one changed: the first goes on without a gap, each ends cleanly, nothing is left behind")
+    func addChangeRemove() throws {
+        let clip = try StreamFixtures.longCodes(times: 10)
+        let server = try TestServer("rtsp_server.py", ["--file", clip])
+        defer { server.stop() }
+        let port = freeLoopbackPort()
+        let demo = BarcodeFixtures.demoVideo
+        var answers: [String: (Int, [String: Any])] = [:]
+        var before = (threads: 0, fds: 0, children: 0), after = before
+        var stdoutDuring = ""
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--plugin", "null:results=1,isolation=process",
+                                      "--input", "base=testsrc:160x120@15", "--backpressure", "block", "--http", "127.0.0.1:\(port)",
+                                      "--max-inputs", "9", "--metrics-interval", "0"], timeout: 240, withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(timeout: 60, until: { Self.of(Self.lines($0), "result", source: "base").count >= 10 }) else { return }
+            before = Self.holdings(run.pid)
+            let added: [(String, String)] = [
+                ("f1", demo), ("f2", demo), ("r1", "rtsp://127.0.0.1:\(server.port)/codes"), ("t1", "testsrc:160x120@15"),
+                ("f3", demo), ("r2", "rtsp://127.0.0.1:\(server.port)/codes"), ("t2", "testsrc:160x120@15"), ("f4", demo),
+            ]
+            for (name, input) in added {
+                answers[name] = try? Self.send(port, "POST", "/inputs", #"{"name":"\#(name)","input":"\#(input)"}"#)
+            }
+            // Refusals: the limit (9 inputs), a name taken, an input that cannot be opened, a plugin the run lacks, another site's page.
+            answers["limit"] = try? Self.send(port, "POST", "/inputs", #"{"name":"x9","input":"testsrc"}"#)
+            for name in ["r1", "t1", "r2"] { answers["-" + name] = try? Self.send(port, "DELETE", "/inputs/\(name)") }
+            answers["taken"] = try? Self.send(port, "POST", "/inputs", #"{"name":"t2","input":"testsrc"}"#)
+            answers["unopenable"] = try? Self.send(port, "POST", "/inputs", #"{"name":"gone","input":"rtsp://127.0.0.1:1/none"}"#)
+            answers["no-plugin"] = try? Self.send(port, "POST", "/inputs", #"{"name":"p","input":"testsrc","plugins":["detect"]}"#)
+            answers["origin"] = try? Self.send(port, "POST", "/inputs", #"{"name":"evil","input":"testsrc"}"#, headers: ["Origin: http://evil.example"])
+            answers["form"] = (try? LiveViewTests.http(port, "/inputs", method: "POST", body: #"{"name":"evil","input":"testsrc"}"#,
+                                                       headers: ["Content-Type: text/plain"])).map { ($0.status, [:]) }
+            answers["change"] = try? Self.send(port, "PUT", "/inputs/t2", #"{"input":"testsrc:320x240@15"}"#)
+            answers["list"] = try? Self.send(port, "GET", "/inputs")
+            // The files end by themselves; the changed input delivers; then the rest is removed and what they held is counted.
+            _ = run.wait(timeout: 90) { out in
+                let l = Self.lines(out)
+                let t2 = l.filter { $0["source"] as? String == "t2" }
+                let restarted = t2.indices.filter { t2[$0]["event"] as? String == "session.started" }.dropFirst().first
+                return ["f1", "f2", "f3", "f4"].allSatisfy { !Self.of(l, "session.stopped", source: $0).isEmpty }
+                    && restarted.map { t2[$0...].contains { $0["event"] as? String == "result" } } == true
+            }
+            for name in ["f1", "f2", "f3", "f4", "t2"] { answers["-" + name] = try? Self.send(port, "DELETE", "/inputs/\(name)") }
+            answers["again"] = try? Self.send(port, "DELETE", "/inputs/t2")
+            usleep(1_500_000)  // dispatch's idle threads end
+            after = Self.holdings(run.pid)
+            stdoutDuring = run.stdout
+        }
+        #expect(r.exitCode == 0, "\(r.stderr.suffix(3000))")
+        #expect(!stdoutDuring.isEmpty)
+        for name in ["f1", "f2", "r1", "t1", "f3", "r2", "t2", "f4"] { #expect(answers[name]?.0 == 201, "\(name): \(answers[name].map { "\($0.1)" } ?? "none")") }
+        #expect(answers["limit"]?.0 == 409 && "\(answers["limit"]!.1["error"] ?? "")".contains("--max-inputs 9"), "\(answers["limit"].map { "\($0)" } ?? "")")
+        #expect(answers["taken"]?.0 == 409, "\(answers["taken"].map { "\($0)" } ?? "")")
+        #expect(answers["unopenable"]?.0 == 422 && "\(answers["unopenable"]!.1["error"] ?? "")".hasPrefix("gone: "), "\(answers["unopenable"].map { "\($0)" } ?? "")")
+        #expect(answers["no-plugin"]?.0 == 422 && "\(answers["no-plugin"]!.1["error"] ?? "")".contains("no plugin detect"))
+        #expect(answers["origin"]?.0 == 403)
+        #expect(answers["form"]?.0 == 415)
+        #expect(answers["change"]?.0 == 200, "\(answers["change"].map { "\($0)" } ?? "")")
+        for name in ["r1", "t1", "r2", "f1", "f2", "f3", "f4", "t2"] { #expect(answers["-" + name]?.0 == 200, "\(name): \(answers["-" + name].map { "\($0)" } ?? "")") }
+        #expect(answers["again"]?.0 == 404)
+        let listed = (answers["list"]?.1["result"] as? [String: Any])?["inputs"] as? [[String: Any]] ?? []
+        #expect(listed.compactMap { $0["name"] as? String }.sorted() == ["base", "f1", "f2", "f3", "f4", "t2"], "\(listed)")
+
+        let all = Self.lines(r.stdout)
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        // The first input: one session, every frame's result in order without a gap, stopped by the signal.
+        let base = Self.of(all, "result", source: "base").filter { $0["plugin_index"] as? Int == 0 }.compactMap { $0["seq"] as? Int }
+        #expect(base.count > 20 && base == Array(0..<base.count), "base's results: \(base.prefix(40))")
+        #expect(Self.of(all, "session.started", source: "base").count == 1)
+        #expect(Self.of(all, "session.stopped", source: "base").map { $0["reason"] as? String } == ["signal"])
+        #expect(Set(all.compactMap { $0["session"] as? String }).count == 1)
+        // Each added input: input.added, then its session.started, its results.
+        for name in ["f1", "f2", "r1", "t1", "f3", "r2", "t2", "f4"] {
+            let mine = all.filter { $0["source"] as? String == name }
+            #expect(mine.first?["event"] as? String == "input.added", "\(name): \(mine.first ?? [:])")
+            #expect(mine.dropFirst().first?["event"] as? String == "session.started")
+            #expect(!Self.of(all, "result", source: name).isEmpty, "\(name) delivered results")
+        }
+        // Removed ones: input.removed, then the final metrics of both plugins, then session.stopped (reason removed) last.
+        for name in ["r1", "t1", "r2"] {
+            let mine = all.filter { $0["source"] as? String == name }
+            let removed = try #require(mine.firstIndex { $0["event"] as? String == "input.removed" }, "\(name)")
+            let tail = mine[removed...].map { $0["event"] as? String ?? "" }
+            #expect(tail.last == "session.stopped" && mine.last?["reason"] as? String == "removed", "\(name): \(tail)")
+            #expect(mine[removed...].filter { $0["event"] as? String == "metrics" && $0["final"] as? Bool == true }.count == 2, "\(name)")
+        }
+        // The changed input: ended as removed, started again at its new size.
+        let t2 = Self.of(all, "session.started", source: "t2")
+        #expect(t2.count == 2 && ((t2.last?["format"] as? [String: Any])?["width"] as? Int) == 320, "\(t2)")
+        #expect(Self.of(all, "session.stopped", source: "t2").first?["reason"] as? String == "removed")
+        // What the eight held is let go: threads, descriptors and worker processes as with the first input alone.
+        #expect(after.children == before.children, "worker processes: \(before) then \(after)")
+        #expect(after.fds <= before.fds + 2, "descriptors: \(before) then \(after)")
+        #expect(after.threads <= before.threads + 4, "threads: \(before) then \(after)")
+    }
+
+    @Test("on stdin: add_input, get_inputs and remove_input, each answered by a command.result")
+    func onStdin() throws {
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "base=testsrc:160x120@15", "--metrics-interval", "0"],
+                                     timeout: 60, withStdin: true) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"result\"") }) else { return }
+            run.send(#"{"command":"add_input","id":1,"name":"more","input":"testsrc:160x120@15"}"#)
+            guard run.wait(until: { Self.of(Self.lines($0), "result", source: "more").count >= 3 }) else { return }
+            run.send(#"{"command":"get_inputs","id":2}"#)
+            run.send(#"{"command":"remove_input","id":3,"name":"more"}"#)
+            run.send(#"{"command":"add_input","id":4,"name":"more","input":"/no/such/file.mp4"}"#)
+            _ = run.wait(until: { $0.contains("\"id\":4") })
+            run.send(#"{"command":"stop"}"#)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let answers = r.events("command.result")
+        func answer(_ id: Int) -> [String: Any] { answers.first { $0["id"] as? Int == id } ?? [:] }
+        #expect(answer(1)["ok"] as? Bool == true, "\(answer(1))")
+        let listed = ((answer(2)["result"] as? [String: Any])?["inputs"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(listed == ["base", "more"])
+        #expect(answer(3)["ok"] as? Bool == true)
+        #expect(answer(4)["ok"] as? Bool == false && (answer(4)["error"] as? String ?? "").contains("/no/such/file.mp4"), "\(answer(4))")
+        #expect(r.events("input.added").first?["by"] as? String == "stdin")
+        #expect(r.events("session.stopped").first { $0["source"] as? String == "more" }?["reason"] as? String == "removed")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+    }
+}

@@ -3,7 +3,7 @@ import CVHostCore
 /// The analytics of one plugin's boxes on one input: its boxes followed from frame to frame
 /// (Tracker), and the tracks watched entering and leaving zones and crossing lines. Fed every
 /// frame the plugin processed, in frame order, with the boxes of its results (none is a frame too:
-/// it ages the tracks).
+/// it ages the tracks). Its zones and lines may be replaced while it runs (`replace`), between two frames.
 public final class BoxAnalytics: @unchecked Sendable {
     // @unchecked Sendable: all state is behind `state`'s lock.
     private struct State {
@@ -14,15 +14,43 @@ public final class BoxAnalytics: @unchecked Sendable {
         var size: (width: Int, height: Int)?
         /// Boxes reported that joined no track.
         var untracked = 0
+        /// The zones and lines as given (in fractions, when given so), before they are placed in a frame.
+        var zoneSettings: [ZoneSettings]
+        var lineSettings: [LineSettings]
     }
     private let state: Locked<State>
-    public let zones: [ZoneSettings]
-    public let lines: [LineSettings]
+    /// The zones watched now, as given.
+    public var zones: [ZoneSettings] { state.withLock { $0.zoneSettings } }
+    /// The lines watched now, as given.
+    public var lines: [LineSettings] { state.withLock { $0.lineSettings } }
 
     public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = []) {
-        self.zones = zones
-        self.lines = lines
-        state = Locked(State(tracker: Tracker(tracker)))
+        state = Locked(State(tracker: Tracker(tracker), zoneSettings: zones, lineSettings: lines))
+    }
+
+    /// Puts `zones` and `lines` in place of those watched, between two frames. One of the same name
+    /// and shape (`hasShape`) keeps its counts and what it knows of each track, with its other
+    /// settings new; one moved (or a line turned round), or new, starts with none; one left out is
+    /// no longer watched.
+    public func replace(zones: [ZoneSettings], lines: [LineSettings]) {
+        state.withLock { s in
+            if let (w, h) = s.size {
+                s.zones = zones.map { z in
+                    guard let at = s.zoneSettings.firstIndex(where: { $0.name == z.name }), s.zoneSettings[at].hasShape(of: z),
+                          var kept = s.zones.first(where: { $0.settings.name == z.name }) else { return ZoneWatch(Self.placed(z, w, h)) }
+                    kept.settings = Self.placed(z, w, h)
+                    return kept
+                }
+                s.lines = lines.map { l in
+                    guard let at = s.lineSettings.firstIndex(where: { $0.name == l.name }), s.lineSettings[at].hasShape(of: l),
+                          var kept = s.lines.first(where: { $0.settings.name == l.name }) else { return LineWatch(Self.placed(l, w, h)) }
+                    kept.settings = Self.placed(l, w, h)
+                    return kept
+                }
+            }
+            s.zoneSettings = zones
+            s.lineSettings = lines
+        }
     }
 
     /// What one frame gave: the track of each detection (nil: not a reported track), and the events, in order.
@@ -36,14 +64,14 @@ public final class BoxAnalytics: @unchecked Sendable {
         state.withLock { s in
             if s.size == nil {
                 s.size = (width, height)
-                s.zones = zones.map { ZoneWatch(Self.placed($0, width, height)) }
-                s.lines = lines.map { LineWatch(Self.placed($0, width, height)) }
+                s.zones = s.zoneSettings.map { ZoneWatch(Self.placed($0, width, height)) }
+                s.lines = s.lineSettings.map { LineWatch(Self.placed($0, width, height)) }
             } else if s.size! != (width, height) {
                 // The frame's size changed (a camera's new stream): zones and lines in fractions
                 // are placed again in its pixels; every track's state and every count is kept.
                 s.size = (width, height)
-                for i in s.zones.indices { s.zones[i].settings = Self.placed(zones[i], width, height) }
-                for i in s.lines.indices { s.lines[i].settings = Self.placed(lines[i], width, height) }
+                for i in s.zones.indices { s.zones[i].settings = Self.placed(s.zoneSettings[i], width, height) }
+                for i in s.lines.indices { s.lines[i].settings = Self.placed(s.lineSettings[i], width, height) }
             }
             let step = s.tracker.update(detections, time: time)
             s.untracked += step.untracked
@@ -99,8 +127,8 @@ public final class BoxAnalytics: @unchecked Sendable {
             var events: [AnalyticsEvent] = []
             for t in s.tracker.finish() { Self.end(t, reason: "input_ended", &s, &events) }
             // (Before any frame, the watchers are not placed yet: their names and zero counts.)
-            let lines = s.size == nil ? self.lines.map(LineWatch.init) : s.lines
-            let zones = s.size == nil ? self.zones.map(ZoneWatch.init) : s.zones
+            let lines = s.size == nil ? s.lineSettings.map(LineWatch.init) : s.lines
+            let zones = s.size == nil ? s.zoneSettings.map(ZoneWatch.init) : s.zones
             events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: lines, zones: zones))
             return events
         }

@@ -29,6 +29,13 @@ public struct LineSettings: Equatable, Sendable {
         self.name = name
         self.segment = segment
     }
+
+    /// Whether `other` has this line's shape (its points, in the same units, and its `in` side,
+    /// which says what its counts mean): a line changed otherwise keeps its counts; one moved or
+    /// turned round starts anew.
+    public func hasShape(of other: LineSettings) -> Bool {
+        segment == other.segment && fractions == other.fractions && inSide == other.inSide
+    }
 }
 
 /// One counting line at work: per track, the side it was last seen on beyond the band and how many

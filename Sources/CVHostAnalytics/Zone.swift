@@ -31,6 +31,12 @@ public struct ZoneSettings: Equatable, Sendable {
         self.name = name
         self.polygon = polygon
     }
+
+    /// Whether `other` has this zone's shape (its points, in the same units): a zone changed
+    /// otherwise (its dwell, its band) keeps its counts while the run goes on; a zone moved starts anew.
+    public func hasShape(of other: ZoneSettings) -> Bool {
+        polygon == other.polygon && fractions == other.fractions
+    }
 }
 
 /// One zone at work: per track, whether it is inside and for how many frames it has been seen

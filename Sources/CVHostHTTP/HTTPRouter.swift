@@ -17,6 +17,8 @@ import NIOHTTP1
 ///     GET  /inputs        the inputs, their plugins and health
 ///     POST /inputs        add one (a JSON object: name, input or device, plugins)
 ///     GET, PUT, DELETE /inputs/NAME   one input: see it, change it (opened anew), remove it
+///     GET  /analytics     every track, zone and line
+///     PUT, DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN   set one (a JSON object), remove it
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
 ///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B)
@@ -113,6 +115,19 @@ final class HTTPRouter: Sendable {
                 let answer = service.command(command, target: target, body: body)
                 respond(.json(answer.status, answer.json))
             }
+        case (.GET, "/analytics"):
+            answer(on: work) { [service] in
+                let answer = service.command("get_analytics", target: nil, body: body)
+                respond(.json(answer.status, answer.json))
+            }
+        case (let method, _) where (method == .PUT || method == .DELETE) && Self.analyticsKind(path) != nil:
+            let kind = Self.analyticsKind(path)!
+            let target = String(path.dropFirst(kind.count + 3)).removingPercentEncoding ?? ""
+            let command = (method == .PUT ? "set_" : "remove_") + kind
+            answer(on: changes) { [service] in
+                let answer = service.command(command, target: target, body: body)
+                respond(.json(answer.status, answer.json))
+            }
         case (.GET, "/events"):
             Self.startStream(head, on: channel, contentType: "text/event-stream")
             events.add(channel)
@@ -154,10 +169,17 @@ final class HTTPRouter: Sendable {
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))
         default:
-            let allowed = ["/controls": "GET, POST", "/inputs": "GET, POST"][path] ?? (path.hasPrefix("/inputs/") ? "GET, PUT, DELETE" : "GET")
+            let allowed = ["/controls": "GET, POST", "/inputs": "GET, POST"][path]
+                ?? (path.hasPrefix("/inputs/") ? "GET, PUT, DELETE" : Self.analyticsKind(path) != nil ? "PUT, DELETE" : "GET")
             respond(HTTPReply.error(405, "\(head.method) is not served at \(path) (\(allowed) is)").with(header: ("Allow", allowed)))
         }
         return .reply
+    }
+
+    /// `zone`, `line` or `track` for /zones/NAME, /lines/NAME, /tracks/PLUGIN; nil for other paths.
+    static func analyticsKind(_ path: String) -> String? {
+        for kind in ["zone", "line", "track"] where path.hasPrefix("/\(kind)s/") && path.count > kind.count + 3 { return kind }
+        return nil
     }
 
     private func answer(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {

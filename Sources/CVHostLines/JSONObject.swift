@@ -94,6 +94,22 @@ public struct JSONObject: Sendable {
         bytes.append(UInt8(ascii: "]"))
     }
 
+    /// Lists of finite numbers, as `numbers` writes one: points as [[x, y], ...].
+    public mutating func set(_ name: String, numberLists: [[Double]], decimals: Int = 3) {
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        for (i, list) in numberLists.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "["))
+            for (k, n) in list.enumerated() {
+                if k > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(contentsOf: (n.isFinite ? JSONObject.number(n, decimals: decimals) : "null").utf8)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     /// Inserts bytes that are already one valid, minified JSON value (from `JSONValidator`).
     public mutating func set(_ name: String, validatedJSON: [UInt8]) {
         key(name)

@@ -2,8 +2,9 @@ import CVHostAnalytics
 import CVHostCore
 import CVHostPlugins
 
-/// The run's analytics as they stand: the settings of --track, --zone and --line (and of what
-/// was changed while the run goes on), and every runner's slot they are applied to.
+/// The run's analytics as they stand: the settings of --track, --zone and --line, changed while
+/// the run goes on (`apply`), and every runner's slot they are applied to. A change lands between
+/// two frames of each input, so that a frame is judged by one set of rules.
 final class AnalyticsRules: Sendable {
     private let state: Locked<(settings: AnalyticsSettings, slots: [TrackingSlot])>
 
@@ -29,4 +30,99 @@ final class AnalyticsRules: Sendable {
         let gone = runners.compactMap { $0.resultStage as? TrackingSlot }
         state.withLock { s in s.slots.removeAll { slot in gone.contains { $0 === slot } } }
     }
+
+    /// One change: a zone, line or track set (added, or put in place of the one of its name) or removed (nil).
+    enum Change {
+        case zone(name: String, ZoneSettings?)
+        case line(name: String, LineSettings?)
+        case track(plugin: String, AnalyticsSpec.Tracked?)
+    }
+
+    /// What a change did: `added`, `changed` or `removed`; and whether the counts were `kept` (a
+    /// zone or line of the same shape) or `reset` (moved, turned round, a new tracker), nil when removed.
+    struct Outcome {
+        let change: String
+        let counts: String?
+    }
+
+    /// Applies one change to the settings and to every runner's analytics, between two of its frames.
+    /// - Parameters: plugins, inputs: the run's plugins' and inputs' names now.
+    /// - Throws: 404 (removing one that is not there), 409 (the most zones or lines; zones and lines
+    ///   without a track), 422 (an input or plugin the run does not have).
+    func apply(_ change: Change, plugins: [String], inputs: [String]) throws(CommandRefusal) -> Outcome {
+        try state.withLock { s throws(CommandRefusal) -> Outcome in
+            var n = s.settings
+            let outcome: Outcome
+            switch change {
+            case .zone(let name, let z?):
+                try Self.check(input: z.input, among: inputs, tracked: n.tracked)
+                outcome = try Self.put(z, name: name, into: &n.zones, sameShape: { $0.hasShape(of: z) && $0.input == z.input })
+            case .line(let name, let l?):
+                try Self.check(input: l.input, among: inputs, tracked: n.tracked)
+                outcome = try Self.put(l, name: name, into: &n.lines, sameShape: { $0.hasShape(of: l) && $0.input == l.input })
+            case .zone(let name, nil):
+                guard n.zones.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no zone named \(name)") }
+                n.zones.removeAll { $0.name == name }
+                outcome = Outcome(change: "removed", counts: nil)
+            case .line(let name, nil):
+                guard n.lines.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no line named \(name)") }
+                n.lines.removeAll { $0.name == name }
+                outcome = Outcome(change: "removed", counts: nil)
+            case .track(let plugin, let t?):
+                guard plugins.contains(plugin) else {
+                    throw CommandRefusal(422, "no plugin \(plugin) in this run: its plugins are \(plugins.joined(separator: ", "))")
+                }
+                let had = n.tracked.contains { $0.plugin == plugin }
+                if had { n.tracked = n.tracked.map { $0.plugin == plugin ? t : $0 } } else { n.tracked.append(t) }
+                outcome = Outcome(change: had ? "changed" : "added", counts: "reset")
+            case .track(let plugin, nil):
+                guard n.tracked.contains(where: { $0.plugin == plugin }) else { throw CommandRefusal(404, "the boxes of \(plugin) are not followed") }
+                if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty) {
+                    throw CommandRefusal(409, "zones and lines watch tracks: remove them first (DELETE /zones/NAME, /lines/NAME), or follow another plugin's boxes")
+                }
+                n.tracked.removeAll { $0.plugin == plugin }
+                outcome = Outcome(change: "removed", counts: nil)
+            }
+            for slot in s.slots {
+                switch change {
+                case .track(let plugin, _):
+                    guard slot.plugin == plugin else { continue }
+                    if case .track(_, let t?) = change { n.checkThresholds(plugin: t.plugin, confidence: slot.confidence) }
+                    slot.replace(with: n.stage(plugin: slot.plugin, index: slot.pluginIndex, source: slot.source, live: slot.live,
+                                               confidence: slot.confidence))
+                case .zone, .line:
+                    slot.tracked?.analytics.replace(zones: n.zones(on: slot.source), lines: n.lines(on: slot.source))
+                }
+            }
+            s.settings = n
+            return outcome
+        }
+    }
+
+    private static func check(input: String?, among inputs: [String], tracked: [AnalyticsSpec.Tracked]) throws(CommandRefusal) {
+        if let input, !inputs.contains(input) { throw CommandRefusal(422, AnalyticsSettings.noSuchInput(input, among: inputs)) }
+        if tracked.isEmpty {
+            throw CommandRefusal(409, "zones and lines watch tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
+        }
+    }
+
+    /// Puts `item` in the place of the one called `name`, or adds it (up to `AnalyticsSettings.most`).
+    private static func put<T>(_ item: T, name: String, into list: inout [T], sameShape: (T) -> Bool) throws(CommandRefusal) -> Outcome
+        where T: Named {
+        if let at = list.firstIndex(where: { $0.name == name }) {
+            let kept = sameShape(list[at])
+            list[at] = item
+            return Outcome(change: "changed", counts: kept ? "kept" : "reset")
+        }
+        guard list.count < AnalyticsSettings.most else {
+            throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) \(T.self == ZoneSettings.self ? "zones" : "lines"), the most: remove one first")
+        }
+        list.append(item)
+        return Outcome(change: "added", counts: "reset")
+    }
 }
+
+/// Zones and lines, by name.
+protocol Named { var name: String { get } }
+extension ZoneSettings: Named {}
+extension LineSettings: Named {}

@@ -75,13 +75,18 @@ public struct AnalyticsSettings: Sendable {
         (zones.compactMap(\.input) + lines.compactMap(\.input)).filter { !sources.contains($0) }
     }
 
+    /// The zones watched on input `source`: its own and those of every input.
+    func zones(on source: String) -> [ZoneSettings] { zones.filter { $0.input == nil || $0.input == source } }
+
+    /// The lines watched on input `source`: its own and those of every input.
+    func lines(on source: String) -> [LineSettings] { lines.filter { $0.input == nil || $0.input == source } }
+
     /// The analytics stage of the plugin called `plugin` on input `source` (`live`: a camera or a
     /// network stream; `confidence`: the plugin's own threshold, when it has one), or nil when its
     /// boxes are not followed.
     func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?) -> TrackedResults? {
         guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
-        let analytics = BoxAnalytics(tracker: t.settings.following(confidence: confidence), zones: zones.filter { $0.input == nil || $0.input == source },
-                                     lines: lines.filter { $0.input == nil || $0.input == source })
+        let analytics = BoxAnalytics(tracker: t.settings.following(confidence: confidence), zones: zones(on: source), lines: lines(on: source))
         return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live)
     }
 }

@@ -70,7 +70,7 @@ public final class HostRun: Sendable {
         phase.withLock { $0 = .running }
         let registry = RunInputs(inputs.sources, limit: s.maxInputs)
         let changes = InputChanges(s, inputs: registry, plugins: plugins, outputs: outputs, stop: stop, rules: rules)
-        let running = try opening(after: outputs, plugins) { try RunningSession(s, inputs: registry, changes: changes, outputs: outputs, stop: stop) }
+        let running = try opening(after: outputs, plugins) { try RunningSession(s, inputs: registry, changes: changes, rules: rules, outputs: outputs, stop: stop) }
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
         switch running.runUntilStopped(jsonDescriptor: jsonDescriptor) {
         case .concluded(let outcome):

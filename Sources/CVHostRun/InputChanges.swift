@@ -101,6 +101,9 @@ final class InputChanges: Sendable {
         try removeNow(source, by: origin)
     }
 
+    /// The run's plugins' names, in the order of the --plugin flags.
+    var pluginNames: [String] { plugins.found.map(\.plugin.name) }
+
     /// The inputs' names now, for a refusal that needs them.
     var names: String {
         let all = inputs.all.map(\.id)

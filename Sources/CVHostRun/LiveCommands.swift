@@ -7,7 +7,8 @@ import Foundation
 
 /// Changes while running, asked for as JSON commands on stdin (`StdinCommands`) or by HTTP
 /// (`POST /controls`, `/inputs`): a camera control, a plugin's connection enabled or paused, a
-/// plugin's frame-rate cap, inputs added, changed and removed (InputCommands); and the run's end. Every change is a `control.changed` line, so that the
+/// plugin's frame-rate cap, inputs added, changed and removed (InputCommands), tracks, zones and
+/// lines set and removed (AnalyticsCommands); and the run's end. Every change is a `control.changed` line, so that the
 /// record of a run says what was changed, when and by whom; every command is answered by a
 /// `command.result` line (on stdin's behalf on stdout, on HTTP's behalf as the response).
 ///
@@ -20,6 +21,8 @@ import Foundation
 ///     {"command":"change_input","name":"door","input":"rtsp://..."}
 ///     {"command":"remove_input","name":"door"}
 ///     {"command":"get_inputs"}
+///     {"command":"set_line","name":"door","points":[[100,400],[500,400]]}   (AnalyticsCommands)
+///     {"command":"remove_zone","name":"bay"}
 ///     {"command":"stop"}
 ///
 /// An `"id"` (a string or a number) is echoed in the answer.
@@ -31,16 +34,20 @@ package final class LiveCommands: Sendable {
     let inputs: RunInputs
     /// Adds, changes and removes inputs; nil for a run that cannot (the fuzz targets').
     let changes: InputChanges?
+    /// The run's tracks, zones and lines; nil for a run that cannot change them.
+    let rules: AnalyticsRules?
     let lines: RunLines
     private let stop: RunStop
 
-    static let known: Set<String> = ["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input", "device",
-                                     "plugins"]
-    static let commands = ["set_control", "set_plugin", "reload", "get_controls", "get_inputs", "add_input", "change_input", "remove_input", "stop"]
+    static let known: Set<String> = Set(["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input",
+                                         "device", "plugins"]).union(AnalyticsJSON.fields)
+    static let commands = ["set_control", "set_plugin", "reload", "get_controls", "get_inputs", "add_input", "change_input", "remove_input",
+                           "get_analytics", "set_zone", "remove_zone", "set_line", "remove_line", "set_track", "remove_track", "stop"]
 
-    init(inputs: RunInputs, changes: InputChanges?, lines: RunLines, stop: RunStop) {
+    init(inputs: RunInputs, changes: InputChanges?, rules: AnalyticsRules?, lines: RunLines, stop: RunStop) {
         self.inputs = inputs
         self.changes = changes
+        self.rules = rules
         self.lines = lines
         self.stop = stop
     }
@@ -48,7 +55,7 @@ package final class LiveCommands: Sendable {
     /// Commands of a run that has no inputs, their lines to `output`: how a command's bytes are
     /// read and refused, away from a run (the fuzz targets, fuzz/targets).
     package convenience init(output: OutputRouter) {
-        self.init(inputs: RunInputs([], limit: 0), changes: nil, lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
+        self.init(inputs: RunInputs([], limit: 0), changes: nil, rules: nil, lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
     }
 
     private var sources: [SourceRun] { inputs.all }
@@ -72,10 +79,11 @@ package final class LiveCommands: Sendable {
                 throw CommandRefusal(400, "\"command\":\"\(given)\" does not belong here: this route is \(implied)")
             }
             if let target {
-                if let given = object["name"], given != .string(target) {
-                    throw CommandRefusal(400, "\"name\" is \(target), the name in the address: rename by removing and adding")
+                let key = implied?.hasSuffix("_track") == true ? "plugin" : "name"
+                if let given = object[key], given != .string(target) {
+                    throw CommandRefusal(400, "\"\(key)\" is \(target), the name in the address: rename by removing and adding")
                 }
-                object["name"] = .string(target)
+                object[key] = .string(target)
             }
             let command = implied ?? object["command"]?.string ?? (origin == .http ? (object["plugin"] != nil ? "set_plugin" : "set_control") : "")
             name = command
@@ -92,6 +100,11 @@ package final class LiveCommands: Sendable {
                 status = 201
             case "change_input": result = try changeInput(object, origin: origin)
             case "remove_input": result = try removeInput(object, origin: origin)
+            case "get_analytics": result = analyticsList()
+            case "set_zone", "set_line", "set_track":
+                (status, result) = try setAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(4)))!, object, origin: origin)
+            case "remove_zone", "remove_line", "remove_track":
+                result = try removeAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(7)))!, object, origin: origin)
             case "stop":
                 stop.request(.requested)
                 result = JSONObject()
@@ -287,7 +300,7 @@ package final class LiveCommands: Sendable {
 
 /// A value in a command, as JSON has it (true is not 1, "3" is not 3).
 enum CommandValue: Decodable, Equatable {
-    case string(String), bool(Bool), number(Double), strings([String]), other
+    case string(String), bool(Bool), number(Double), strings([String]), numbers([Double]), points([[Double]]), other
 
     init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -299,6 +312,10 @@ enum CommandValue: Decodable, Equatable {
             self = .string(s)
         } else if let list = try? c.decode([String].self) {
             self = .strings(list)
+        } else if let list = try? c.decode([Double].self) {
+            self = .numbers(list)
+        } else if let points = try? c.decode([[Double]].self), points.allSatisfy({ $0.count == 2 }) {
+            self = .points(points)
         } else {
             self = .other
         }
@@ -315,7 +332,7 @@ enum CommandValue: Decodable, Equatable {
         case .string(let s): s
         case .bool(let b): b ? "true" : "false"
         case .number(let d): LiveCommands.number(d)
-        case .strings, .other: nil
+        case .strings, .numbers, .points, .other: nil
         }
     }
 }

@@ -161,4 +161,57 @@ struct RunChangesTests {
         #expect(r.events("session.stopped").first { $0["source"] as? String == "more" }?["reason"] as? String == "removed")
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }
+
+    @Test("a line added while the walker approaches it counts the walker; a zone changed keeps its counts, moved starts anew; refusals")
+    func analyticsWhileRunning() throws {
+        let port = freeLoopbackPort()
+        var answers: [String: (Int, [String: Any])] = [:]
+        var metrics = ""
+        // The walker's box moves 10 px a frame at 5 frames a second: its anchor (bottom centre) reaches x=250 at frame 22.
+        let r = try CVHostBinary.run(["run", "--plugin", try AnalyticsTests.walker(), "--plugin", "null", "--input", "testsrc:320x240@5",
+                                      "--max-frames", "32", "--metrics-interval", "0", "--track", "walker",
+                                      "--zone", "right=170,0 90000,0 90000,240 170,240", "--http", "127.0.0.1:\(port)", "--http-linger", "0"],
+                                     timeout: 120, environment: AnalyticsTests.python, withStdin: false) { run in
+            guard run.wait(until: { $0.contains("\"event\":\"track.started\"") }) else { return }
+            answers["line"] = try? Self.send(port, "PUT", "/lines/door", #"{"points":[[250,0],[250,240]],"in":"left"}"#)
+            answers["bad points"] = try? Self.send(port, "PUT", "/lines/two", #"{"points":[[1,1],[1,1]]}"#)
+            answers["no input"] = try? Self.send(port, "PUT", "/zones/far", #"{"points":[[0,0],[10,0],[10,10]],"input":"cam9"}"#)
+            answers["no plugin"] = try? Self.send(port, "PUT", "/tracks/detect", "{}")
+            answers["not there"] = try? Self.send(port, "DELETE", "/lines/none")
+            answers["last track"] = try? Self.send(port, "DELETE", "/tracks/walker")
+            answers["stray"] = try? Self.send(port, "PUT", "/lines/door", #"{"points":[[250,0],[250,240]],"dwell":3}"#)
+            guard run.wait(until: { $0.contains("\"event\":\"zone.entered\"") }) else { return }
+            answers["zone kept"] = try? Self.send(port, "PUT", "/zones/right", #"{"points":[[170,0],[90000,0],[90000,240],[170,240]],"dwell":60}"#)
+            answers["list"] = try? Self.send(port, "GET", "/analytics")
+            guard run.wait(until: { $0.contains("\"event\":\"line.crossed\"") }) else { return }
+            metrics = (try? LiveViewTests.http(port, "/metrics").body) ?? ""
+            answers["zone moved"] = try? Self.send(port, "PUT", "/zones/right", #"{"points":[[0,0],[100,0],[100,240],[0,240]]}"#)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        func status(_ k: String) -> Int { answers[k]?.0 ?? 0 }
+        func result(_ k: String) -> [String: Any] { answers[k]?.1["result"] as? [String: Any] ?? [:] }
+        func error(_ k: String) -> String { answers[k]?.1["error"] as? String ?? "" }
+        #expect(status("line") == 201 && result("line")["change"] as? String == "added", "\(answers["line"].map { "\($0)" } ?? "")")
+        #expect(status("bad points") == 400 && error("bad points").hasPrefix("line two: its two points are the same"), "\(error("bad points"))")
+        #expect(status("no input") == 422 && error("no input").contains("no input called cam9"))
+        #expect(status("no plugin") == 422 && error("no plugin").contains("no plugin detect"))
+        #expect(status("not there") == 404)
+        #expect(status("last track") == 409 && error("last track").contains("remove them first"))
+        #expect(status("stray") == 400 && error("stray").contains("a line has no \"dwell\""), "\(error("stray"))")
+        #expect(status("zone kept") == 200 && result("zone kept")["counts"] as? String == "kept")
+        #expect(status("zone moved") == 200 && result("zone moved")["counts"] as? String == "reset")
+        let listed = result("list")
+        #expect((listed["lines"] as? [[String: Any]])?.first?["name"] as? String == "door" && (listed["tracks"] as? [[String: Any]])?.count == 1, "\(listed)")
+        // The walker crossed the line added while it approached: counted once, in /metrics and on the line's event.
+        let crossed = r.events("line.crossed")
+        #expect(crossed.count == 1 && (crossed.first?["data"] as? [String: Any])?["line"] as? String == "door", "\(crossed)")
+        #expect(LiveViewTests.sample(metrics, "cvhost_line_crossings_total", ["line": "door", "direction": "in"]) == 1, "\(metrics.prefix(0))")
+        let changes = r.events("analytics.changed")
+        #expect(changes.map { "\($0["kind"] ?? "") \($0["name"] ?? "") \($0["change"] ?? "") \($0["counts"] ?? "")" }
+                == ["line door added reset", "zone right changed kept", "zone right changed reset"], "\(changes)")
+        // The line's crossing comes after its analytics.changed: the change landed between two frames.
+        let events = r.events.map { $0["event"] as? String ?? "" }
+        #expect((events.firstIndex(of: "analytics.changed") ?? .max) < (events.firstIndex(of: "line.crossed") ?? -1))
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+    }
 }

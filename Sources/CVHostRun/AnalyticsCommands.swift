@@ -1,0 +1,97 @@
+import CVHostAnalytics
+import CVHostCore
+import CVHostLines
+
+/// The commands that change tracks, zones and lines while the run goes on (AnalyticsRules applies
+/// them), on stdin and over HTTP; each is an `analytics.changed` line on every output:
+///
+///     set_zone      PUT    /zones/NAME     {"points":[[x,y],...], ...}  (AnalyticsJSON: what --zone takes)
+///     remove_zone   DELETE /zones/NAME
+///     set_line      PUT    /lines/NAME     {"points":[[x,y],[x,y]], "in":"left", ...}
+///     remove_line   DELETE /lines/NAME
+///     set_track     PUT    /tracks/PLUGIN  {"high":0.4, ...}
+///     remove_track  DELETE /tracks/PLUGIN
+///     get_analytics GET    /analytics      every track, zone and line
+///
+/// A zone or line changed keeps its counts unless its shape changed (its points, its units, a
+/// line's `in` side, the input it watches): the answer's `counts` says `kept` or `reset`. A track
+/// set anew starts a new tracker (its tracks end, reason `removed`, with the analytics.summary).
+extension LiveCommands {
+    func setAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> (status: Int, result: JSONObject) {
+        let (rules, changes) = try analyticsChanger()
+        let key = kind == .track ? "plugin" : "name"
+        guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "set_\(kind.rawValue) needs \"\(key)\"") }
+        let text = try AnalyticsJSON.specText(kind, name: name, o)
+        let change: AnalyticsRules.Change
+        do {
+            switch kind {
+            case .zone: change = .zone(name: name, try AnalyticsSpec.zone(text))
+            case .line: change = .line(name: name, try AnalyticsSpec.line(text))
+            case .track: change = .track(plugin: name, try AnalyticsSpec.tracked(text))
+            }
+        } catch {
+            let flag = "--\(kind.rawValue) "
+            throw CommandRefusal(400, error.description.hasPrefix(flag) ? kind.rawValue + " " + error.description.dropFirst(flag.count) : error.description)
+        }
+        let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
+        return (outcome.change == "added" ? 201 : 200, changed(kind, name: name, outcome, rules: rules, origin: origin))
+    }
+
+    func removeAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+        let (rules, changes) = try analyticsChanger()
+        let key = kind == .track ? "plugin" : "name"
+        guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "remove_\(kind.rawValue) needs \"\(key)\"") }
+        let change: AnalyticsRules.Change = switch kind {
+        case .zone: .zone(name: name, nil)
+        case .line: .line(name: name, nil)
+        case .track: .track(plugin: name, nil)
+        }
+        let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
+        return changed(kind, name: name, outcome, rules: rules, origin: origin)
+    }
+
+    /// Every track, zone and line now.
+    func analyticsList() -> JSONObject {
+        rules.map { AnalyticsJSON.json($0.settings) } ?? JSONObject()
+    }
+
+    private func analyticsChanger() throws -> (AnalyticsRules, InputChanges) {
+        try refuseAfterEnd()
+        guard let rules, let changes else { throw CommandRefusal(409, "this run cannot change its analytics") }
+        return (rules, changes)
+    }
+
+    /// Writes `analytics.changed` and makes the answer: what changed, its counts, and the whole set now.
+    private func changed(_ kind: AnalyticsJSON.Kind, name: String, _ outcome: AnalyticsRules.Outcome, rules: AnalyticsRules,
+                         origin: Origin) -> JSONObject {
+        let now = rules.settings
+        var settings: JSONObject?
+        var input: String?
+        switch kind {
+        case .zone:
+            let z = now.zones.first { $0.name == name }
+            settings = z.map(AnalyticsJSON.json)
+            input = z?.input
+        case .line:
+            let l = now.lines.first { $0.name == name }
+            settings = l.map(AnalyticsJSON.json)
+            input = l?.input
+        case .track: settings = now.tracked.first { $0.plugin == name }.map(AnalyticsJSON.json)
+        }
+        var e = JSONObject.envelope(event: "analytics.changed", source: input, plugin: kind == .track ? name : nil, tsNs: HostClock.wallNs())
+        e.set("kind", kind.rawValue)
+        e.set("name", name)
+        e.set("change", outcome.change)
+        e.set("counts", outcome.counts)
+        if let settings { e.set("settings", object: settings) } else { e.set("settings", nil as String?) }
+        e.set("by", origin.rawValue)
+        lines.writeWhileRunning(e)
+        var r = JSONObject()
+        r.set("kind", kind.rawValue)
+        r.set("name", name)
+        r.set("change", outcome.change)
+        r.set("counts", outcome.counts)
+        r.set("analytics", object: AnalyticsJSON.json(now))
+        return r
+    }
+}

@@ -1,0 +1,108 @@
+import CVHostAnalytics
+import CVHostLines
+
+/// Tracks, zones and lines as JSON, both ways: what `GET /analytics` and `analytics.changed` say
+/// of each, and what a body of `PUT /zones/NAME`, `/lines/NAME`, `/tracks/PLUGIN` (or set_zone,
+/// set_line, set_track on stdin) gives, turned into the text --zone, --line and --track take, so
+/// that one parser (AnalyticsSpec) checks both. What GET says can be sent back as it is.
+///
+///     zone   {"points":[[x,y],[x,y],[x,y],...], "units":"auto", "anchor":"bottom_center", "min_frames":2,
+///             "min_distance":N, "dwell":S, "input":"ID", "distances":[a,b,c,d], "speed_unit":"kmh"}
+///     line   {"points":[[x,y],[x,y]], "in":"left", "units", "anchor", "min_frames", "min_distance", "input"}
+///     track  {"high":0.4, "low":0.1, "min_hits":3, "lost":1.5, "iou":0.2, "by_label":false}
+enum AnalyticsJSON {
+    enum Kind: String, CaseIterable {
+        case zone, line, track
+
+        /// The options a body may give (beside points).
+        var options: [String] {
+            switch self {
+            case .zone: ["units", "anchor", "min_frames", "min_distance", "dwell", "input", "distances", "speed_unit"]
+            case .line: ["in", "units", "anchor", "min_frames", "min_distance", "input"]
+            case .track: ["high", "low", "min_hits", "lost", "iou", "by_label"]
+            }
+        }
+    }
+
+    /// Every field a body of any kind may have.
+    static let fields: Set<String> = Set(Kind.allCases.flatMap(\.options) + ["points"])
+
+    /// The text --zone, --line or --track takes for `name` and a body's fields.
+    /// - Throws: 400 naming a field of another kind, a value of the wrong type, points that are not points.
+    static func specText(_ kind: Kind, name: String, _ o: [String: CommandValue]) throws(CommandRefusal) -> String {
+        let given = Set(o.keys).intersection(fields)
+        if let stray = given.sorted().first(where: { $0 != "points" && !kind.options.contains($0) }) ?? (kind == .track && given.contains("points") ? "points" : nil) {
+            throw CommandRefusal(400, "a \(kind.rawValue) has no \"\(stray)\" (it has \(((kind == .track ? [] : ["points"]) + kind.options).joined(separator: ", ")))")
+        }
+        var options: [String] = []
+        for key in kind.options {
+            guard let v = o[key] else { continue }
+            let text: String
+            switch v {
+            case .number(let n): text = LiveCommands.number(n)
+            case .bool(let b): text = b ? "true" : "false"
+            case .string(let s) where !s.isEmpty && !s.contains(where: { ",:= ".contains($0) }): text = s
+            case .numbers(let list) where key == "distances": text = list.map(LiveCommands.number).joined(separator: ",")
+            default: throw CommandRefusal(400, "\"\(key)\" is a number, true/false or a word (without , : = or spaces)")
+            }
+            options.append("\(key)=\(text)")
+        }
+        let tail = options.isEmpty ? "" : ":" + options.joined(separator: ",")
+        if kind == .track { return name + tail }
+        guard case .points(let points)? = o["points"] else {
+            throw CommandRefusal(400, "a \(kind.rawValue) needs \"points\": [[x,y],[x,y]\(kind == .zone ? ",[x,y],..." : "")] in the frame's pixels (or fractions of it)")
+        }
+        return "\(name)=" + points.map { "\(LiveCommands.number($0[0])),\(LiveCommands.number($0[1]))" }.joined(separator: " ") + tail
+    }
+
+    static func json(_ z: ZoneSettings) -> JSONObject {
+        var j = JSONObject()
+        j.set("name", z.name)
+        j.set("points", numberLists: z.polygon.points.map { [$0.x, $0.y] }, decimals: 6)
+        j.set("units", z.fractions ? "fractions" : "pixels")
+        j.set("anchor", z.anchor.rawValue)
+        j.set("min_frames", z.minFrames)
+        if let d = z.minDistance { j.set("min_distance", d, decimals: 3) }
+        if let dwell = z.dwell { j.set("dwell", dwell, decimals: 3) }
+        if let input = z.input { j.set("input", input) }
+        if let sides = z.distances {
+            j.set("distances", numbers: sides)
+            j.set("speed_unit", z.speedUnit.rawValue)
+        }
+        return j
+    }
+
+    static func json(_ l: LineSettings) -> JSONObject {
+        var j = JSONObject()
+        j.set("name", l.name)
+        j.set("points", numberLists: [l.segment.a, l.segment.b].map { [$0.x, $0.y] }, decimals: 6)
+        j.set("units", l.fractions ? "fractions" : "pixels")
+        j.set("in", l.inSide.rawValue)
+        j.set("anchor", l.anchor.rawValue)
+        j.set("min_frames", l.minFrames)
+        if let d = l.minDistance { j.set("min_distance", d, decimals: 3) }
+        if let input = l.input { j.set("input", input) }
+        return j
+    }
+
+    static func json(_ t: AnalyticsSpec.Tracked) -> JSONObject {
+        var j = JSONObject()
+        j.set("plugin", t.plugin)
+        j.set("high", t.settings.high, decimals: 6)
+        j.set("low", t.settings.low, decimals: 6)
+        j.set("min_hits", t.settings.minHits)
+        j.set("lost", t.settings.lost, decimals: 6)
+        j.set("iou", t.settings.matchIoU, decimals: 6)
+        j.set("by_label", t.settings.byLabel)
+        return j
+    }
+
+    /// The whole set: GET /analytics, and the result of each change.
+    static func json(_ s: AnalyticsSettings) -> JSONObject {
+        var o = JSONObject()
+        o.set("tracks", array: s.tracked.map(json))
+        o.set("zones", array: s.zones.map(json))
+        o.set("lines", array: s.lines.map(json))
+        return o
+    }
+}

@@ -10,4 +10,18 @@ public enum PageProbe {
                                                            String(timeout)]) else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(out.output.utf8), options: .fragmentsAllowed)) as? T
     }
+
+    /// What a user does on the page, in order (page_probe.py's STEPS: `["wait": EXPRESSION]`,
+    /// `["click": EXPRESSION giving [x, y]]`, `["type": TEXT]`), all within `timeout` seconds; the
+    /// last wait's value, nil when a step never came true.
+    public static func steps<T>(_ url: String, _ steps: [[String: String]], timeout: Double = 60, as: T.Type = T.self) -> T? {
+        guard let script = try? JSONSerialization.data(withJSONObject: steps) else { return nil }
+        return value(url, String(decoding: script, as: UTF8.self), timeout: timeout)
+    }
+
+    /// An expression giving the centre of the element with `id`, for a click.
+    public static func centre(of id: String) -> String {
+        "(r => r.width > 0 && [r.x + r.width / 2, r.y + r.height / 2])(document.getElementById('\(id)').getBoundingClientRect())"
+    }
+
 }

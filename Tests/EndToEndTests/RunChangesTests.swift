@@ -214,4 +214,62 @@ struct RunChangesTests {
         #expect((events.firstIndex(of: "analytics.changed") ?? .max) < (events.firstIndex(of: "line.crossed") ?? -1))
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }
+
+    @Test("the live view draws: a line (two clicks) and a zone (clicks, closed on its first point) drawn by mouse in headless Chromium, named and saved; the run reports analytics.changed and counts with them")
+    func drawnInTheLiveView() throws {
+        let port = freeLoopbackPort()
+        // A walker that goes round: right across the picture at 10 px a frame (5 frames a second), then from the left again.
+        let plugin = AnalyticsTests.folder + "/walker_loop.py"
+        try """
+            import cvhost
+
+            class Walker(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "walker"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    x = 20 + 10 * (frame.sequence % 30)
+                    self.emit("object", {"label": "person", "confidence": 0.9, "bounds": {"x": x, "y": 100, "width": 30, "height": 60}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        /// Where a frame's pixel is on the screen, for a click.
+        func at(_ x: Int, _ y: Int) -> String {
+            "(() => { if (!frame) return null; const m = document.getElementById('overlay').getScreenCTM(); return [m.a * \(x) + m.e, m.d * \(y) + m.f]; })()"
+        }
+        let counts = "document.getElementById('counts').textContent"
+        var seen: [String: Any]?
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "cam=testsrc:320x240@5", "--max-frames", "900", "--metrics-interval", "0",
+                                      "--track", "walker", "--http", "127.0.0.1:\(port)"], timeout: 180, environment: AnalyticsTests.python,
+                                     withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(until: { $0.contains("\"event\":\"track.started\"") }) else { return }
+            seen = PageProbe.steps("http://127.0.0.1:\(port)/", [
+                ["wait": "typeof frame !== 'undefined' && frame !== null && frame.width === 320"],
+                ["click": PageProbe.centre(of: "draw-line")],
+                ["click": at(250, 10)], ["click": at(250, 230)],
+                ["wait": "!document.getElementById('draw-save').disabled && (window.lineDrawn = document.getElementById('draw-points').textContent)"],
+                ["click": PageProbe.centre(of: "draw-name")], ["type": "door"], ["click": PageProbe.centre(of: "draw-save")],
+                ["wait": "\(counts).includes('door: in')"],
+                ["click": PageProbe.centre(of: "draw-zone")],
+                ["click": at(200, 20)], ["click": at(310, 20)], ["click": at(310, 220)], ["click": at(200, 220)], ["click": at(201, 21)],
+                ["wait": "!document.getElementById('draw-save').disabled && (window.zoneDrawn = document.getElementById('draw-points').textContent)"],
+                ["click": PageProbe.centre(of: "draw-name")], ["type": "bay"], ["click": PageProbe.centre(of: "draw-save")],
+                ["wait": "\(counts).includes('door: in 1') && \(counts).includes('bay: ') && ({ line: window.lineDrawn, zone: window.zoneDrawn, counts: \(counts) })"],
+            ], timeout: 90)
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let value = try #require(seen, "the page never showed the drawn line's crossing: \(r.stderr.suffix(2000))")
+        // The points clicked, in the frame's pixels (a pixel or two off: the picture is scaled on the screen).
+        func points(_ text: Any?) -> [[Int]] { (text as? String ?? "").split(separator: " ").map { $0.split(separator: ",").compactMap { Int($0) } } }
+        func near(_ a: [[Int]], _ b: [[Int]]) -> Bool { a.count == b.count && zip(a, b).allSatisfy { abs($0[0] - $1[0]) <= 2 && abs($0[1] - $1[1]) <= 2 } }
+        #expect(near(points(value["line"]), [[250, 10], [250, 230]]), "\(value)")
+        #expect(near(points(value["zone"]), [[200, 20], [310, 20], [310, 220], [200, 220]]), "\(value)")
+        let changes = r.events("analytics.changed")
+        #expect(changes.map { "\($0["kind"] ?? "") \($0["name"] ?? "") \($0["change"] ?? "") \($0["by"] ?? "") \($0["source"] ?? "")" }
+                == ["line door added http cam", "zone bay added http cam"], "\(changes)")
+        let events = r.events.map { $0["event"] as? String ?? "" }
+        let crossed = r.events("line.crossed").filter { ($0["data"] as? [String: Any])?["line"] as? String == "door" }
+        #expect(!crossed.isEmpty && (events.firstIndex(of: "analytics.changed") ?? .max) < (events.firstIndex(of: "line.crossed") ?? -1))
+        #expect(r.events("zone.entered").contains { ($0["data"] as? [String: Any])?["zone"] as? String == "bay" })
+    }
 }

@@ -6,6 +6,12 @@ never came). For the live-view tests: what --dump-dom cannot see (the picture of
 drawn over as results arrive).
 
     page_probe.py URL EXPRESSION [TIMEOUT]
+    page_probe.py URL STEPS [TIMEOUT]
+
+STEPS is a JSON list of what a user does, in order, each within what is left of TIMEOUT:
+{"wait": EXPRESSION} (until true), {"click": EXPRESSION} (a mouse click, pressed and released, at
+the [x, y] the expression gives, in the page's CSS pixels: Input.dispatchMouseEvent), {"type":
+TEXT} (typed into what has the focus: Input.insertText). The value printed is the last wait's.
 """
 import json
 import os
@@ -18,8 +24,9 @@ import urllib.request
 
 import websocket
 
-url, expression = sys.argv[1], sys.argv[2]
+url, script = sys.argv[1], sys.argv[2]
 timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 20
+steps = json.loads(script) if script.lstrip().startswith("[") else [{"wait": script}]
 profile = tempfile.mkdtemp(prefix="cvhost-probe-")
 browser = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
                             "--remote-debugging-port=0", f"--user-data-dir={profile}", url],
@@ -38,20 +45,42 @@ try:
         page = next((t for t in targets if t.get("type") == "page"), None)
         time.sleep(0.1)
     ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout)
-    ask = 0
-    while time.monotonic() < deadline:
-        ask += 1
-        ws.send(json.dumps({"id": ask, "method": "Runtime.evaluate",
-                            "params": {"expression": expression, "returnByValue": True}}))
+    asked = 0
+
+    def call(method, params):
+        global asked
+        asked += 1
+        ws.send(json.dumps({"id": asked, "method": method, "params": params}))
         while True:
             answer = json.loads(ws.recv())
-            if answer.get("id") == ask:
+            if answer.get("id") == asked:
+                return answer.get("result", {})
+
+    def evaluate(expression):
+        return call("Runtime.evaluate", {"expression": expression, "returnByValue": True}).get("result", {}).get("value")
+
+    def until(expression):
+        while time.monotonic() < deadline:
+            got = evaluate(expression)
+            if got:
+                return got
+            time.sleep(0.2)
+        return None
+
+    for step in steps:
+        if "wait" in step:
+            value = until(step["wait"])
+            if value is None:
                 break
-        got = answer.get("result", {}).get("result", {}).get("value")
-        if got:
-            value = got
-            break
-        time.sleep(0.2)
+        elif "click" in step:
+            point = until(step["click"])
+            if point is None:
+                value = None
+                break
+            for kind in ("mousePressed", "mouseReleased"):
+                call("Input.dispatchMouseEvent", {"type": kind, "x": point[0], "y": point[1], "button": "left", "clickCount": 1})
+        elif "type" in step:
+            call("Input.insertText", {"text": step["type"]})
     ws.close()
 finally:
     browser.terminate()

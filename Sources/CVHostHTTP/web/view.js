@@ -164,6 +164,7 @@ function drawOverlay() {
   svg.setAttribute('viewBox', `0 0 ${frame.width} ${frame.height}`);
   $('caption').textContent = `${current} · frame ${frame.seq} · ${frame.pts.toFixed(2)} s · ${frame.width}x${frame.height}`;
   const plugins = inp.started ? inp.started.plugins : [];
+  drawDrawing(svg);
   for (const plugin of plugins) {
     drawROI(svg, plugin);
     drawAnalytics(svg, plugin, inp);
@@ -290,7 +291,10 @@ function drawResult(svg, plugin, r) {
 // ---- Events ----
 
 function onLine(line) {
+  // Tracks, zones and lines changed while running (this page's drawing, or anyone's): read them anew.
+  if (line.event === 'analytics.changed') { analyticsChanged(line); return; }
   if (line.source === null || line.source === undefined) return;
+  if (line.event === 'input.removed') { removeInput(line.source); return; }
   const inp = input(line.source);
   switch (line.event) {
     case 'session.started':
@@ -299,6 +303,9 @@ function onLine(line) {
       inp.history.clear();
       inp.metrics.clear();
       inp.counts.clear();
+      // Its zones and lines as they are now (changed since it started, perhaps): read once the lines replayed settle.
+      clearTimeout(analyticsTimer);
+      analyticsTimer = setTimeout(loadAnalytics, 300);
       break;
     case 'session.interrupted': inp.state = 'interrupted'; break;
     case 'session.interruption_ended': inp.state = 'running'; break;
@@ -442,27 +449,178 @@ function drawPanel() {
   drawCounts(inp);
 }
 
-// What each zone and line counts, as text ("door: in 3 · out 1", "bay: 2 inside"), beside the picture.
+// What each zone and line counts, as text ("door: in 3 · out 1", "bay: 2 inside"), beside the
+// picture, each with its buttons: drawn again (moved) or deleted.
 function drawCounts(inp) {
   const list = $('counts');
   list.replaceChildren();
+  const listed = new Set();
   for (const plugin of inp.started ? inp.started.plugins : []) {
     const a = plugin.analytics;
     if (!a) continue;
     for (const z of a.zones) {
-      const li = document.createElement('li');
-      li.textContent = `${z.name}: ${zoneInside(inp, plugin, z.name)} inside`;
-      list.append(li);
+      if (!listed.has(`zone/${z.name}`)) list.append(countItem('zone', z.name, `${z.name}: ${zoneInside(inp, plugin, z.name)} inside`));
+      listed.add(`zone/${z.name}`);
     }
     for (const l of a.lines) {
       const c = lineTotals(inp, plugin, l.name);
-      const li = document.createElement('li');
-      li.textContent = `${l.name}: in ${c.in} · out ${c.out}`;
-      list.append(li);
+      if (!listed.has(`line/${l.name}`)) list.append(countItem('line', l.name, `${l.name}: in ${c.in} · out ${c.out}`));
+      listed.add(`line/${l.name}`);
     }
   }
   $('counts-title').hidden = list.children.length === 0;
 }
+
+function countItem(kind, name, text) {
+  const li = document.createElement('li');
+  li.append(text);
+  const redraw = el2('button', { 'data-redraw': `${kind}/${name}` }, 'move');
+  redraw.onclick = () => startDrawing(kind, name);
+  const remove = el2('button', { 'data-delete': `${kind}/${name}` }, 'delete');
+  remove.onclick = () => change('DELETE', `${kind}s/${encodeURIComponent(name)}`);
+  li.append(redraw, remove);
+  return li;
+}
+
+// ---- Tracks, zones and lines changed while running (GET /analytics) ----
+
+async function analyticsChanged(line) {
+  // A zone moved, or a line turned round, counts anew: its old counts are not shown.
+  if (line.counts === 'reset' || line.change === 'removed') {
+    for (const inp of inputs.values()) {
+      for (const key of [...inp.counts.keys()]) if (key.includes(`/${line.kind}/${line.name}/`)) inp.counts.delete(key);
+    }
+  }
+  await loadAnalytics();
+}
+
+let analyticsTimer = null;
+
+async function loadAnalytics() {
+  try {
+    const response = await fetch(url('analytics'), { headers: authHeaders() });
+    if (!response.ok) return;
+    const a = (await response.json()).result;
+    // As session.started says them: points as {x, y}, and only those of each input.
+    const shape = (s) => ({ ...s, points: s.points.map(([x, y]) => ({ x, y })) });
+    const tracked = new Set(a.tracks.map((t) => t.plugin));
+    for (const [source, inp] of inputs) {
+      for (const plugin of inp.started ? inp.started.plugins : []) {
+        if (!tracked.has(plugin.plugin)) { delete plugin.analytics; continue; }
+        const mine = (s) => !s.input || s.input === source;
+        plugin.analytics = { zones: a.zones.filter(mine).map(shape), lines: a.lines.filter(mine).map(shape) };
+      }
+    }
+    drawOverlay();
+    drawPanel();
+  } catch (e) {
+    console.warn('analytics', e);
+  }
+}
+
+function removeInput(source) {
+  inputs.delete(source);
+  for (const option of [...$('source').options]) if (option.value === source) option.remove();
+  if (current === source) {
+    current = null;
+    const next = inputs.keys().next();
+    if (!next.done) select(next.value);
+  }
+}
+
+// ---- Drawing a line or a zone on the picture ----
+
+let drawing = null;   // {kind: 'line' | 'zone', points: [[x, y]] in the frame's pixels, closed}
+
+function startDrawing(kind, name = '') {
+  drawing = { kind, points: [], closed: false };
+  if (name) $('draw-name').value = name;
+  $('overlay').classList.add('drawing');
+  $('draw-cancel').hidden = false;
+  showDrawing();
+}
+
+function stopDrawing() {
+  drawing = null;
+  $('overlay').classList.remove('drawing');
+  $('draw-cancel').hidden = true;
+  showDrawing();
+}
+
+/** Where a click is, in the frame's pixels (the overlay's viewBox is the frame). */
+function framePoint(e) {
+  const m = $('overlay').getScreenCTM().inverse();
+  const p = new DOMPoint(e.clientX, e.clientY).matrixTransform(m);
+  return [Math.round(Math.min(Math.max(p.x, 0), frame.width)), Math.round(Math.min(Math.max(p.y, 0), frame.height))];
+}
+
+$('overlay').addEventListener('click', (e) => {
+  if (!drawing || !frame) return;
+  const p = framePoint(e);
+  const d = drawing;
+  if (d.kind === 'line' && d.points.length < 2) d.points.push(p);
+  if (d.kind === 'zone' && !d.closed) {
+    // A click near the first point (12 screen pixels) closes the zone.
+    const scale = $('overlay').getScreenCTM().a;
+    const first = d.points[0];
+    if (d.points.length >= 3 && Math.hypot(p[0] - first[0], p[1] - first[1]) * scale < 12) d.closed = true;
+    else d.points.push(p);
+  }
+  showDrawing();
+  drawOverlay();
+});
+
+function drawingDone() {
+  return drawing && (drawing.kind === 'line' ? drawing.points.length === 2 : drawing.closed);
+}
+
+/** The points so far (in the frame's pixels), what to do next, and whether it can be saved. */
+function showDrawing() {
+  const d = drawing;
+  $('draw-points').textContent = d ? d.points.map((p) => p.join(',')).join(' ') : '';
+  $('draw-save').disabled = !drawingDone();
+  $('draw-hint').textContent = !d ? 'a line counts tracks crossing it, a zone those inside (they follow a tracked plugin\'s boxes: --track)'
+    : drawingDone() ? `name it and save: it counts on ${current} from its next frame`
+    : d.kind === 'line' ? `click the line's ${d.points.length ? 'second' : 'first'} point on the picture`
+    : d.points.length < 3 ? 'click the zone\'s points on the picture' : 'click more points, or its first point to close it';
+}
+
+function drawDrawing(svg) {
+  const d = drawing;
+  if (!d || !d.points.length) return;
+  const points = d.points.map((p) => p.join(',')).join(' ');
+  svg.append(el(d.kind === 'zone' && d.closed ? 'polygon' : 'polyline', { class: 'drawn', points }));
+  for (const [cx, cy] of d.points) svg.append(el('circle', { class: 'drawn-point', cx, cy, r: 5 }));
+}
+
+async function saveDrawing() {
+  const name = $('draw-name').value.trim();
+  if (!/^[a-z0-9_-]+$/.test(name)) { $('draw-hint').textContent = 'a name of a-z, 0-9, _ and - (door, bay-2)'; return; }
+  const ok = await change('PUT', `${drawing.kind}s/${encodeURIComponent(name)}`, { points: drawing.points, input: current });
+  if (ok) {
+    stopDrawing();
+    $('draw-name').value = '';
+  }
+}
+
+/** A change of the analytics (PUT or DELETE): true when done; else the hint says why. */
+async function change(method, path, body) {
+  const response = await fetch(url(path), {
+    method, headers: { 'Content-Type': 'application/json', ...authHeaders() }, body: body ? JSON.stringify(body) : undefined,
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok || !answer.ok) {
+    $('draw-hint').textContent = answer.error || `HTTP ${response.status}`;
+    return false;
+  }
+  await loadAnalytics();
+  return true;
+}
+
+$('draw-line').onclick = () => startDrawing('line');
+$('draw-zone').onclick = () => startDrawing('zone');
+$('draw-cancel').onclick = stopDrawing;
+$('draw-save').onclick = saveDrawing;
 
 // The latest counts of a zone or line, one per label (zone.occupancy, line.crossed).
 function countsOf(inp, plugin, kind, name) {

@@ -33,6 +33,8 @@ public final class CaptureSession: @unchecked Sendable {
     private var stopReason: StopReason?
     private var stream: FrameStream?
     private var framesCaptured: UInt64 = 0
+    /// When the last few frames were read (monotonic ns): the input's frame rate and its last frame's age.
+    private var recentFrames = RecentTimes()
     private var interrupted = false
     /// Capture ended (why, and when on the monotonic clock); the outputs are delivering their last frames.
     private var drainingSince: (reason: StopReason, ns: UInt64)?
@@ -112,6 +114,12 @@ public final class CaptureSession: @unchecked Sendable {
     /// Frames read from the device so far in this run.
     public var capturedFrameCount: UInt64 { cond.withLock { framesCaptured } }
 
+    /// When the last frame was read (monotonic ns), nil before the first.
+    public var lastFrameNs: UInt64? { cond.withLock { recentFrames.last } }
+
+    /// Frames a second over the last frames read (up to `RecentTimes.count`), nil before two.
+    public var recentFrameRate: Double? { cond.withLock { recentFrames.rate } }
+
     /// Opens the device, applies the outputs' capture hints, starts every output's workers and
     /// the capture thread, and emits `started`. Returns when all of that is done.
     /// - Throws: `CaptureError` when there is no input or the device cannot stream.
@@ -125,6 +133,7 @@ public final class CaptureSession: @unchecked Sendable {
             state = .starting
             stopReason = nil
             framesCaptured = 0
+            recentFrames = RecentTimes()
             return committed
         }
         let device = config.inputs[0].device
@@ -260,7 +269,10 @@ public final class CaptureSession: @unchecked Sendable {
                 monotonicCaptureNs: frame.monotonicCaptureNs ?? HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
                 pixelBuffer: frame.pixelBuffer, imagePath: frame.imagePath, isIndependent: frame.isIndependent)
             sequence += 1
-            cond.withLock { framesCaptured = sequence }
+            cond.withLock {
+                framesCaptured = sequence
+                recentFrames.add(HostClock.monotonicNs())
+            }
             if FrameTrace.enabled {
                 FrameTrace.mark(ptsNs: sample.presentationTimeNs, "captured", atNs: sample.monotonicCaptureNs)
                 FrameTrace.mark(ptsNs: sample.presentationTimeNs, "offered")
@@ -283,5 +295,25 @@ public final class CaptureSession: @unchecked Sendable {
             drainingSince = nil
             cond.broadcast()
         }
+    }
+}
+
+/// The times of the last `count` events (frames read), for their rate and the last one's age.
+struct RecentTimes {
+    static let count = 32
+    private var times: [UInt64] = []
+    private var next = 0
+
+    mutating func add(_ ns: UInt64) {
+        if times.count < Self.count { times.append(ns) } else { times[next] = ns }
+        next = (next + 1) % Self.count
+    }
+
+    var last: UInt64? { times.isEmpty ? nil : times[(next + times.count - 1) % times.count] }
+
+    var rate: Double? {
+        guard times.count >= 2, let last else { return nil }
+        let first = times.count < Self.count ? times[0] : times[next]
+        return last > first ? Double(times.count - 1) / (Double(last - first) / 1e9) : nil
     }
 }

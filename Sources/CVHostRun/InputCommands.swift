@@ -94,8 +94,7 @@ extension LiveCommands {
         case .firstCamera: j.set("device", s.device.uniqueID)
         }
         j.set("plugins", array: s.runners.map(Self.pluginState))
-        j.set("state", RunMetrics.state(of: s))
-        j.set("frames", s.session.capturedFrameCount)
+        j.set("health", object: InputHealth(s).json)
         return j
     }
 }

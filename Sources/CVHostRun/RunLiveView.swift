@@ -113,14 +113,17 @@ final class RunLiveView: LiveViewService {
         let sources = state.withLock { $0.inputs?.all ?? [] }
         var o = JSONObject()
         var states = JSONObject()
-        var healthy = !sources.isEmpty
+        var unhealthy: [String] = []
         for s in sources {
-            let st = RunMetrics.state(of: s)
-            states.set(s.id, st)
-            if st != "running" { healthy = false }
+            states.set(s.id, RunMetrics.state(of: s))
+            let h = InputHealth(s)
+            if !h.healthy { unhealthy.append("\(s.id) (\(h.state.rawValue)\(h.stoppedBecause.map { ": " + $0 } ?? ""))") }
         }
+        let healthy = !sources.isEmpty && unhealthy.isEmpty
         o.set("status", healthy ? "ok" : "unavailable")
         o.set("sources", object: states)
+        // Which inputs are not streaming, and why: what a probe's log shows.
+        o.set("unhealthy", strings: sources.isEmpty ? ["the run has no input"] : unhealthy)
         return (healthy, String(decoding: o.finished(), as: UTF8.self))
     }
 

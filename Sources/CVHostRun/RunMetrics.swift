@@ -28,6 +28,12 @@ enum RunMetrics {
                         l + [("state", name)], name == state ? 1 : 0)
             }
             p.counter("cvhost_source_frames_captured_total", "Frames the input delivered.", l, s.session.capturedFrameCount)
+            let health = InputHealth(s)
+            p.gauge("cvhost_input_up", "1 while frames flow from the input (streaming); 0 starting, reconnecting or stopped.", l, health.healthy ? 1 : 0)
+            p.counter("cvhost_input_reconnects_total", "Times the input came back after its camera or stream was lost (--reconnect).", l, health.reconnects)
+            if let age = health.lastFrameAgeSeconds {
+                p.gauge("cvhost_input_last_frame_age_seconds", "Seconds since the input's last frame was read.", l, age)
+            }
             let lost = s.report.framesLost
             for why in FrameLossReason.allCases {
                 p.counter("cvhost_source_frames_lost_total", "Frames the source lost before cvhost saw them (a gap, a corrupt frame).",

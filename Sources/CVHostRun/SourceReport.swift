@@ -74,7 +74,7 @@ final class SourceReport: Sendable {
     private let finalWritten = Locked(false)
     /// The evidence room: the input's clip is finished before its final lines.
     private let evidence: Evidence?
-    private let counts = Locked<(failed: Bool, lost: [FrameLossReason: UInt64])>((false, [:]))
+    private let counts = Locked<(failed: Bool, lost: [FrameLossReason: UInt64], error: String?, stopped: StopReason?)>((false, [:], nil, nil))
 
     init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = [],
          evidence: Evidence? = nil) {
@@ -92,9 +92,15 @@ final class SourceReport: Sendable {
     /// The input failed while running (a session.error was written).
     var failed: Bool { counts.withLock { $0.failed } }
 
+    /// Once its session has stopped: why, and the error it failed with, if it did.
+    var ending: (reason: String, error: String?)? {
+        counts.withLock { c in c.stopped.map { ($0.rawValue, c.error) } }
+    }
+
     func handle(_ event: SessionEvent) {
         switch event {
-        case .stopped:
+        case .stopped(let reason, _, _):
+            counts.withLock { $0.stopped = reason }
             // Its clip finished with what it has, and its clip.saved written, before its final lines.
             evidence?.finishInput(source)
             finalWritten.withLock { written in
@@ -105,7 +111,10 @@ final class SourceReport: Sendable {
                 }
             }
         case .runtimeError(let error):
-            counts.withLock { $0.failed = true }
+            counts.withLock { c in
+                c.failed = true
+                c.error = error.message
+            }
             Log.error(error.message, source: logSource)
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))
         case .framesLost(let count, _, let reason):

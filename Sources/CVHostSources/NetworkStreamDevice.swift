@@ -20,8 +20,10 @@ public struct StreamOptions: Sendable {
 /// UDP), live (frames arrive whether or not plugins keep up, so outputs drop late frames by
 /// default), or a stream piped into standard input or a named pipe, read with FFmpeg. A frame's
 /// capture time is its arrival; its media time is the stream's own.
-public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedStreamSource {
+public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedStreamSource, ConnectionHealthReporting {
     public let location: StreamLocation
+    /// Its connection lost and made again (--reconnect), for the input's health.
+    public let connectionHealth = ConnectionHealth()
     public let options: StreamOptions
     public let configurationLock = ConfigurationLock()
     /// Sees the stream's encoded packets as they are read (clips), when set before the session starts.
@@ -186,6 +188,7 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         decoder = nil
         droppedWholeTold = 0
         guard device.options.reconnect else { throw CaptureError(.disconnected, "\(why): the connection is lost (--reconnect waits for it)") }
+        device.connectionHealth.away(why, nextTryWallNs: HostClock.wallNs())
         throw CaptureInterruption(reason: "\(why); reconnecting")
     }
 
@@ -195,10 +198,12 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         do {
             decoder = try NetworkStreamDevice.open(device.location, device.options, interrupt: interrupt)
             decoder?.packetObserver = device.packetObserver
+            device.connectionHealth.back()
             Log.info("\(device.location.display): connected again")
             return decoder
         } catch let error as CaptureError {
             Log.debug("\(error.message); next try in \(formatSeconds(backoff))")
+            device.connectionHealth.away(error.message, nextTryWallNs: HostClock.wallNs() + Int64(backoff * 1e9))
             let until = HostClock.monotonicNs() + UInt64(backoff * 1e9)
             while !interrupt.isCancelled && HostClock.monotonicNs() < until { usleep(50_000) }
             backoff = min(backoff * 2, 10)

@@ -9,7 +9,9 @@ import Glibc
 ///
 /// Configuration — the active format and every control — needs `lockForConfiguration()`;
 /// each setter reads the value back and reports what the device applied.
-public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
+public final class V4L2CaptureDevice: CaptureDevice, ConnectionHealthReporting, @unchecked Sendable {
+    /// The camera unplugged and back (--reconnect), for the input's health.
+    public let connectionHealth = ConnectionHealth()
     // @unchecked Sendable: mutable state, the open descriptor included, is behind `state`.
     public let node: V4L2NodeInfo
     public let configurationLock = ConfigurationLock()
@@ -92,6 +94,7 @@ public final class V4L2CaptureDevice: CaptureDevice, @unchecked Sendable {
             s.connected = true
             return (s.chosen, s.controlsSet)
         }
+        connectionHealth.back()
         if let chosen { try? applyFormat(chosen.format, frameRate: chosen.frameRate) }
         for c in controls { try? V4L2Controls.set(fd: fd, id: c.id, value: c.value, device: node.path) }
         readBack()

@@ -201,6 +201,7 @@ final class V4L2Stream: FrameStream, @unchecked Sendable {
         let (path, name) = (device.path, device.localizedName)
         letGo(waitingForReturn: device.reconnects)
         if unplugged {
+            device.connectionHealth.away("\(path) (\(name)) was disconnected")
             return CaptureInterruption(reason: "\(path) (\(name)) was disconnected; waiting for it to come back")
         }
         return CaptureError(.disconnected, "\(path) (\(name)) was disconnected")

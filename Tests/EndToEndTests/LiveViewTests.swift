@@ -71,6 +71,8 @@ struct LiveViewTests {
         let promtool = try Tool.run("/bin/sh", ["-c", "promtool check metrics < '\(file)'"])
         #expect(promtool.status == 0, "promtool: \(promtool.output)")
         #expect(health.status == 503 && health.body.contains("\"stopped\""), "\(health)")
+        // It names the input that is not healthy, and why.
+        #expect(health.body.contains("\"unhealthy\":[\"\(Self.demo) (stopped: end_of_input)\"]"), "\(health)")
 
         let source = Self.demo
         let stopped = try #require(r.events("session.stopped").first)

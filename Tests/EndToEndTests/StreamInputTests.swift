@@ -109,7 +109,7 @@ struct StreamInputTests {
         #expect(silent.stdout.isEmpty)
     }
 
-    @Test("the server killed mid-run: with --reconnect interrupted, then frames again; without, session.error and exit 2")
+    @Test("the server killed mid-run: with --reconnect interrupted (GET /inputs: reconnecting, why, the next try), then frames again (reconnects 1 in /inputs and /metrics); without, session.error and exit 2")
     func serverKilled() throws {
         let clip = try StreamFixtures.longCodes(times: 10)  // 30 s: longer than the run
         let first = try TestServer("rtsp_server.py", ["--file", clip])
@@ -117,15 +117,37 @@ struct StreamInputTests {
         let restarted = Box<TestServer?>(nil)
         defer { first.stop(); restarted.value?.stop() }
         let url = "rtsp://127.0.0.1:\(port)/codes"
+        let http = freeLoopbackPort()
+        var away: [String: Any] = [:], back: [String: Any] = [:], metrics = ""
+        func health() -> [String: Any] {
+            let body = (try? LiveViewTests.http(http, "/inputs").body) ?? ""
+            let answer = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
+            return (((answer?["result"] as? [String: Any])?["inputs"] as? [[String: Any]])?.first?["health"] as? [String: Any]) ?? [:]
+        }
         let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", url, "--reconnect", "--duration", "14",
-                                      "--metrics-interval", "0"], timeout: 60) { _ in
+                                      "--metrics-interval", "0", "--http", "127.0.0.1:\(http)", "--http-linger", "0"], timeout: 60,
+                                     withStdin: false) { run in
             DispatchQueue.global().asyncAfter(deadline: .now() + 4) {
                 first.stop()
                 Thread.sleep(forTimeInterval: 2)
                 restarted.value = try? TestServer("rtsp_server.py", ["--file", clip, "--port", "\(port)"])
             }
+            if run.wait(until: { $0.contains("\"event\":\"session.interrupted\"") }) {
+                usleep(700_000)  // a try or two made: the next one's time is known
+                away = health()
+            }
+            if run.wait(until: { $0.contains("\"event\":\"session.interruption_ended\"") }) {
+                _ = run.wait(until: { $0.components(separatedBy: "session.interruption_ended")[1].contains("\"event\":\"result\"") })
+                back = health()
+                metrics = (try? LiveViewTests.http(http, "/metrics").body) ?? ""
+            }
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(away["state"] as? String == "reconnecting" && !(away["problem"] as? String ?? "").isEmpty, "\(away)")
+        #expect((away["next_try"] as? Double ?? 0) > Date().timeIntervalSince1970 - 60, "\(away)")
+        #expect(back["state"] as? String == "streaming" && back["reconnects"] as? Int == 1 && (back["last_frame_age"] as? Double ?? 99) < 5, "\(back)")
+        #expect(LiveViewTests.sample(metrics, "cvhost_input_reconnects_total", [:]) == 1 && LiveViewTests.sample(metrics, "cvhost_input_up", [:]) == 1,
+                "\(metrics.split(separator: "\n").filter { $0.hasPrefix("cvhost_input") })")
         #expect(restarted.value != nil, "the server started again on its port")
         let events = r.events.compactMap { $0["event"] as? String }
         let interrupted = try #require(events.firstIndex(of: "session.interrupted"), "\(r.stderr)")

@@ -51,7 +51,7 @@ public final class PrivateFolder: @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// What makes a folder with `info` one that another user could change, said as a phrase, or nil.
-    static func problem(_ info: stat) -> String? {
+    public static func problem(_ info: stat) -> String? {
         if info.st_uid != geteuid() { return "belongs to another user (uid \(info.st_uid))" }
         if info.st_mode & S_IWOTH != 0 { return "can be written by every user" }
         if info.st_mode & S_IWGRP != 0 { return "can be written by its group (gid \(info.st_gid))" }

@@ -33,12 +33,20 @@ extension LiveCommands {
             let flag = "--\(kind.rawValue) "
             throw CommandRefusal(400, error.description.hasPrefix(flag) ? kind.rawValue + " " + error.description.dropFirst(flag.count) : error.description)
         }
+        let (status, answer) = try applyAnalytics(kind, name: name, change, origin: origin.rawValue)
+        changes.state?.record(kind, name: name, text: text)
+        return (status, answer)
+    }
+
+    /// Applies one change (a command's, a reload's) and says it: `analytics.changed`, and the answer.
+    func applyAnalytics(_ kind: AnalyticsJSON.Kind, name: String, _ change: AnalyticsRules.Change, origin: String) throws -> (status: Int, result: JSONObject) {
+        let (rules, changes) = try analyticsChanger()
         let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
         return (outcome.change == "added" ? 201 : 200, changed(kind, name: name, outcome, rules: rules, origin: origin))
     }
 
     func removeAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
-        let (rules, changes) = try analyticsChanger()
+        let (_, changes) = try analyticsChanger()
         let key = kind == .track ? "plugin" : "name"
         guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "remove_\(kind.rawValue) needs \"\(key)\"") }
         let change: AnalyticsRules.Change = switch kind {
@@ -46,8 +54,9 @@ extension LiveCommands {
         case .line: .line(name: name, nil)
         case .track: .track(plugin: name, nil)
         }
-        let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
-        return changed(kind, name: name, outcome, rules: rules, origin: origin)
+        let answer = try applyAnalytics(kind, name: name, change, origin: origin.rawValue).result
+        changes.state?.record(kind, name: name, text: nil)
+        return answer
     }
 
     /// Every track, zone and line now.
@@ -63,7 +72,7 @@ extension LiveCommands {
 
     /// Writes `analytics.changed` and makes the answer: what changed, its counts, and the whole set now.
     private func changed(_ kind: AnalyticsJSON.Kind, name: String, _ outcome: AnalyticsRules.Outcome, rules: AnalyticsRules,
-                         origin: Origin) -> JSONObject {
+                         origin: String) -> JSONObject {
         let now = rules.settings
         var settings: JSONObject?
         var input: String?
@@ -84,7 +93,7 @@ extension LiveCommands {
         e.set("change", outcome.change)
         e.set("counts", outcome.counts)
         if let settings { e.set("settings", object: settings) } else { e.set("settings", nil as String?) }
-        e.set("by", origin.rawValue)
+        e.set("by", origin)
         lines.writeWhileRunning(e)
         var r = JSONObject()
         r.set("kind", kind.rawValue)

@@ -26,6 +26,8 @@ public final class HostRun: Sendable {
     private let stop: RunStop
     /// Where the run is in its start (internal: tests wait for `.running`).
     let phase = Locked(StartupPhase.outputs)
+    /// The running stage, while it runs: what a reload changes.
+    private let running = Locked<RunningSession?>(nil)
 
     public init(_ settings: RunSettings, resultsDescriptor: Int32) {
         self.settings = settings
@@ -40,6 +42,17 @@ public final class HostRun: Sendable {
     /// Asks the run to stop cleanly (a signal): every input ends with its final lines. Any thread.
     public func requestStop(_ why: StopReason = .signal) {
         stop.request(why)
+    }
+
+    /// Applies settings read anew from the config file (SIGHUP) to the running run: inputs, tracks,
+    /// zones and lines added, changed or removed; the rest goes on untouched (RunReload). Ignored
+    /// (said) before the run runs. Any thread; returns at once.
+    public func reload(_ settings: RunSettings) {
+        guard let running = running.withLock({ $0 }) else {
+            Log.warning("reload: the run is not running yet (or has ended): nothing changed")
+            return
+        }
+        running.reload(settings)
     }
 
     /// What the run is waiting for when a stop would end it at once, nothing having run yet (the
@@ -71,6 +84,8 @@ public final class HostRun: Sendable {
         let registry = RunInputs(inputs.sources, limit: s.maxInputs)
         let changes = InputChanges(s, inputs: registry, plugins: plugins, outputs: outputs, stop: stop, rules: rules)
         let running = try opening(after: outputs, plugins) { try RunningSession(s, inputs: registry, changes: changes, rules: rules, outputs: outputs, stop: stop) }
+        self.running.withLock { $0 = running }
+        defer { self.running.withLock { $0 = nil } }
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
         switch running.runUntilStopped(jsonDescriptor: jsonDescriptor) {
         case .concluded(let outcome):

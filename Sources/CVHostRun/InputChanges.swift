@@ -101,6 +101,9 @@ final class InputChanges: Sendable {
         try removeNow(source, by: origin)
     }
 
+    /// Where changes made while running are kept (--state), if anywhere.
+    var state: RunStateFile? { settings.state }
+
     /// The run's plugins' names, in the order of the --plugin flags.
     var pluginNames: [String] { plugins.found.map(\.plugin.name) }
 

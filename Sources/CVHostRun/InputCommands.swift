@@ -16,6 +16,7 @@ extension LiveCommands {
         let (spec, plugins) = try inputSpec(o, nameRequired: false)
         let changes = try changer()
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue)
+        changes.state?.record(input: source.id, Self.entry(spec, plugins))
         return describe(source)
     }
 
@@ -24,6 +25,7 @@ extension LiveCommands {
         let changes = try changer()
         guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(404, "no input named \(spec.sourceID()): \(changes.names)") }
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue, replacing: old)
+        changes.state?.record(input: source.id, Self.entry(spec, plugins))
         return describe(source)
     }
 
@@ -31,6 +33,7 @@ extension LiveCommands {
         guard let name = o["name"]?.string else { throw CommandRefusal(400, "remove_input needs \"name\" (the input's name)") }
         let changes = try changer()
         try changes.remove(name, by: origin.rawValue)
+        changes.state?.record(input: name, nil)
         var r = JSONObject()
         r.set("name", name)
         r.set("removed", true)
@@ -44,6 +47,15 @@ extension LiveCommands {
         r.set("inputs", array: inputs.all.filter { name == nil || $0.id == name }.map(describe))
         r.set("max_inputs", inputs.limit)
         return r
+    }
+
+    /// An input as the state file keeps it (--state).
+    static func entry(_ spec: InputSpec, _ plugins: [String]?) -> RunStateFile.InputEntry {
+        switch spec.kind {
+        case .input(let text): RunStateFile.InputEntry(input: text, device: nil, plugins: plugins)
+        case .camera(let path): RunStateFile.InputEntry(input: nil, device: path, plugins: plugins)
+        case .firstCamera: RunStateFile.InputEntry(input: nil, device: nil, plugins: plugins)
+        }
     }
 
     private func changer() throws -> InputChanges {

@@ -119,6 +119,12 @@ final class PluginStage: Sendable {
                 throw fail("--track \(missing.plugin): no --plugin is called \(missing.plugin) (this run's: \(names.joined(separator: ", ")))",
                            code: ExitCodes.usage)
             }
+            for (id, wanted) in s.inputPlugins.sorted(by: { $0.key < $1.key }) {
+                if let unknown = wanted.first(where: { !names.contains($0) }) {
+                    throw fail("\(s.state?.path ?? "the state file"): input \(id) names plugin \(unknown), which this run does not have (its plugins: "
+                               + "\(names.joined(separator: ", ")))", code: ExitCodes.usage)
+                }
+            }
             if let unknown = s.analytics.unknownInputs(sourceIDs).first {
                 throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
             }
@@ -131,7 +137,8 @@ final class PluginStage: Sendable {
             for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
             for id in sourceIDs {
                 var forInput: [PluginRunner] = []
-                for (index, f) in found.enumerated() {
+                // An input added while an earlier run ran, with some of the plugins (--state): those.
+                for (index, f) in found.enumerated() where s.inputPlugins[id].map({ $0.contains(f.plugin.name) }) ?? true {
                     current = f.spec
                     creating.withLock { $0 = f.plugin.name }
                     do {

@@ -23,7 +23,7 @@ public struct RunConfigFile {
         "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
         "track": .list, "zone": .list, "line": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
-        "isolation": .string, "http": .string, "http-token-file": .string, "field": .string, "snapshots": .string, "clips": .string,
+        "isolation": .string, "http": .string, "http-token-file": .string, "field": .string, "state": .string, "snapshots": .string, "clips": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
         "max-frames": .integer, "max-image-pixels": .integer, "max-inputs": .integer, "queue-depth": .integer, "preview-width": .integer,

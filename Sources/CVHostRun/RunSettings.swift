@@ -55,6 +55,17 @@ public struct RunSettings: Sendable {
     public var snapshots: EvidenceSettings?
     public var clips: EvidenceSettings?
 
+    /// `--state`: where the changes made while running are kept (nil: not kept).
+    public private(set) var state: RunStateFile?
+    /// The plugins named for an input added while running (a state file's), by its name; an input not here has all the run's.
+    public private(set) var inputPlugins: [String: [String]] = [:]
+
+    /// The state file, and the plugins it names for inputs it added (checked once the plugins are found: PluginStage).
+    public mutating func keep(_ state: RunStateFile?, inputPlugins: [String: [String]]) {
+        self.state = state
+        self.inputPlugins = inputPlugins
+    }
+
     /// `--max-inputs`, checked against the inputs given.
     public mutating func limitInputs(to most: Int) throws(UsageError) {
         guard (1...Self.mostInputs).contains(most) else { throw UsageError("--max-inputs must be from 1 to \(Self.mostInputs)") }

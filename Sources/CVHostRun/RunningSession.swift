@@ -19,6 +19,9 @@ final class RunningSession: Sendable {
     private let outputs: OutputStage
     private let stop: RunStop
     private let monitor: V4L2DeviceMonitor?
+    private let commands: LiveCommands
+    /// Reloads, one at a time, off the thread that asked (a signal's).
+    private let reloads = DispatchQueue(label: "cvhost.reload")
 
     /// How the running ended.
     enum Ending {
@@ -41,6 +44,7 @@ final class RunningSession: Sendable {
         stop.whenRequested { inputs.close() }
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
         let commands = LiveCommands(inputs: inputs, changes: changes, rules: rules, lines: outputs.lines, stop: stop)
+        self.commands = commands
         try outputs.liveView?.start(inputs: inputs, output: outputs.output, commands: commands, evidence: outputs.evidence)
         outputs.lines.liveViewURL.withLock { $0 = outputs.liveView?.url }
         outputs.evidence?.serve(at: outputs.liveView?.url)
@@ -60,6 +64,11 @@ final class RunningSession: Sendable {
             }
             Log.debug("running \(source.device.localizedName) with \(source.runners.map(\.output.label).joined(separator: ", "))")
         }
+    }
+
+    /// Applies a config file read anew (RunReload), on a queue of its own: returns at once.
+    func reload(_ new: RunSettings) {
+        reloads.async { [settings, commands] in RunReload.apply(new, started: settings, commands: commands) }
     }
 
     /// Until every input has stopped; then the final delivery and the conclusion. With --http, a

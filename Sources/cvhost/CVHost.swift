@@ -44,6 +44,19 @@ struct CVHost: ParsableCommand {
             // An error about a value from the file names the file, line and key.
             locate = { file.locate($0, commandLine: commandLine) }
             RunCommand.origin = { file.origin(of: $0, value: $1, commandLine: commandLine) }
+            // SIGHUP (systemctl reload): the file read again, the command line over it, as now.
+            RunCommand.reread = {
+                let file = try RunConfigFile(path: config)
+                RunCommand.origin = { file.origin(of: $0, value: $1, commandLine: commandLine) }
+                let merged = file.merged(with: commandLine)
+                do {
+                    return try RunCommand.parse(merged).settings()
+                } catch let e as UsageError {
+                    throw ReloadRefused(description: file.locate(e.description, commandLine: commandLine))
+                } catch {
+                    throw ReloadRefused(description: file.locate(RunCommand.message(for: error), commandLine: commandLine))
+                }
+            }
         }
         if parsed.first == "run" && parsed.count - 1 > RunConfigFile.maxArguments {
             Log.error("\(parsed.count - 1) arguments: cvhost run takes at most \(RunConfigFile.maxArguments) (a list of at most "
@@ -87,4 +100,9 @@ struct CVHost: ParsableCommand {
             """,
         version: Producer.version,
         subcommands: [RunCommand.self, DevicesCommand.self, PluginsCommand.self])
+}
+
+/// A config file read again for a reload that cannot be run: why, naming the file, its line and key.
+struct ReloadRefused: Error, CustomStringConvertible {
+    let description: String
 }

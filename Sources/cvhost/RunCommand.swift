@@ -183,6 +183,11 @@ struct RunCommand: ParsableCommand {
                                valueName: "count"))
     var maxInputs = 32
 
+    @Option(name: .customLong("state"),
+            help: ArgumentHelp("Keep every change made while running (inputs, tracks, zones, lines: over HTTP or stdin) in this file, and apply it over the config file and the command line at the next start and at a reload (see CHANGING A RUNNING CVHOST).",
+                               valueName: "file"))
+    var state: String?
+
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
 
@@ -249,17 +254,30 @@ struct RunCommand: ParsableCommand {
     /// (set by CVHost.main before parsing, once).
     nonisolated(unsafe) static var origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }
 
+    /// With --config: the settings read anew from the file and the command line, for a reload
+    /// (SIGHUP); throws the file's or a setting's error, one line. Nil without --config (set by CVHost.main).
+    nonisolated(unsafe) static var reread: (() throws -> RunSettings)?
+
     /// The options, checked as a whole (RunSettings): what HostRun runs.
     func settings() throws(UsageError) -> RunSettings {
-        var settings = try RunSettings(plugins: plugins, inputs: inputs, devices: devices, outputs: outputs, resultsOnly: resultsOnly, events: events, field: field,
+        // The changes kept from earlier runs (--state), over the command line's and the config file's.
+        let stateFile = try state.map { path throws(UsageError) in try RunStateFile(path: path) }
+        var kept = RunArguments(inputs: inputs, devices: devices, tracks: track, zones: zones, lines: lines)
+        stateFile?.current.apply(to: &kept)
+        let keptTexts = stateFile.map { s in Set(s.current.zones.values.compactMap { $0 } + s.current.lines.values.compactMap { $0 } + s.current.tracks.values.compactMap { $0 }) } ?? []
+        let origin: (String, String) -> String? = { key, value in
+            Self.origin(key, value) ?? (keptTexts.contains(value) ? "\(stateFile!.path): \(key)" : nil)
+        }
+        var settings = try RunSettings(plugins: plugins, inputs: kept.inputs, devices: kept.devices, outputs: outputs, resultsOnly: resultsOnly, events: events, field: field,
                         format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
                         rtspTransport: rtspTransport, openTimeout: openTimeout.value, maxImagePixels: maxImagePixels,
                         queueDepth: queueDepth, backpressure: backpressure, isolation: isolation,
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration?.value, metricsInterval: metricsInterval.value,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
-        settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, inputs: settings.inputs.map { $0.sourceID() },
-                                                   origin: Self.origin)
+        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines,
+                                                   inputs: settings.inputs.map { $0.sourceID() }, origin: origin)
+        settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
         settings.clips = try RunSettings.evidence(clips, .clips)
@@ -270,6 +288,6 @@ struct RunCommand: ParsableCommand {
         // What a plugin's worker started and left behind is reparented to cvhost, which ends it
         // with the worker, instead of to init, where it would outlive the run.
         WorkerDescendants.adoptOrphans()
-        try asCommandErrors { try RunProcess.run(try settings()) }
+        try asCommandErrors { try RunProcess.run(try settings(), reread: Self.reread) }
     }
 }

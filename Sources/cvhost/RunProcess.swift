@@ -16,7 +16,8 @@ enum RunProcess {
     /// Runs `settings` and returns normally for exit 0; exits the process itself for the endings
     /// that must not wait for anything (a stop before anything ran, a hung plugin, a second signal).
     /// - Throws: RunFailure for every other exit code (ArgumentParser's way to end the command).
-    static func run(_ settings: RunSettings) throws {
+    /// - Parameter reread: the settings read anew from the config file (with --config): SIGHUP reloads them.
+    static func run(_ settings: RunSettings, reread: (() throws -> RunSettings)? = nil) throws {
         Log.level = settings.verbose ? .debug : (settings.quiet ? .warning : .info)
         VideoFileDevice.setLibraryLogging(verbose: settings.verbose)
         signal(SIGPIPE, SIG_IGN)
@@ -28,7 +29,17 @@ enum RunProcess {
         cvhost_guard_install(ExitCodes.pluginCrashed, toStdout ? results : -1)
         if !toStdout { close(results) }
         let run = HostRun(settings, resultsDescriptor: results)
-        let signals = SignalHandler {
+        let reload: (@Sendable () -> Void)? = reread.map { reread in
+            nonisolated(unsafe) let reread = reread
+            return {
+                do {
+                    run.reload(try reread())
+                } catch {
+                    Log.error("reload: \(error); the run goes on as it was")
+                }
+            }
+        }
+        let signals = SignalHandler(onReload: reload) {
             run.requestStop(.signal)
             // While the outputs or inputs open (a required broker awaited, a FIFO with no
             // writer, a server that does not answer), nothing has run: a stop ends cvhost at once.

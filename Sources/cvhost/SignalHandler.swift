@@ -5,14 +5,16 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed, a service reloaded) while
-/// `cvhost run` runs: the first asks the run to stop cleanly (`onFirst`: final metrics and
+/// SIGINT, SIGTERM and SIGHUP (a terminal or ssh session closed) while `cvhost run` runs: the
+/// first asks the run to stop cleanly (`onFirst`: final metrics and
 /// session.stopped are written); a second one, a deliberate second request, exits at once with
 /// 130. Signals within `sameRequestNs` of the first are the same request: GNU timeout,
 /// supervisors and group kills send one signal to the process and again to its group,
 /// microseconds apart. SIGHUP stays ignored when cvhost was started ignoring it: that is what
 /// `nohup cvhost …` asks (a closed terminal must not stop it). SIGINT and SIGTERM are always
 /// handled (a shell script's background job starts with SIGINT ignored, yet is stopped by it).
+/// With a config file (`onReload`), SIGHUP reloads it instead, as nginx and MediaMTX do
+/// (`systemctl reload`): the run goes on, what changed is applied.
 ///
 /// The executable's, not the library's: how the process answers signals and when it ends is its
 /// decision (a program using CVHostRun calls `HostRun.requestStop` as it sees fit).
@@ -25,7 +27,7 @@ final class SignalHandler: @unchecked Sendable {
     /// Signals this soon after the first are repeats of it, not a second request.
     static let sameRequestNs: UInt64 = 1_000_000_000
 
-    init(onFirst: @escaping @Sendable () -> Void) {
+    init(onReload: (@Sendable () -> Void)? = nil, onFirst: @escaping @Sendable () -> Void) {
         saved = [SIGINT, SIGTERM, SIGHUP].map { sig in
             var current = sigaction()
             sigaction(sig, nil, &current)
@@ -39,7 +41,15 @@ final class SignalHandler: @unchecked Sendable {
             made.append(DispatchSource.makeSignalSource(signal: sig, queue: queue))
         }
         sources = made
-        for source in sources {
+        for (source, sig) in zip(sources, [SIGINT, SIGTERM, SIGHUP]) {
+            if sig == SIGHUP, let onReload {
+                source.setEventHandler {
+                    Log.info("SIGHUP: reloading the config file")
+                    onReload()
+                }
+                source.resume()
+                continue
+            }
             source.setEventHandler { [weak self] in
                 guard let self else { return }
                 let now = HostClock.monotonicNs()

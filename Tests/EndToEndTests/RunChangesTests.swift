@@ -272,4 +272,82 @@ struct RunChangesTests {
         #expect(!crossed.isEmpty && (events.firstIndex(of: "analytics.changed") ?? .max) < (events.firstIndex(of: "line.crossed") ?? -1))
         #expect(r.events("zone.entered").contains { ($0["data"] as? [String: Any])?["zone"] as? String == "bay" })
     }
+
+    @Test("--state keeps the changes made while running for the next start; SIGHUP reloads the config file: only what changed is applied, a config with an error is refused and the run goes on")
+    func stateAndReload() throws {
+        let folder = TestFolders.make("state")
+        let state = folder + "/kept/state.json", config = folder + "/gate.yaml"
+        let port = freeLoopbackPort()
+        func write(_ extra: String) throws {
+            try """
+                plugin: ["null:results=1"]
+                input: ["base=testsrc:160x120@10", "side=testsrc:160x120@10"]
+                track: ["null"]
+                zone: ["bay=0,0 50,0 50,50"]
+                http: 127.0.0.1:\(port)
+                metrics-interval: 0
+                state: \(state)
+                \(extra)
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+        try write("")
+        // The first run: an input added, one removed, a line drawn; each kept.
+        var answers: [Int] = []
+        let first = try CVHostBinary.run(["run", "--config", config], timeout: 90, withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(until: { Self.of(Self.lines($0), "result", source: "side").count >= 2 }) else { return }
+            answers.append((try? Self.send(port, "POST", "/inputs", #"{"name":"extra","input":"testsrc:160x120@10"}"#))?.status ?? 0)
+            answers.append((try? Self.send(port, "DELETE", "/inputs/side"))?.status ?? 0)
+            answers.append((try? Self.send(port, "PUT", "/lines/door", #"{"points":[[10,10],[100,10]]}"#))?.status ?? 0)
+        }
+        #expect(first.exitCode == 0 && answers == [201, 200, 201], "\(answers) \(first.stderr)")
+        var info = stat()
+        #expect(stat(state, &info) == 0 && info.st_mode & 0o777 == 0o600, "the state file is its owner's alone")
+        let kept = (try? String(contentsOfFile: state, encoding: .utf8)) ?? ""
+        #expect(kept.contains("\"extra\"") && kept.contains("\"side\" : null") && kept.contains("door=10,10 100,10"), "\(kept)")
+
+        // The next start applies them over the config; SIGHUP then applies an edited config.
+        var reloaded = ""
+        let second = try CVHostBinary.run(["run", "--config", config], timeout: 120, withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(until: { Self.of(Self.lines($0), "result", source: "extra").count >= 2 }) else { return }
+            try? write("")  // the same file, but
+            try? String(contentsOfFile: config, encoding: .utf8)
+                .replacingOccurrences(of: "bay=0,0 50,0 50,50", with: "bay=0,0 80,0 80,80")
+                .replacingOccurrences(of: "\"side=testsrc:160x120@10\"", with: "\"third=testsrc:160x120@10\"")
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            kill(run.pid, SIGHUP)
+            guard run.wait(until: { Self.of(Self.lines($0), "result", source: "third").count >= 2 && $0.contains("\"event\":\"analytics.changed\"") })
+            else { return }
+            // A config with an error: refused, said, and the run goes on as it was.
+            try? "plugin: [\"null\"\n  oops: [".write(toFile: config, atomically: true, encoding: .utf8)
+            kill(run.pid, SIGHUP)
+            _ = run.waitForStderr("the run goes on as it was")
+            let before = Self.of(Self.lines(run.stdout), "result", source: "base").count
+            _ = run.wait(until: { Self.of(Self.lines($0), "result", source: "base").count >= before + 3 })
+            reloaded = run.stdout
+        }
+        #expect(second.exitCode == 0, "\(second.stderr)")
+        #expect(!reloaded.isEmpty)
+        let all = Self.lines(second.stdout)
+        let started = all.filter { $0["event"] as? String == "session.started" }.compactMap { $0["source"] as? String }
+        #expect(started == ["base", "extra", "third"], "the kept inputs at start (side removed, extra added), then the reload's: \(started)")
+        #expect(Self.of(all, "input.added", source: "third").first?["by"] as? String == "reload")
+        let changes = all.filter { $0["event"] as? String == "analytics.changed" }
+        #expect(changes.map { "\($0["kind"] ?? "") \($0["name"] ?? "") \($0["change"] ?? "") \($0["counts"] ?? "") \($0["by"] ?? "")" }
+                == ["zone bay changed reset reload"], "only the zone that changed: \(changes)")
+        // The input the reload did not touch goes on: one session, every frame's result in order.
+        let base = Self.of(all, "result", source: "base").compactMap { $0["seq"] as? Int }
+        #expect(base == Array(0..<base.count) && base.count > 4, "\(base.prefix(30))")
+        #expect(second.stderr.contains("reload: ") && second.stderr.contains("the run goes on as it was"), "\(second.stderr)")
+        // The line kept from the first run is there from the start.
+        let summary = (all.first { $0["event"] as? String == "session.started" }?["plugins"] as? [[String: Any]])?.first?["analytics"] as? [String: Any]
+        #expect((summary?["lines"] as? [[String: Any]])?.first?["name"] as? String == "door", "\(summary ?? [:])")
+
+        // A state file others can write is not read.
+        try write("")
+        chmod(state, 0o666)
+        let refused = try CVHostBinary.run(["run", "--config", config, "--duration", "1"], timeout: 30)
+        #expect(refused.exitCode == 64 && refused.stderr.contains("the state file \(state) can be written by every user"), "\(refused.stderr)")
+    }
 }

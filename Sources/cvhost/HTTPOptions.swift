@@ -44,12 +44,15 @@ struct HTTPOptions: ParsableArguments {
                               {"plugin":"face","max_fps":2} or
                               {"command":"reload","plugin":"NAME"}
           GET  /healthz       200 while frames flow, 503 otherwise (no token needed)
+          GET  /inputs, POST /inputs, GET|PUT|DELETE /inputs/NAME,
+          GET  /analytics, PUT|DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN:
+                              see CHANGING A RUNNING CVHOST
         With a token (--http-token-file or $CVHOST_HTTP_TOKEN), requests for data carry
         "Authorization: Bearer TOKEN" (a browser: ?token=TOKEN in the page's address).
         Web pages in your browser reach a loopback server too, so it answers only
         requests whose Host is localhost, an IP address, the --http name or an
-        --http-allow-host name (else 421), and takes a POST only as
-        application/json from its own page or a program (else 403 or 415).
+        --http-allow-host name (else 421), and takes a change only from its own
+        page or a program (else 403), a POST only as application/json (else 415).
         The same changes as JSON lines on stdin, answered by a command.result line:
           {"command":"set_control","name":"brightness","value":140}
           {"command":"set_plugin","plugin":"barcode","enabled":false}

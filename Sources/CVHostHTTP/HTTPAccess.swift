@@ -1,3 +1,4 @@
+import Foundation
 import NIOHTTP1
 
 /// Who may use the server: with a token, the routes that carry the run's data or change it want
@@ -10,11 +11,16 @@ import NIOHTTP1
 struct HTTPAccess: Sendable {
     let token: String?
 
-    /// The routes that want the token.
-    static let guarded: Set<String> = ["/stream.mjpg", "/snapshot.jpg", "/events", "/metrics", "/controls"]
+    /// What is served without the token: the page's own files (`/`, `/view.js`...: a name of the
+    /// page's kinds, no folder) and /healthz. Every other route wants it, those added later too.
+    static func isOpen(_ path: String) -> Bool {
+        if path == "/" || path == "/healthz" { return true }
+        let name = path.dropFirst()
+        return !name.contains("/") && WebFiles.types[(String(name) as NSString).pathExtension] != nil
+    }
 
     func allows(path: String, query: [String: String], headers: HTTPHeaders) -> Bool {
-        guard let token, Self.guarded.contains(path) else { return true }
+        guard let token, !Self.isOpen(path) else { return true }
         if let auth = headers.first(name: "authorization") {
             let parts = auth.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer", Self.equal(String(parts[1]), token) { return true }

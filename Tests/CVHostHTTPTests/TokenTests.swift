@@ -6,7 +6,8 @@ import Testing
 @Suite("HTTP: the token")
 struct TokenTests {
     @Test("the routes with data are 401 without the token or with a wrong one, and counted",
-          arguments: ["/snapshot.jpg", "/stream.mjpg", "/events", "/metrics", "/controls"])
+          arguments: ["/snapshot.jpg", "/stream.mjpg", "/events", "/metrics", "/controls", "/inputs", "/inputs/gate", "/analytics", "/zones/bay",
+                      "/lines/door", "/tracks/detect", "/clips", "/clips/a.mp4", "/snapshots", "/snapshots/a.jpg", "/nothing"])
     func dataRoutes(path: String) throws {
         let server = EmbeddedServer(token: "s3cret")
         let none = try server.request(path)

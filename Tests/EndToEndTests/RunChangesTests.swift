@@ -146,7 +146,9 @@ struct RunChangesTests {
             run.send(#"{"command":"get_inputs","id":2}"#)
             run.send(#"{"command":"remove_input","id":3,"name":"more"}"#)
             run.send(#"{"command":"add_input","id":4,"name":"more","input":"/no/such/file.mp4"}"#)
-            _ = run.wait(until: { $0.contains("\"id\":4") })
+            // A password in an added input's URL is never written, on stdout or stderr.
+            run.send(#"{"command":"add_input","id":5,"input":"rtsp://user:hunter2@127.0.0.1:1/cam"}"#)
+            _ = run.wait(until: { $0.contains("\"id\":4") && $0.contains("\"id\":5") })
             run.send(#"{"command":"stop"}"#)
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
@@ -158,6 +160,8 @@ struct RunChangesTests {
         #expect(answer(3)["ok"] as? Bool == true)
         #expect(answer(4)["ok"] as? Bool == false && (answer(4)["error"] as? String ?? "").contains("/no/such/file.mp4"), "\(answer(4))")
         #expect(r.events("input.added").first?["by"] as? String == "stdin")
+        #expect(answer(5)["ok"] as? Bool == false && (answer(5)["error"] as? String ?? "").contains("rtsp://user:***@127.0.0.1:1/cam"), "\(answer(5))")
+        #expect(!r.stdout.contains("hunter2") && !r.stderr.contains("hunter2"))
         #expect(r.events("session.stopped").first { $0["source"] as? String == "more" }?["reason"] as? String == "removed")
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }

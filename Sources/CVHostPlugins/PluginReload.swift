@@ -80,8 +80,8 @@ extension IsolatedInstances {
 /// time, size or inode: an editor that saves by renaming is seen too) and has stayed unchanged
 /// for one look (half a second), so that a file being written is not loaded half-way.
 public final class PluginFileWatch: @unchecked Sendable {
-    // @unchecked Sendable: `seen` is touched only on `queue`.
-    private let runners: [PluginRunner]
+    // @unchecked Sendable: `runners` and `seen` are touched only on `queue`.
+    private var runners: [PluginRunner]
     private let queue = DispatchQueue(label: "cvhost.plugin-file-watch")
     private let timer: DispatchSourceTimer
     private var seen: [String: (stamp: FileStamp?, pending: FileStamp?)] = [:]
@@ -109,6 +109,21 @@ public final class PluginFileWatch: @unchecked Sendable {
     }
 
     public func cancel() { timer.cancel() }
+
+    /// Runners of an input added while the run goes on: their files are watched too.
+    public func watch(_ more: [PluginRunner]) {
+        queue.sync {
+            for r in more where r.canReload {
+                runners.append(r)
+                if seen[r.plugin.path] == nil { seen[r.plugin.path] = (FileStamp(r.plugin.path), nil) }
+            }
+        }
+    }
+
+    /// Runners about to be destroyed (an input removed): never reloaded from now on.
+    public func forget(_ gone: [PluginRunner]) {
+        queue.sync { runners.removeAll { r in gone.contains { $0 === r } } }
+    }
 
     private func look() {
         for (path, entry) in seen {

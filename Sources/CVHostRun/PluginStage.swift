@@ -82,12 +82,14 @@ final class PluginStage: Sendable {
             }
         }
         alive.withLock { $0 += made }
+        watch?.watch(made)
         return made
     }
 
     /// Destroys the runners of a removed input (its session has stopped). - Returns: false when a destroy() hung.
     func discard(_ runners: [PluginRunner]) -> Bool {
         alive.withLock { a in a.removeAll { r in runners.contains { $0 === r } } }
+        watch?.forget(runners)
         return HungPluginStop.shutDown(runners)
     }
 

@@ -54,7 +54,16 @@ final class InputChanges: Sendable {
             throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
         }
         // The new input opened: the old one of that name ends now (its final lines), then the new one starts.
-        if let replacing { try? removeNow(replacing, by: origin) }
+        if let replacing {
+            do {
+                try removeNow(replacing, by: origin)
+            } catch {
+                inputs.release(id)
+                _ = plugins.discard(runners)
+                rules.forget(runners)
+                throw error
+            }
+        }
         let session = CaptureSession()
         let source: SourceRun
         do {

@@ -43,7 +43,8 @@ install -m 644 packaging/camera.yaml examples/python/*.py "$root/usr/share/doc/c
 install -m 644 packaging/copyright "$root/usr/share/doc/cvhost/"
 
 # Depends: the shared libraries the binaries load, by the packages that hold them (the bundled
-# Swift runtime is found in the package itself, through -l).
+# Swift runtime is found in the package itself, through -l); and procps, whose /bin/kill the
+# unit's ExecReload runs (systemctl reload).
 mkdir -p "$stage/debian"
 printf 'Source: cvhost\n\nPackage: cvhost\nArchitecture: any\n' > "$stage/debian/control"
 depends=$(cd "$stage" && dpkg-shlibdeps -O --ignore-missing-info -l"$root/usr/lib/cvhost/swift" \
@@ -58,7 +59,7 @@ Version: $version
 Architecture: $arch
 Maintainer: cvhost developers <cvhost@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: $depends
+Depends: $depends, procps
 Recommends: opencv-data, python3, python3-numpy, fonts-dejavu-core
 Suggests: v4l-utils, mosquitto-clients, python3-opencv, python3-venv
 Section: video

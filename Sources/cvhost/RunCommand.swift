@@ -73,7 +73,8 @@ struct RunCommand: ParsableCommand {
               curl -H 'Content-Type: application/json' -d '{"name":"door","input":"rtsp://cam/1"}' http://127.0.0.1:8080/inputs
               curl -X PUT -d '{"points":[[100,400],[500,400]],"input":"door"}' http://127.0.0.1:8080/lines/entry
               curl -X DELETE http://127.0.0.1:8080/inputs/door
-              {"command":"add_input","name":"door","input":"rtsp://cam/1","plugins":["detect"]}   (stdin; also change_input, remove_input, get_inputs, set_zone, set_line, set_track, remove_zone, remove_line, remove_track, get_analytics)
+              {"command":"add_input","name":"door","input":"rtsp://cam/1"}
+            On stdin: add_input, change_input, remove_input, get_inputs, set_zone, set_line, set_track, remove_zone, remove_line, remove_track, get_analytics.
             An added input gets the run's plugins (or those named), its input.added and session.started; a removed one its input.removed, final metrics and session.stopped (reason removed). Refused: 400 a bad request, 404 none of that name, 409 a name taken or --max-inputs reached, 422 an input that cannot be opened or a plugin the run lacks. A zone or line changed keeps its counts unless its points (or a line's in side, or its input) changed; each change is an analytics.changed line. GET /inputs gives each input's health: state (starting, streaming, reconnecting with the next try, stopped with why), last_frame_age, fps, reconnects. --state FILE keeps every change for the next start (JSON, 0600). With --config, SIGHUP (systemctl reload) reads the file again and applies what changed (inputs, tracks, zones, lines; the rest takes a restart); a file with an error is refused and the run goes on.
 
             ISOLATION

@@ -112,7 +112,9 @@ struct DebianPackageTests {
         #expect(verify.status == 0 && verify.output.isEmpty, "\(verify.output)")
         let unit = try String(contentsOfFile: root + "/lib/systemd/system/cvhost@.service", encoding: .utf8)
         let execStart = try #require(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }?.dropFirst("ExecStart=".count))
-        let service = try DebianPackageTests.inRoot(root, execStart.replacingOccurrences(of: "%i", with: "demo") + " </dev/null 2>/tmp/stderr; echo \"exit=$?\"")
+        // systemd makes the unit's StateDirectory (where --state keeps changes) before it starts it.
+        let service = try DebianPackageTests.inRoot(root, "mkdir -p /var/lib/cvhost/demo && "
+                                                    + execStart.replacingOccurrences(of: "%i", with: "demo") + " </dev/null 2>/tmp/stderr; echo \"exit=$?\"")
         #expect(service.output.contains("exit=0"), "\(service.output.suffix(2000))")
         let written = try String(contentsOfFile: root + "/tmp/demo.jsonl", encoding: .utf8)
         #expect(written.contains("\"symbology\":\"ean13\"") && !written.contains("\"symbology\":\"qrcode\""))

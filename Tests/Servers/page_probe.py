@@ -11,7 +11,8 @@ drawn over as results arrive).
 STEPS is a JSON list of what a user does, in order, each within what is left of TIMEOUT:
 {"wait": EXPRESSION} (until true), {"click": EXPRESSION} (a mouse click, pressed and released, at
 the [x, y] the expression gives, in the page's CSS pixels: Input.dispatchMouseEvent), {"type":
-TEXT} (typed into what has the focus: Input.insertText). The value printed is the last wait's.
+TEXT} (typed into what has the focus: Input.insertText). The value printed is the last wait's;
+when a step never comes true, {"failed": "step N: ...", "page": the page's text} instead.
 """
 import json
 import os
@@ -67,15 +68,20 @@ try:
             time.sleep(0.2)
         return None
 
-    for step in steps:
+    def failed(n, step):
+        text = evaluate("document.body ? document.body.innerText.slice(0, 1500) : ''")
+        return {"failed": f"step {n}: {json.dumps(step)}", "page": text}
+
+    for n, step in enumerate(steps):
         if "wait" in step:
             value = until(step["wait"])
             if value is None:
+                value = failed(n, step) if len(steps) > 1 else None
                 break
         elif "click" in step:
             point = until(step["click"])
             if point is None:
-                value = None
+                value = failed(n, step)
                 break
             for kind in ("mousePressed", "mouseReleased"):
                 call("Input.dispatchMouseEvent", {"type": kind, "x": point[0], "y": point[1], "button": "left", "clickCount": 1})

@@ -9,12 +9,14 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
 
     private let instances: [PluginInstance]
     private let shared: PluginSharedStage?
-    private let source: String, pluginName: String, pluginIndex: Int
+    /// The input whose lines its ordered stage and flush write (nil: shared by every input, which has neither).
+    private let source: String?
+    private let pluginName: String, pluginIndex: Int
     let frameRequest: FrameRequest?
 
     /// Loads the plugin into this process and creates its shared stage (if it has one) and instances.
     /// - Throws: `PluginLoadError` (.notSharedObject, .createFailed, .badOptionValue).
-    init(plugin: PluginInfo, configuration: PluginConfiguration, source: String, index: Int, label: String) throws {
+    init(plugin: PluginInfo, configuration: PluginConfiguration, source: String?, index: Int, label: String) throws {
         self.source = source
         pluginName = plugin.name
         pluginIndex = index
@@ -55,8 +57,8 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
     let isQuarantined = false
 
     func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
-                 stamp: HostServices.FrameStamp) -> PluginCallOutcome {
-        returned(instances[lane].process(&frame, stamp: stamp))
+                 stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome {
+        returned(instances[lane].process(&frame, stamp: stamp), source: source)
     }
 
     func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
@@ -82,7 +84,7 @@ final class InProcessInstances: PluginInstances, @unchecked Sendable {
 
     var invalidResults: UInt64 { instances.reduce(shared?.services.invalidResults ?? 0) { $0 + $1.services.invalidResults } }
 
-    private func returned(_ call: (Int32, [EmittedResult])) -> PluginCallOutcome {
-        .returned(status: call.0, lines: call.1.map { $0.line(source: source, plugin: pluginName, pluginIndex: pluginIndex) })
+    private func returned(_ call: (Int32, [EmittedResult]), source: String? = nil) -> PluginCallOutcome {
+        .returned(status: call.0, lines: call.1.map { $0.line(source: source ?? self.source ?? "", plugin: pluginName, pluginIndex: pluginIndex) })
     }
 }

@@ -42,11 +42,11 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     /// Starts the worker and creates the plugin's shared stage and instances in it.
     /// - Throws: `PluginLoadError`: what create() said (.createFailed, .badOptionValue), or that
     ///   the worker crashed or hung while starting (.createFailed).
-    init(plugin: PluginInfo, configuration: PluginConfiguration, source: String, index: Int, label: String,
+    init(plugin: PluginInfo, configuration: PluginConfiguration, source: String?, index: Int, label: String,
          limits: WorkerSupervisor.Limits, report: @escaping @Sendable (JSONObject) -> Void) throws {
         count = configuration.instances
         self.label = label
-        results = WorkerCall.Results(source: source, plugin: plugin.name, pluginIndex: index, invalid: RepeatedWarning(source: label))
+        results = WorkerCall.Results(source: source ?? "", plugin: plugin.name, pluginIndex: index, invalid: RepeatedWarning(source: label))
         calls = Locked(Array(repeating: nil, count: count))
         lanes = (0..<count).map { _ in Lane() }
         // Frames made from now on are made where the worker can map them.
@@ -104,7 +104,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     // MARK: - Calls
 
     func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
-                 stamp: HostServices.FrameStamp) -> PluginCallOutcome {
+                 stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome {
         let (supervisor, c) = route(i)
         guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
         lanes[i].lastStamp = stamp
@@ -123,7 +123,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
                 else { return supervisor.failed(w, .closed, "process", frame.sequence) }
                 message.full = .init(memory: fullMemory, frame: fullFrame)
             }
-            return call(i, on: w, .process(message), "process", frame.sequence, stamp)
+            return call(i, on: w, .process(message), "process", frame.sequence, stamp, source: source)
         } catch {
             Log.error("\(error)", source: label)
             return .dropped(supervisor.droppedReason)
@@ -172,7 +172,9 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     /// One call on lane `i`, shown in `currentCalls` while it lasts; a failure is the supervisor's to handle.
     private func call(_ i: Int, on w: WorkerProcess, _ message: WorkerMessage, _ callback: String, _ sequence: UInt64?,
-                      _ stamp: HostServices.FrameStamp?) -> PluginCallOutcome {
+                      _ stamp: HostServices.FrameStamp?, source: String? = nil) -> PluginCallOutcome {
+        let results = source.map { WorkerCall.Results(source: $0, plugin: self.results.plugin, pluginIndex: self.results.pluginIndex,
+                                                      invalid: self.results.invalid) } ?? self.results
         let (supervisor, c) = route(i)
         let since = HostClock.monotonicNs()
         calls.withLock { $0[i] = PluginCall(callback: callback, sequence: sequence, sinceNs: since) }

@@ -21,6 +21,9 @@ public struct PluginConfiguration: Sendable {
     public let timeoutMs: Int
     /// isolation=process: the worker is restarted when its resident memory grows past this (0: no limit).
     public let maxRSSMB: Int
+    /// Whether the inputs of a run share this plugin's instances (`share`): true, false, or nil for
+    /// the default (shared when the plugin can be: SharedInstances.canShare).
+    public let share: Bool?
 
     /// Default of `timeout_ms`. libcamera allows an IPA call 2 s; cvhost allows 5 s, the same bound
     /// as for a stop held by a hung plugin in cvhost's process: the slowest call of the bundled
@@ -51,6 +54,9 @@ public struct PluginConfiguration: Sendable {
                          help: "isolation=process: a call taking longer is a hang; the worker is killed and restarted", range: 10...3_600_000),
         PluginOptionSpec(name: "max_rss_mb", type: .int, defaultValue: "0",
                          help: "isolation=process: restart the worker when its resident memory exceeds this (0: no limit)", range: 0...1_000_000),
+        PluginOptionSpec(name: "share", type: .enum, defaultValue: "auto",
+                         help: "one set of instances for every input (true), a set per input (false); auto: shared when the plugin keeps no state between frames",
+                         choices: ["auto", "true", "false"]),
     ]
 
     /// Checks `options` (as written, host options included) against `plugin`.
@@ -104,6 +110,16 @@ public struct PluginConfiguration: Sendable {
         }
         timeoutMs = try hostValue("timeout_ms").flatMap { Int($0) } ?? Self.defaultTimeoutMs
         maxRSSMB = try hostValue("max_rss_mb").flatMap { Int($0) } ?? 0
+        switch try hostValue("share") {
+        case "true"?:
+            guard SharedInstances.canShare(plugin) else {
+                throw PluginLoadError(.badOptionValue, "plugin \(plugin.name) cannot share its instances among inputs (share=true): it "
+                                      + (plugin.isStateless ? "has an ordered stage or a flush, which follow one input's frames" : "keeps state between frames"))
+            }
+            share = true
+        case "false"?: share = false
+        default: share = nil
+        }
         if isolation == .none, let only = ["timeout_ms", "max_rss_mb"].first(where: { given[$0] != nil }) {
             throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): option \(only) needs isolation=process (a plugin in cvhost's process cannot be stopped or restarted)")
         }

@@ -3,9 +3,9 @@ import CVHostLines
 import CVHostPluginABI
 
 /// The instances of one `--plugin` on one input, wherever they run: in cvhost's process
-/// (InProcessInstances) or in a worker process (isolation=process). Lane i is instance i: the
-/// runner calls it only from the video data output's delivery worker i's thread, so each instance
-/// sees one call at a time.
+/// (InProcessInstances) or in a worker process (isolation=process); or those of one `--plugin`
+/// shared by every input (SharedInstances). Lane i is instance i: the runner calls it only from
+/// the video data output's delivery worker i's thread, so each instance sees one call at a time.
 protocol PluginInstances: AnyObject, Sendable {
     var count: Int { get }
     /// True when the instances run in a worker process (isolation=process).
@@ -13,9 +13,10 @@ protocol PluginInstances: AnyObject, Sendable {
     /// The frames the instances asked for in create() (request_frames), the same for all.
     var frameRequest: FrameRequest? { get }
     /// Calls process() on one frame: `frame` is `pixels` as C sees it (pixels outlives the call);
-    /// its `full`, when set, is `full` as C sees it (the captured frame the plugin asked for too).
+    /// its `full`, when set, is `full` as C sees it (the captured frame the plugin asked for too);
+    /// `source`: the input the frame is of, which its results name.
     func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
-                 stamp: HostServices.FrameStamp) -> PluginCallOutcome
+                 stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome
     /// Calls ordered() (the ordered stage) for the frame `lane` just processed; the runner
     /// makes these calls one at a time, in frame order.
     func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome

@@ -63,9 +63,10 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed, .notSharedObject).
     ///   - isolation: the run-wide default (`--isolation`), for a plugin whose options do not say.
     ///   - resultStage: what each frame's results go through before they are written (the analytics stage), if anything.
+    ///   - shared: the plugin's instances that every input shares (`share`), instead of instances of its own.
     public init(plugin: PluginInfo, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
                 backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, sink: OutputSink,
-                resultStage: FrameResultStage? = nil) throws {
+                resultStage: FrameResultStage? = nil, shared: SharedInstances? = nil) throws {
         self.plugin = plugin
         self.resultStage = resultStage
         self.source = source
@@ -83,6 +84,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                                  backpressure: backpressure)
         failures = RepeatedWarning(source: label)
         switch configuration.isolation {
+        case _ where shared != nil:
+            instances = shared!.lane()
         case .none:
             instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label)
         case .process:
@@ -125,7 +128,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         var outcome = withUnsafePointer(to: &fullFrame) { p -> PluginCallOutcome in
             frame.full = full == nil ? nil : p
             defer { frame.full = nil }
-            return instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, full: full, stamp: stamp)
+            return instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, full: full, stamp: stamp, source: source)
         }
         if plugin.hasOrderedStage {
             outcome = turns.take(context.ticket) {

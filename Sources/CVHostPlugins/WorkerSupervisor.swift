@@ -77,13 +77,15 @@ final class WorkerSupervisor: Sendable {
     private let program: WorkerProgram
     private let lanes: Int
     let limits: Limits
-    private let source: String, pluginName: String, pluginIndex: Int
+    /// The input its events (plugin.crashed...) name; nil: shared by every input.
+    private let source: String?
+    private let pluginName: String, pluginIndex: Int
     /// Writes a `plugin.*` event line.
     private let report: @Sendable (JSONObject) -> Void
 
     /// Starts the first worker and creates the plugin in it.
     /// - Throws: `PluginLoadError`: what create() said, or that the worker crashed or hung while starting.
-    init(program: WorkerProgram, hello: WorkerMessage.Hello, lanes: Int, pluginName: String, source: String, pluginIndex: Int,
+    init(program: WorkerProgram, hello: WorkerMessage.Hello, lanes: Int, pluginName: String, source: String?, pluginIndex: Int,
          limits: Limits, report: @escaping @Sendable (JSONObject) -> Void) throws {
         self.program = program
         self.hello = hello

@@ -52,18 +52,21 @@ enum HungPluginStop {
         }
     }
 
-    /// Destroys every plugin instance (destroy()), waiting at most `graceSeconds` (or a worker's
-    /// own bound): a destroy() that hangs is named on stderr.
+    /// Destroys every plugin instance (destroy()): the runners', then those every input shared,
+    /// waiting at most `graceSeconds` (or a worker's own bound): a destroy() that hangs is named on stderr.
     /// - Returns: false when one hung (its thread is left in it).
-    static func shutDown(_ runners: [PluginRunner]) -> Bool {
-        guard !runners.isEmpty else { return true }
+    static func shutDown(_ runners: [PluginRunner], shared: [SharedInstances] = []) -> Bool {
+        guard !runners.isEmpty || !shared.isEmpty else { return true }
         let done = DispatchSemaphore(value: 0)
         SystemThread.start("cvhost.destroy") {
             runners.forEach { $0.shutdown() }
+            shared.forEach { $0.shutdown() }
             done.signal()
         }
         // Workers bound their own destroy() (timeout_ms, then killed).
-        let bound = runners.filter(\.isIsolated).map { Double($0.configuration.timeoutMs) / 1000 + 1 }.max() ?? 0
+        let isolated: [PluginConfiguration] = runners.filter(\.isIsolated).map(\.configuration)
+            + shared.map(\.configuration).filter { $0.isolation == .process }
+        let bound: Double = isolated.map { Double($0.timeoutMs) / 1000 + 1 }.max() ?? 0
         if done.wait(timeout: .now() + max(graceSeconds, bound)) == .success { return true }
         let now = HostClock.monotonicNs()
         for runner in runners where !runner.isIsolated {

@@ -4,8 +4,10 @@ import CVHostPlugins
 import Dispatch
 
 /// The run's second stage: every `--plugin` found, checked and created for every input (each
-/// input its own runner of each: own instances, queues and metrics), and the watch that reloads a
-/// Python plugin whose file changes. An input added while the run goes on gets runners of the
+/// input its own runner of each: own queues and metrics, and own instances unless the plugin's
+/// are shared by every input: SharedInstances, `share`), the thread plan (ThreadPlan: the cores
+/// divided among all the run's instances, said once), and the watch that reloads a Python plugin
+/// whose file changes. An input added while the run goes on gets runners of the
 /// plugins found here (`makeRunners`); a removed one's are destroyed (`discard`). Closing it
 /// destroys every instance still alive.
 ///
@@ -17,6 +19,8 @@ final class PluginStage: Sendable {
     let runners: [[PluginRunner]]
     /// The run's plugins as found, in the order of the --plugin flags.
     let found: [FoundPlugin]
+    /// The instances every input shares, by the --plugin's position (plugins that share).
+    private let pools: [Int: SharedInstances]
     private let settings: RunSettings
     private let sink: OutputSink
     private let rules: AnalyticsRules
@@ -30,6 +34,8 @@ final class PluginStage: Sendable {
         let request: PluginRequest
         let plugin: PluginInfo
         let confidence: Double?
+        /// Its options, with its share of the run's threads when it takes `threads` (ThreadPlan).
+        let options: [(key: String, value: String)]
     }
 
     /// - Throws: RunFailure: the plugin's refusal, said with its config file line (its kind's exit
@@ -37,7 +43,7 @@ final class PluginStage: Sendable {
     ///   plugin was being read (a Python import), `StoppedBeforeRunning`.
     init(_ settings: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules) throws {
         let creating = Locked<String?>(nil)
-        let made = Locked<Result<([FoundPlugin], [[PluginRunner]]), Error>?>(nil)
+        let made = Locked<Result<([FoundPlugin], [Int: SharedInstances], [[PluginRunner]]), Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         SystemThread.start("cvhost.create") {
             let result = Result { try Self.create(settings, sourceIDs: sourceIDs, sink: sink, stop: stop, rules: rules, creating: creating) }
@@ -50,7 +56,7 @@ final class PluginStage: Sendable {
             Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
             throw HungPluginStop.abandoned
         }
-        (found, runners) = try made.withLock { $0! }.get()
+        (found, pools, runners) = try made.withLock { $0! }.get()
         self.settings = settings
         self.sink = sink
         self.rules = rules
@@ -62,7 +68,7 @@ final class PluginStage: Sendable {
     /// Ends the reloads, then destroys every instance still alive. - Returns: false when a destroy() hung.
     func close() -> Bool {
         watch?.cancel()
-        return HungPluginStop.shutDown(alive.withLock { $0 })
+        return HungPluginStop.shutDown(alive.withLock { $0 }, shared: Array(pools.values))
     }
 
     /// Runners for an input added while the run goes on: of every plugin of the run, or of those
@@ -75,7 +81,8 @@ final class PluginStage: Sendable {
         var made: [PluginRunner] = []
         for (index, f) in found.enumerated() where named == nil || named!.contains(f.plugin.name) {
             do {
-                made.append(try Self.runner(f, index: index, source: id, logPrefix: id, live: live, settings: settings, sink: sink, rules: rules))
+                made.append(try Self.runner(f, index: index, source: id, logPrefix: id, live: live, settings: settings, sink: sink, rules: rules,
+                                            shared: pools[index]))
             } catch {
                 _ = HungPluginStop.shutDown(made)
                 throw CommandRefusal(422, "plugin \(f.plugin.name) for \(id): " + ((error as? PluginLoadError)?.message ?? "\(error)"))
@@ -94,15 +101,38 @@ final class PluginStage: Sendable {
     }
 
     private static func runner(_ f: FoundPlugin, index: Int, source id: String, logPrefix: String?, live: Bool, settings s: RunSettings,
-                               sink: OutputSink, rules: AnalyticsRules) throws -> PluginRunner {
-        try PluginRunner(plugin: f.plugin, source: id, logPrefix: logPrefix, index: index, options: f.request.options, queueDepth: s.queueDepth,
+                               sink: OutputSink, rules: AnalyticsRules, shared: SharedInstances?) throws -> PluginRunner {
+        try PluginRunner(plugin: f.plugin, source: id, logPrefix: logPrefix, index: index, options: f.options, queueDepth: s.queueDepth,
                          backpressure: s.backpressure, isolation: s.isolation, sink: sink,
-                         resultStage: rules.stage(plugin: f.plugin.name, index: index, source: id, live: live, confidence: f.confidence))
+                         resultStage: rules.stage(plugin: f.plugin.name, index: index, source: id, live: live, confidence: f.confidence),
+                         shared: shared)
+    }
+
+    /// Which plugins share their instances among the inputs (their `share`, else whether they can),
+    /// and the thread plan: every instance of the run counted, a shared plugin's once.
+    private static func plan(_ requests: [(String, PluginRequest, PluginInfo)], _ s: RunSettings, inputs: Int) throws
+        -> (shares: [Bool], plan: ThreadPlan) {
+        var shares: [Bool] = [], instances = 0
+        for (_, request, plugin) in requests {
+            let c = try PluginConfiguration(plugin: plugin, options: request.options, isolation: s.isolation)
+            let share = c.share ?? SharedInstances.canShare(plugin)
+            shares.append(share)
+            instances += c.instances * (share ? 1 : inputs)
+        }
+        let plan = ThreadPlan(instances: instances)
+        let takers = requests.filter { $0.2.options.contains { $0.name == ThreadPlan.option } }.map(\.2.name)
+        if !takers.isEmpty {
+            let sharing = zip(requests, shares).filter { $1 }.map { $0.0.2.name }
+            Log.info("thread plan: \(plan.cores) cores for \(instances) plugin instance\(instances == 1 ? "" : "s")"
+                     + (sharing.isEmpty ? "" : " (\(sharing.joined(separator: ", ")) shared by the inputs)")
+                     + ": \(takers.joined(separator: ", ")) \(plan.threadsPerInstance) thread\(plan.threadsPerInstance == 1 ? "" : "s") each")
+        }
+        return (shares, plan)
     }
 
     /// Finds every plugin (a bad --plugin is said before any is created), then creates them.
     private static func create(_ s: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules,
-                               creating: Locked<String?>) throws -> ([FoundPlugin], [[PluginRunner]]) {
+                               creating: Locked<String?>) throws -> ([FoundPlugin], [Int: SharedInstances], [[PluginRunner]]) {
         var runners: [[PluginRunner]] = []
         // The spec being read or created, for an error about it (and where a config file gives it).
         var current = ""
@@ -130,13 +160,29 @@ final class PluginStage: Sendable {
             if let unknown = s.analytics.unknownInputs(sourceIDs).first {
                 throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
             }
+            let (shares, plan) = try plan(requests, s, inputs: sourceIDs.count)
             // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
             let found = requests.map { spec, request, plugin in
                 let given = request.options.last { $0.key == "confidence" }?.value
                 return FoundPlugin(spec: spec, request: request, plugin: plugin,
-                                   confidence: Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""))
+                                   confidence: Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""),
+                                   options: plan.options(for: plugin, request.options))
             }
             for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
+            // The shared instances, made once (a stop while they are made ends the run as any create() does).
+            var pools: [Int: SharedInstances] = [:]
+            for (index, f) in found.enumerated() where shares[index] {
+                current = f.spec
+                creating.withLock { $0 = f.plugin.name }
+                do {
+                    let c = try PluginConfiguration(plugin: f.plugin, options: f.options, isolation: s.isolation)
+                    pools[index] = try SharedInstances(plugin: f.plugin, configuration: c, index: index,
+                                                       label: index == 0 ? f.plugin.name : "\(f.plugin.name)#\(index)", report: { sink.write($0) })
+                } catch {
+                    _ = HungPluginStop.shutDown([], shared: Array(pools.values))
+                    throw error
+                }
+            }
             for id in sourceIDs {
                 var forInput: [PluginRunner] = []
                 // An input added while an earlier run ran, with some of the plugins (--state): those.
@@ -146,15 +192,15 @@ final class PluginStage: Sendable {
                     do {
                         forInput.append(try runner(f, index: index, source: id, logPrefix: sourceIDs.count > 1 ? id : nil,
                                                    live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true, settings: s, sink: sink,
-                                                   rules: rules))
+                                                   rules: rules, shared: pools[index]))
                     } catch {
-                        _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()))
+                        _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()), shared: Array(pools.values))
                         throw error
                     }
                 }
                 runners.append(forInput)
             }
-            return (found, runners)
+            return (found, pools, runners)
         } catch let error as PluginLoadError {
             if stop.requested != nil && runners.isEmpty {
                 // Stopped while a plugin was being read (a Python import): nothing has run yet.

@@ -124,8 +124,8 @@ class Detect(cvhost.Plugin):
         cvhost.Option("top_k", int, 5, "classifiers: how many of the best labels are reported", min=1, max=1000),
         cvhost.Option("classify", cvhost.File, "", "a second stage: a classifier run on each object's box; its best label is added to the object"),
         cvhost.Option("classify_labels", cvhost.File, "", "the second stage's labels file (default: its own names)"),
-        cvhost.Option("threads", int, 0, "onnxruntime's threads for each instance; 0: the cores cvhost may use, shared among the instances",
-                      min=0, max=256),
+        cvhost.Option("threads", int, 0, "onnxruntime's threads for each instance; 0: cvhost's thread plan (the cores it may use "
+                      "divided among every plugin instance of the run)", min=0, max=256),
     )
 
     def __init__(self, options: dict[str, Any]) -> None:

@@ -80,4 +80,40 @@ struct SharedInstancesTests {
         #expect((slow["processed"] as? Int ?? 0) >= 15 && (slow["dropped_total"] as? Int ?? -1) == 0, "slow: \(slow)")
         #expect((fast["processed"] as? Int ?? 0) > 0 && (fast["dropped_total"] as? Int ?? 0) > 0, "fast: \(fast)")
     }
+
+    /// The threads of each plugin worker cvhost started (its children), read from /proc.
+    static func workerThreads(of pid: Int32) -> [Int] {
+        let fm = FileManager.default
+        return ((try? fm.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> Int? in
+            guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == pid else { return nil }
+            return (try? fm.contentsOfDirectory(atPath: "/proc/\(entry)/task").count)
+        }
+    }
+
+    @Test("the thread plan holds: the detect workers' threads (read from /proc) are the cores cvhost may use, shared or a set per input, never the cores times the inputs")
+    func threadPlan() throws {
+        let model = DetectPluginTests.model("colour")
+        for share in ["true", "false"] {
+            var threads: [Int] = []
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(model),share=\(share)", "--input", "a=testsrc:320x240@10",
+                                          "--input", "b=testsrc:320x240@10", "--input", "c=testsrc:320x240@10", "--duration", "30",
+                                          "--metrics-interval", "0"], timeout: 90, environment: DetectPluginTests.python, withStdin: false) { run in
+                defer { kill(run.pid, SIGTERM) }
+                // Each input has delivered results: every worker has made its onnxruntime session.
+                guard run.wait(timeout: 60, until: { out in ["a", "b", "c"].allSatisfy { out.contains("\"source\":\"\($0)\",\"plugin\":\"detect\"") } })
+                else { return }
+                threads = Self.workerThreads(of: run.pid)
+            }
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            let plan = try #require(r.stderr.split(separator: "\n").first { $0.contains("thread plan: ") }, "\(r.stderr)")
+            let cores = try #require(Int(plan.components(separatedBy: "thread plan: ")[1].prefix { $0.isNumber }))
+            // A worker runs onnxruntime's threads (its own and its pool's) and one of its own (its
+            // calls' reader): the inference threads are the rest.
+            #expect(threads.count == (share == "true" ? 1 : 3), "share=\(share): workers' threads \(threads)")
+            #expect(threads.map { $0 - 1 }.reduce(0, +) <= max(cores, threads.count), "share=\(share): \(threads) on \(cores) cores")
+        }
+    }
 }

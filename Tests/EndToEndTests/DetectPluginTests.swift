@@ -350,6 +350,48 @@ struct DetectPluginTests {
         #expect(compared >= 10 && found.values.joined().filter { $0.label.hasPrefix("FACE_") }.count >= 7, "\(found)")
     }
 
+    @Test("runtime=openvino: NudeNet's YOLOv8n on the corpus's photos finds what onnxruntime finds (f32: the same scores within 1e-3; OpenVINO's own precision, bf16 on this CPU, within 0.03), and says the runtime at start")
+    func openVINO() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.realModel), "no \(Self.realModel): run scripts/install-deps.sh")
+        try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let photos = Corpus.path("faces/images/640x480") + "/*.jpg"
+        func objects(_ extra: String) throws -> (CommandResult, [String: [Object]]) {
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(Self.realModel)\(extra)", "--input", photos, "--metrics-interval", "0"],
+                                         timeout: 120, environment: Self.python)
+            var found: [String: [Object]] = [:]
+            for e in r.events("result") {
+                guard let image = e["image"] as? String, let d = e["data"] as? [String: Any], let b = d["bounds"] as? [String: Double] else { continue }
+                found[image, default: []].append(Object(label: d["label"] as? String ?? "", confidence: d["confidence"] as? Double ?? -1,
+                                                        box: [b["x"]!, b["y"]!, b["width"]!, b["height"]!]))
+            }
+            return (r, found)
+        }
+        let (ort, reference) = try objects("")
+        #expect(ort.exitCode == 0, "\(ort.stderr)")
+        for (extra, score, pixels) in [(",runtime=openvino,precision=f32", 1e-3, 0.1), (",runtime=openvino", 0.03, 3.0)] {
+            let (r, found) = try objects(extra)
+            #expect(r.exitCode == 0, "\(extra): \(r.stderr)")
+            #expect(r.stderr.contains("OpenVINO (\(extra.hasSuffix("f32") ? "f32" : ""))") || (!extra.hasSuffix("f32") && r.stderr.contains("OpenVINO (")),
+                    "\(r.stderr)")
+            var compared = 0
+            for (image, want) in reference {
+                // A box at the threshold may be in one and not the other: those scored well above it must match.
+                let sure = want.filter { $0.confidence >= 0.25 + score * 2 }
+                let got = found[image] ?? []
+                for w in sure {
+                    let match = got.first { g in g.label == w.label && zip(g.box, w.box).allSatisfy { abs($0 - $1) <= pixels } }
+                    #expect(match.map { abs($0.confidence - w.confidence) <= score } == true, "\(extra) \(image): \(w) in \(got)")
+                    compared += 1
+                }
+            }
+            #expect(compared >= 5, "\(extra): \(compared) objects compared")
+        }
+        // Without OpenVINO in the Python: refused, naming it and how to install it.
+        let refused = try CVHostBinary.run(["run", "--plugin", "detect:model=\(Self.realModel),runtime=openvino", "--input", photos],
+                                           environment: ["CVHOST_PYTHON": "/usr/bin/python3"])
+        #expect(refused.exitCode == 16 && refused.stderr.contains("openvino"), "\(refused.stderr)")
+    }
+
     @Test("found by name and listed with every option; `cvhost plugins` lists it beside the shared objects")
     func listed() throws {
         let r = try CVHostBinary.run(["plugins", "detect"], environment: Self.python)

@@ -124,20 +124,25 @@ class Detect(cvhost.Plugin):
         cvhost.Option("top_k", int, 5, "classifiers: how many of the best labels are reported", min=1, max=1000),
         cvhost.Option("classify", cvhost.File, "", "a second stage: a classifier run on each object's box; its best label is added to the object"),
         cvhost.Option("classify_labels", cvhost.File, "", "the second stage's labels file (default: its own names)"),
-        cvhost.Option("threads", int, 0, "onnxruntime's threads for each instance; 0: cvhost's thread plan (the cores it may use "
+        cvhost.Option("threads", int, 0, "the runtime's threads for each instance; 0: cvhost's thread plan (the cores it may use "
                       "divided among every plugin instance of the run)", min=0, max=256),
+        cvhost.Option("runtime", str, "onnxruntime", "what runs the model: onnxruntime, or openvino (Intel's OpenVINO, PyPI's openvino: "
+                      "often faster on Intel CPUs)", choices=("onnxruntime", "openvino")),
+        cvhost.Option("precision", str, "auto", "runtime=openvino: auto (OpenVINO's choice: bf16 where the CPU computes in it, "
+                      "faster and a little less exact) or f32", choices=("auto", "f32")),
     )
 
     def __init__(self, options: dict[str, Any]) -> None:
         if not options["model"]:
             raise cvhost.OptionError("give the model to run: --plugin detect:model=FILE.onnx")
-        require("onnxruntime", "numpy", "cv2")
+        require("onnxruntime", "numpy", "cv2", *(("openvino",) if options["runtime"] == "openvino" else ()))
         import numpy
         import detect_decode
         import detect_prepare
         self.np, self.decode = numpy, detect_decode
         threads = options["threads"] or max(1, cores() // self.instance_count)
-        self.model = Model(options["model"], "model", threads, options["type"], options["size"], options["ssd_boxes"])
+        self.model = Model(options["model"], "model", threads, options["type"], options["size"], options["ssd_boxes"],
+                           options["runtime"], options["precision"])
         self.classes = Classes(self.model, options["labels"], "labels")
         self.wanted = self.classes.ids(options["classes"], "classes")
         self.confidence, self.iou = options["confidence"], options["iou"]
@@ -169,7 +174,8 @@ class Detect(cvhost.Plugin):
         if options["classify"]:
             if classifier:
                 raise cvhost.OptionError("classify= runs a classifier on each object a detector finds, and model= is a classifier itself")
-            second = Model(options["classify"], "classify", threads, "classify", "")
+            second = Model(options["classify"], "classify", threads, "classify", "", runtime=options["runtime"],
+                           precision=options["precision"])
             self.second = (second, Classes(second, options["classify_labels"], "classify_labels"),
                            detect_prepare.InputFormat(second, rgb, mean, std, options["pad"], "stretch"))
 
@@ -178,7 +184,8 @@ class Detect(cvhost.Plugin):
         classes = len(self.classes.names) or m.classes or "an unknown number of"
         fitted = f"letterbox on {pad}" if resize == "letterbox" else resize
         made = " (made by cvhost)" if self.scaled else ""
-        per = f"{threads} onnxruntime thread{'s' if threads > 1 else ''} for each of {self.instance_count} instance(s), {cores()} cores"
+        runtime = "onnxruntime" if m.compiled is None else f"OpenVINO ({m.precision})"
+        per = f"{threads} {runtime} thread{'s' if threads > 1 else ''} for each of {self.instance_count} instance(s), {cores()} cores"
         sys.stderr.write(f"detect: {os.path.basename(m.path)}: {m.type}, {classes} classes; input {m.width}x{m.height} {m.element} "
                          f"{'NCHW' if m.nchw else 'NHWC'} {'RGB' if rgb else 'BGR'}, {fitted}{made}; {per}\n")
 

@@ -11,7 +11,7 @@ import sysconfig
 import cvhost
 
 # The name each module is installed by.
-PACKAGES = {"onnxruntime": "onnxruntime", "numpy": "numpy", "cv2": "opencv-python-headless"}
+PACKAGES = {"onnxruntime": "onnxruntime", "numpy": "numpy", "cv2": "opencv-python-headless", "openvino": "openvino"}
 
 
 def require(*modules: str) -> None:

@@ -26,9 +26,11 @@ Printed: a row per way and N, then per way the most cameras that kept up. Runs o
 (never together: two cores). Needs scripts/install-deps.sh (the .venv-onnx with onnxruntime and
 NudeNet's model) and a release build (swift build -c release).
 
-    benchmarks/cameras.py [--counts 1,2,4,6,8] [--seconds 20] [--ways one,each,loop] [--instances N]
+    benchmarks/cameras.py [--counts 1,2,4,6,8] [--seconds 20] [--ways one,each,loop] [--instances N] [--runtime openvino]
 
 --instances N: the detect plugin's instances in cvhost (one process: shared by the cameras).
+--runtime openvino: cvhost's detect with runtime=openvino, the loops with OpenVINO's compiled model
+(both at OpenVINO's own precision for the CPU).
 
 """
 import argparse
@@ -53,10 +55,19 @@ RATE = 5.0
 
 LOOP = r"""
 import json, sys, time, cv2, numpy as np, onnxruntime as ort
-url, model, seconds, warmup, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-name = s.get_inputs()[0].name
+url, model, seconds, warmup, out, runtime = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
 size = 320
+if runtime == "openvino":
+    import openvino as ov
+    core = ov.Core()
+    m = core.read_model(model)
+    m.reshape({m.inputs[0].any_name: [1, 3, size, size]})
+    request = core.compile_model(m, "CPU", {"PERFORMANCE_HINT": "LATENCY"}).create_infer_request()
+    infer = lambda blob: request.infer({0: blob})[0]
+else:
+    s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    name = s.get_inputs()[0].name
+    infer = lambda blob: s.run(None, {name: blob})[0]
 cap = cv2.VideoCapture(url, cv2.CAP_FFMPEG)
 start = time.monotonic()
 reads = detections = 0
@@ -79,7 +90,7 @@ while True:
         top, left = (size - nh) // 2, (size - nw) // 2
         img = cv2.copyMakeBorder(img, top, size - nh - top, left, size - nw - left, cv2.BORDER_CONSTANT, value=(114, 114, 114))
         blob = np.ascontiguousarray(img[:, :, ::-1].transpose(2, 0, 1)[None], dtype=np.float32) / 255
-        o = s.run(None, {name: blob})[0][0].T
+        o = infer(blob)[0].T
         cls = o[:, 4:].argmax(1)
         score = o[np.arange(len(o)), 4 + cls]
         keep = score > 0.25
@@ -148,10 +159,11 @@ def server(path):
 
 
 INSTANCES = 1
+RUNTIME = "onnxruntime"
 
 
 def cvhost_command(urls, out):
-    cmd = [CVHOST, "run", "--plugin", f"detect:model={MODEL},max_fps={RATE:g},instances={INSTANCES}", "--track", "detect",
+    cmd = [CVHOST, "run", "--plugin", f"detect:model={MODEL},max_fps={RATE:g},instances={INSTANCES},runtime={RUNTIME}", "--track", "detect",
            "--line", "door=0.5,0.1 0.5,0.9", "--metrics-interval", "2", "--output", f"file:{out}", "--output", "-", "--results-only",
            "-q", "--reconnect"]
     for i, url in enumerate(urls):
@@ -245,7 +257,7 @@ def run_loops(urls, work, seconds):
         f.write(LOOP)
     for i, url in enumerate(urls):
         out = os.path.join(work, f"loop-{len(urls)}-{i}.json")
-        procs.append(subprocess.Popen([PYTHON, script, url, MODEL, str(seconds), str(WARMUP), out], stdout=subprocess.DEVNULL,
+        procs.append(subprocess.Popen([PYTHON, script, url, MODEL, str(seconds), str(WARMUP), out, RUNTIME], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True))
         outs.append(out)
     time.sleep(WARMUP)
@@ -278,16 +290,17 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--ways", default="one,each,loop")
     ap.add_argument("--instances", type=int, default=1)
+    ap.add_argument("--runtime", default="onnxruntime", choices=("onnxruntime", "openvino"))
     args = ap.parse_args()
-    global INSTANCES
-    INSTANCES = args.instances
+    global INSTANCES, RUNTIME
+    INSTANCES, RUNTIME = args.instances, args.runtime
     for need, what in [(CVHOST, "a release build: swift build -c release"), (MODEL, "scripts/install-deps.sh (NudeNet in .venv-onnx)"),
                        (VIDEO, "the corpus beside the project")]:
         if not os.path.exists(need):
             sys.exit(f"{need} is missing: {what}")
     counts = [int(c) for c in args.counts.split(",")]
     ways = args.ways.split(",")
-    names = {"one": "cvhost, one process", "each": "cvhost, a process each", "loop": "plain loops (cv2 + onnxruntime)"}
+    names = {"one": "cvhost, one process", "each": "cvhost, a process each", "loop": f"plain loops (cv2 + {args.runtime})"}
     work = tempfile.mkdtemp(prefix="cvhost-cameras-")
     rows, best = [], {}
     try:

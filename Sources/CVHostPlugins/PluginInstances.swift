@@ -36,6 +36,22 @@ protocol PluginInstances: AnyObject, Sendable {
     var isQuarantined: Bool { get }
 }
 
+/// A plugin's instances where its configuration says they run: in cvhost's process, or in worker
+/// processes (whose events, plugin.crashed..., go to `report`). `source`: the input whose lines
+/// they write (nil: shared by every input).
+func makeInstances(plugin: PluginInfo, configuration c: PluginConfiguration, source: String?, index: Int, label: String,
+                   report: @escaping @Sendable (JSONObject) -> Void) throws -> PluginInstances {
+    switch c.isolation {
+    case .none:
+        return try InProcessInstances(plugin: plugin, configuration: c, source: source, index: index, label: label)
+    case .process:
+        return try IsolatedInstances(
+            plugin: plugin, configuration: c, source: source, index: index, label: label,
+            limits: .init(callTimeoutMs: c.timeoutMs, startTimeoutMs: 6 * c.timeoutMs, maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
+            report: report)
+    }
+}
+
 /// What became of a call into a plugin.
 enum PluginCallOutcome {
     /// It returned `status` (0 or a negative errno), having emitted `lines`.

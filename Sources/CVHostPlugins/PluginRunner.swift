@@ -83,19 +83,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         output = VideoDataOutput(plugin: plugin, configuration: configuration, label: label, queueDepth: queueDepth,
                                  backpressure: backpressure)
         failures = RepeatedWarning(source: label)
-        switch configuration.isolation {
-        case _ where shared != nil:
-            instances = shared!.lane()
-        case .none:
-            instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label)
-        case .process:
-            let c = configuration
-            instances = try IsolatedInstances(
-                plugin: plugin, configuration: c, source: source, index: index, label: label,
-                limits: .init(callTimeoutMs: c.timeoutMs, startTimeoutMs: 6 * c.timeoutMs,
-                              maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
-                report: { [sink] in sink.write($0) })
-        }
+        instances = try shared?.lane()
+            ?? makeInstances(plugin: plugin, configuration: configuration, source: source, index: index, label: label,
+                             report: { [sink] in sink.write($0) })
         // Frames of the plugin's own size and format, when its instances asked for them in create().
         if let request = instances.frameRequest {
             output.scaling = request.scaling

@@ -29,16 +29,7 @@ public final class SharedInstances: Sendable {
     public init(plugin: PluginInfo, configuration: PluginConfiguration, index: Int, label: String,
                 report: @escaping @Sendable (JSONObject) -> Void) throws {
         self.configuration = configuration
-        switch configuration.isolation {
-        case .none:
-            instances = try InProcessInstances(plugin: plugin, configuration: configuration, source: nil, index: index, label: label)
-        case .process:
-            let c = configuration
-            instances = try IsolatedInstances(
-                plugin: plugin, configuration: c, source: nil, index: index, label: label,
-                limits: .init(callTimeoutMs: c.timeoutMs, startTimeoutMs: 6 * c.timeoutMs, maxRSSBytes: UInt64(c.maxRSSMB) * 1_048_576),
-                report: report)
-        }
+        instances = try makeInstances(plugin: plugin, configuration: configuration, source: nil, index: index, label: label, report: report)
         lanes = FairLanes(count: instances.count)
     }
 

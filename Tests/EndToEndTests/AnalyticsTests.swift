@@ -10,9 +10,10 @@ struct AnalyticsTests {
     static let folder = TestFolders.make("analytics")
     static let python = ["CVHOST_PYTHON": "/usr/bin/python3"]
 
-    /// A plugin whose one box walks right across a 320x240 frame, 10 pixels a frame.
-    static func walker() throws -> String {
-        let path = folder + "/walker.py"
+    /// A plugin whose one box walks right across a 320x240 frame, 10 pixels a frame; with `lap`,
+    /// from the left again every `lap` frames.
+    static func walker(lap: Int? = nil) throws -> String {
+        let path = folder + (lap.map { "/walker-\($0).py" } ?? "/walker.py")
         try """
             import cvhost
 
@@ -22,7 +23,7 @@ struct AnalyticsTests {
                 pixel_formats = ("gray8",)
 
                 def process(self, frame):
-                    x = 20 + 10 * frame.sequence
+                    x = 20 + 10 * \(lap.map { "(frame.sequence % \($0))" } ?? "frame.sequence")
                     self.emit("object", {"label": "person", "confidence": 0.9,
                                          "bounds": {"x": x, "y": 100, "width": 30, "height": 60}})
                     if frame.sequence == 3:

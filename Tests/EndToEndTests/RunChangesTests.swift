@@ -223,19 +223,7 @@ struct RunChangesTests {
     func drawnInTheLiveView() throws {
         let port = freeLoopbackPort()
         // A walker that goes round: right across the picture at 10 px a frame (5 frames a second), then from the left again.
-        let plugin = AnalyticsTests.folder + "/walker_loop.py"
-        try """
-            import cvhost
-
-            class Walker(cvhost.Plugin):
-                api_version = (1, 0)
-                name = "walker"
-                pixel_formats = ("gray8",)
-
-                def process(self, frame):
-                    x = 20 + 10 * (frame.sequence % 30)
-                    self.emit("object", {"label": "person", "confidence": 0.9, "bounds": {"x": x, "y": 100, "width": 30, "height": 60}})
-            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        let plugin = try AnalyticsTests.walker(lap: 30)
         /// Where a frame's pixel is on the screen, for a click.
         func at(_ x: Int, _ y: Int) -> String {
             "(() => { if (!frame) return null; const m = document.getElementById('overlay').getScreenCTM(); return [m.a * \(x) + m.e, m.d * \(y) + m.f]; })()"

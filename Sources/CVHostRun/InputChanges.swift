@@ -42,15 +42,19 @@ final class InputChanges: Sendable {
             inputs.release(id)
             throw error
         }
+        // Until the input is added: what was made for it let go, its name free again.
+        let undo = { [inputs, plugins, rules] in
+            inputs.release(id)
+            _ = plugins.discard(runners)
+            rules.forget(runners)
+        }
         do {
             opened = try InputStage.open(spec, settings: settings, firstCamera: nil, onSkip: { [lines = outputs.lines] path, reason in
                 Log.warning("skipped \(path): \(reason)", source: id)
                 lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
             })
         } catch {
-            inputs.release(id)
-            _ = plugins.discard(runners)
-            rules.forget(runners)
+            undo()
             throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
         }
         // The new input opened: the old one of that name ends now (its final lines), then the new one starts.
@@ -58,9 +62,7 @@ final class InputChanges: Sendable {
             do {
                 try removeNow(replacing, by: origin)
             } catch {
-                inputs.release(id)
-                _ = plugins.discard(runners)
-                rules.forget(runners)
+                undo()
                 throw error
             }
         }
@@ -70,15 +72,11 @@ final class InputChanges: Sendable {
             source = try SourceRun(id: id, spec: spec, device: opened.0, session: session, runners: runners, lines: outputs.lines, deviceSettings: opened.1,
                                    frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence)
         } catch {
-            inputs.release(id)
-            _ = plugins.discard(runners)
-            rules.forget(runners)
+            undo()
             throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
         }
         guard outputs.lines.opened() else {
-            inputs.release(id)
-            _ = plugins.discard(runners)
-            rules.forget(runners)
+            undo()
             throw CommandRefusal(409, "the run is ending: no input can be added")
         }
         stop.add(session)

@@ -40,11 +40,15 @@ extension LiveCommands {
         return r
     }
 
-    /// Every input (or the one called `name`), as it is now.
-    func inputList(_ o: [String: CommandValue]) -> JSONObject {
+    /// Every input (or the one called `name`: 404 when there is none), as it is now.
+    func inputList(_ o: [String: CommandValue]) throws -> JSONObject {
         let name = o["name"]?.string
+        let listed = inputs.all.filter { name == nil || $0.id == name }
+        if let name, listed.isEmpty {
+            throw CommandRefusal(404, "no input named \(name): " + (inputs.all.isEmpty ? "the run has no input" : "the run's inputs are \(inputs.all.map(\.id).joined(separator: ", "))"))
+        }
         var r = JSONObject()
-        r.set("inputs", array: inputs.all.filter { name == nil || $0.id == name }.map(describe))
+        r.set("inputs", array: listed.map(describe))
         r.set("max_inputs", inputs.limit)
         return r
     }

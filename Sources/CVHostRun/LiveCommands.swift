@@ -94,7 +94,7 @@ package final class LiveCommands: Sendable {
             case "set_plugin": result = try setPlugin(object, origin: origin)
             case "reload": result = try reload(object)
             case "get_controls": result = controls()
-            case "get_inputs": result = inputList(object)
+            case "get_inputs": result = try inputList(object)
             case "add_input":
                 result = try addInput(object, origin: origin)
                 status = 201

@@ -84,6 +84,8 @@ struct RunChangesTests {
             }
             for name in ["f1", "f2", "f3", "f4", "t2"] { answers["-" + name] = try? Self.send(port, "DELETE", "/inputs/\(name)") }
             answers["again"] = try? Self.send(port, "DELETE", "/inputs/t2")
+            answers["get gone"] = try? Self.send(port, "GET", "/inputs/t2")
+            answers["get base"] = try? Self.send(port, "GET", "/inputs/base")
             usleep(1_500_000)  // dispatch's idle threads end
             after = Self.holdings(run.pid)
             stdoutDuring = run.stdout
@@ -99,7 +101,8 @@ struct RunChangesTests {
         #expect(answers["form"]?.0 == 415)
         #expect(answers["change"]?.0 == 200, "\(answers["change"].map { "\($0)" } ?? "")")
         for name in ["r1", "t1", "r2", "f1", "f2", "f3", "f4", "t2"] { #expect(answers["-" + name]?.0 == 200, "\(name): \(answers["-" + name].map { "\($0)" } ?? "")") }
-        #expect(answers["again"]?.0 == 404)
+        #expect(answers["again"]?.0 == 404 && answers["get gone"]?.0 == 404)
+        #expect(((answers["get base"]?.1["result"] as? [String: Any])?["inputs"] as? [[String: Any]])?.map { $0["name"] as? String } == ["base"])
         let listed = (answers["list"]?.1["result"] as? [String: Any])?["inputs"] as? [[String: Any]] ?? []
         #expect(listed.compactMap { $0["name"] as? String }.sorted() == ["base", "f1", "f2", "f3", "f4", "t2"], "\(listed)")
 

@@ -238,17 +238,25 @@ struct RunChangesTests {
                                      withStdin: false) { run in
             defer { kill(run.pid, SIGTERM) }
             guard run.wait(timeout: 120, until: { $0.contains("\"event\":\"track.started\"") }) else { return }
+            // Each click is checked to have landed (the page may move under a busy machine: then it is clicked again).
+            let drawn = "(typeof drawing !== 'undefined' && drawing ? drawing.points.length : -1)"
             seen = PageProbe.steps("http://127.0.0.1:\(port)/", [
                 ["wait": "typeof frame !== 'undefined' && frame !== null && frame.width === 320"],
-                ["click": PageProbe.centre(of: "draw-line")],
-                ["click": at(250, 10)], ["click": at(250, 230)],
+                ["click": PageProbe.centre(of: "draw-line"), "then": "\(drawn) === 0"],
+                ["click": at(250, 10), "then": "\(drawn) === 1"], ["click": at(250, 230), "then": "\(drawn) === 2"],
                 ["wait": "!document.getElementById('draw-save').disabled && (window.lineDrawn = document.getElementById('draw-points').textContent)"],
-                ["click": PageProbe.centre(of: "draw-name")], ["type": "door"], ["click": PageProbe.centre(of: "draw-save")],
+                ["click": PageProbe.centre(of: "draw-name"), "then": "document.activeElement.id === 'draw-name'"], ["type": "door"],
+                ["wait": "document.getElementById('draw-name').value === 'door'"],
+                ["click": PageProbe.centre(of: "draw-save"), "then": "drawing === null || document.getElementById('draw-save').disabled"],
                 ["wait": "\(counts).includes('door: in')"],
-                ["click": PageProbe.centre(of: "draw-zone")],
-                ["click": at(200, 20)], ["click": at(310, 20)], ["click": at(310, 220)], ["click": at(200, 220)], ["click": at(201, 21)],
+                ["click": PageProbe.centre(of: "draw-zone"), "then": "\(drawn) === 0"],
+                ["click": at(200, 20), "then": "\(drawn) === 1"], ["click": at(310, 20), "then": "\(drawn) === 2"],
+                ["click": at(310, 220), "then": "\(drawn) === 3"], ["click": at(200, 220), "then": "\(drawn) === 4"],
+                ["click": at(201, 21), "then": "drawing && drawing.closed"],
                 ["wait": "!document.getElementById('draw-save').disabled && (window.zoneDrawn = document.getElementById('draw-points').textContent)"],
-                ["click": PageProbe.centre(of: "draw-name")], ["type": "bay"], ["click": PageProbe.centre(of: "draw-save")],
+                ["click": PageProbe.centre(of: "draw-name"), "then": "document.activeElement.id === 'draw-name'"], ["type": "bay"],
+                ["wait": "document.getElementById('draw-name').value === 'bay'"],
+                ["click": PageProbe.centre(of: "draw-save"), "then": "drawing === null || document.getElementById('draw-save').disabled"],
                 ["wait": "\(counts).includes('door: in 1') && \(counts).includes('bay: ') && ({ line: window.lineDrawn, zone: window.zoneDrawn, counts: \(counts) })"],
             ], timeout: 180)
         }

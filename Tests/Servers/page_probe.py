@@ -9,9 +9,11 @@ drawn over as results arrive).
     page_probe.py URL STEPS [TIMEOUT]
 
 STEPS is a JSON list of what a user does, in order, each within what is left of TIMEOUT:
-{"wait": EXPRESSION} (until true), {"click": EXPRESSION} (a mouse click, pressed and released, at
-the [x, y] the expression gives, in the page's CSS pixels: Input.dispatchMouseEvent), {"type":
-TEXT} (typed into what has the focus: Input.insertText). The value printed is the last wait's;
+{"wait": EXPRESSION} (until true), {"click": EXPRESSION, "then": CHECK} (a mouse click, pressed and
+released, at the [x, y] the expression gives, in the page's CSS pixels: Input.dispatchMouseEvent;
+with "then", clicked again, at the place asked anew, until CHECK is true: a page that moved between
+the asking and the click, as a busy page may, is clicked where its element now is), {"type": TEXT}
+(typed into what has the focus: Input.insertText). The value printed is the last wait's;
 when a step never comes true, {"failed": "step N: ...", "page": the page's text} instead.
 """
 import json
@@ -79,12 +81,25 @@ try:
                 value = failed(n, step) if len(steps) > 1 else None
                 break
         elif "click" in step:
-            point = until(step["click"])
-            if point is None:
+            landed = False
+            for attempt in range(5):
+                point = until(step["click"])
+                if point is None:
+                    break
+                for kind in ("mousePressed", "mouseReleased"):
+                    call("Input.dispatchMouseEvent", {"type": kind, "x": point[0], "y": point[1], "button": "left", "clickCount": 1})
+                if "then" not in step:
+                    landed = True
+                    break
+                settle = time.monotonic() + 2
+                while time.monotonic() < min(settle, deadline) and not evaluate(step["then"]):
+                    time.sleep(0.1)
+                if evaluate(step["then"]):
+                    landed = True
+                    break
+            if not landed:
                 value = failed(n, step)
                 break
-            for kind in ("mousePressed", "mouseReleased"):
-                call("Input.dispatchMouseEvent", {"type": kind, "x": point[0], "y": point[1], "button": "left", "clickCount": 1})
         elif "type" in step:
             call("Input.insertText", {"text": step["type"]})
     ws.close()

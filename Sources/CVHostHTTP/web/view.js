@@ -596,10 +596,14 @@ function drawDrawing(svg) {
 async function saveDrawing() {
   const name = $('draw-name').value.trim();
   if (!/^[a-z0-9_-]+$/.test(name)) { $('draw-hint').textContent = 'a name of a-z, 0-9, _ and - (door, bay-2)'; return; }
+  // Once: a second click while it is being saved sends nothing more.
+  $('draw-save').disabled = true;
   const ok = await change('PUT', `${drawing.kind}s/${encodeURIComponent(name)}`, { points: drawing.points, input: current });
   if (ok) {
     stopDrawing();
     $('draw-name').value = '';
+  } else {
+    $('draw-save').disabled = !drawingDone();
   }
 }
 

@@ -104,30 +104,18 @@ final class HTTPRouter: Sendable {
             }
         case (.GET, "/inputs"), (.POST, "/inputs"):
             let command = head.method == .GET ? "get_inputs" : "add_input"
-            answer(on: head.method == .GET ? work : changes) { [service] in
-                let answer = service.command(command, target: nil, body: body)
-                respond(.json(answer.status, answer.json))
-            }
+            forward(command, target: nil, body: body, on: head.method == .GET ? work : changes, respond)
         case (let method, _) where path.hasPrefix("/inputs/") && [.GET, .PUT, .DELETE].contains(method):
             let target = String(path.dropFirst("/inputs/".count)).removingPercentEncoding ?? ""
             let command = head.method == .GET ? "get_inputs" : head.method == .PUT ? "change_input" : "remove_input"
-            answer(on: head.method == .GET ? work : changes) { [service] in
-                let answer = service.command(command, target: target, body: body)
-                respond(.json(answer.status, answer.json))
-            }
+            forward(command, target: target, body: body, on: head.method == .GET ? work : changes, respond)
         case (.GET, "/analytics"):
-            answer(on: work) { [service] in
-                let answer = service.command("get_analytics", target: nil, body: body)
-                respond(.json(answer.status, answer.json))
-            }
+            forward("get_analytics", target: nil, body: body, on: work, respond)
         case (let method, _) where (method == .PUT || method == .DELETE) && Self.analyticsKind(path) != nil:
             let kind = Self.analyticsKind(path)!
             let target = String(path.dropFirst(kind.count + 3)).removingPercentEncoding ?? ""
             let command = (method == .PUT ? "set_" : "remove_") + kind
-            answer(on: changes) { [service] in
-                let answer = service.command(command, target: target, body: body)
-                respond(.json(answer.status, answer.json))
-            }
+            forward(command, target: target, body: body, on: changes, respond)
         case (.GET, "/events"):
             Self.startStream(head, on: channel, contentType: "text/event-stream")
             events.add(channel)
@@ -180,6 +168,16 @@ final class HTTPRouter: Sendable {
     static func analyticsKind(_ path: String) -> String? {
         for kind in ["zone", "line", "track"] where path.hasPrefix("/\(kind)s/") && path.count > kind.count + 3 { return kind }
         return nil
+    }
+
+    /// A route that stands for a command (`/inputs`, `/analytics`, `/zones`...): the run carries it
+    /// out on `queue`, and its answer is the response.
+    private func forward(_ command: String, target: String?, body: [UInt8], on queue: DispatchQueue,
+                         _ respond: @escaping @Sendable (HTTPReply) -> Void) {
+        answer(on: queue) { [service] in
+            let answer = service.command(command, target: target, body: body)
+            respond(.json(answer.status, answer.json))
+        }
     }
 
     private func answer(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {

@@ -55,7 +55,7 @@ final class InputChanges: Sendable {
             })
         } catch {
             undo()
-            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+            throw Self.unopened(id, error)
         }
         // The new input opened: the old one of that name ends now (its final lines), then the new one starts.
         if let replacing {
@@ -73,7 +73,7 @@ final class InputChanges: Sendable {
                                    frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence)
         } catch {
             undo()
-            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+            throw Self.unopened(id, error)
         }
         guard outputs.lines.opened() else {
             undo()
@@ -94,7 +94,7 @@ final class InputChanges: Sendable {
             Log.error((error as? CaptureError)?.message ?? "\(error)", source: id)
             source.report.abandon(reason: .error, framesCaptured: 0)
             finishRemoval(source)
-            throw CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+            throw Self.unopened(id, error)
         }
         Log.info("input \(id) added (\(runners.map(\.output.label).joined(separator: ", ")))", source: id)
         return source
@@ -110,6 +110,11 @@ final class InputChanges: Sendable {
 
     /// Where changes made while running are kept (--state), if anywhere.
     var state: RunStateFile? { settings.state }
+
+    /// An input that could not be opened or started: 422 with the opener's own error.
+    private static func unopened(_ id: String, _ error: Error) -> CommandRefusal {
+        CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+    }
 
     /// The run's plugins' names, in the order of the --plugin flags.
     var pluginNames: [String] { plugins.found.map(\.plugin.name) }

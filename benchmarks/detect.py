@@ -2,6 +2,7 @@
 """The detect plugin against the plain loop a user writes for the same model, on one video file.
 
     benchmarks/detect.py [--sizes 320,640] [--repeat 3] [--loops 3]
+    benchmarks/detect.py --batches 1,2,4,8 [--seconds 3]
 
 Model: NudeNet's trained YOLOv8n (its PyPI wheel carries 320n.onnx; scripts/make-onnx-venv.sh puts
 it in .venv-onnx), fed at each size. Video: the corpus's faces_1280x720.mp4 (people), played
@@ -14,6 +15,11 @@ Printed per size: frames per second (wall time of the whole command, start-up in
 --repeat runs, alternating), the ratio to the loop in the same run, CPU ms per frame, and how each
 frame's time splits inside the plugin (CVHOST_DETECT_TIMING=1: its means of preparing the input,
 session.run, and decoding the outputs; `pre+post` is their share of session.run's time).
+
+--batches: the model alone at 320, run on N frames at once (what the detect plugin's process_batch
+does with the frames of several cameras, `batch=N`), with onnxruntime and, where installed,
+OpenVINO (a compiled model for each N), threads = the cores: ms per frame, and the ratio to one
+frame a run, over --seconds of runs each after three to warm up. This chose the default `batch`.
 """
 import argparse
 import os
@@ -76,16 +82,64 @@ print(frames, objects, run_s / max(frames, 1) * 1e3)
 """
 
 
+BATCHES = r"""
+import sys, time, numpy as np
+model, sizes, cores, seconds = sys.argv[1], [int(n) for n in sys.argv[2].split(",")], int(sys.argv[3]), float(sys.argv[4])
+def timed(run, n):
+    x = np.random.default_rng(0).random((n, 3, 320, 320), dtype=np.float32)
+    for _ in range(3):
+        run(x)
+    start, frames = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        run(x)
+        frames += n
+    return (time.perf_counter() - start) / frames * 1e3
+import onnxruntime as ort
+o = ort.SessionOptions()
+o.intra_op_num_threads, o.inter_op_num_threads = cores, 1
+o.add_session_config_entry("session.intra_op.allow_spinning", "0")
+s = ort.InferenceSession(model, sess_options=o, providers=["CPUExecutionProvider"])
+for n in sizes:
+    print("onnxruntime", n, timed(lambda x: s.run(None, {"images": x}), n), flush=True)
+try:
+    import openvino as ov
+except ImportError:
+    sys.exit(0)
+core = ov.Core()
+for n in sizes:
+    m = core.read_model(model)
+    m.reshape({"images": [n, 3, 320, 320]})
+    request = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": cores, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}).create_infer_request()
+    print("openvino", n, timed(lambda x: request.infer({0: x}), n), flush=True)
+"""
+
+
+def batches(model, sizes, seconds):
+    cores = len(os.sched_getaffinity(0))
+    out = subprocess.run([PYTHON, "-c", BATCHES, model, sizes, str(cores), str(seconds)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(out.stderr)
+    print(f"NudeNet's YOLOv8n at 320, {cores} threads, {seconds:g} s of runs each: ms per frame (vs one frame a run)")
+    alone = {}
+    for runtime, n, ms in (line.split() for line in out.stdout.strip().split("\n")):
+        alone.setdefault(runtime, float(ms))
+        print(f"  {runtime:12} batch {n:>2}: {float(ms):6.2f} ms   {alone[runtime] / float(ms):4.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="320,640")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--loops", type=int, default=3, help="times the 90-frame video is played")
+    ap.add_argument("--batches", help="the model alone on N frames a run, e.g. 1,2,4,8")
+    ap.add_argument("--seconds", type=float, default=3, help="--batches: seconds of runs for each N")
     a = ap.parse_args()
     model = subprocess.run([PYTHON, "-c", "import nudenet, os; print(os.path.dirname(nudenet.__file__) + '/320n.onnx')"],
                            capture_output=True, text=True).stdout.strip()
     if not os.path.exists(model):
         sys.exit(f"NudeNet's model is not in {PYTHON}'s packages: run scripts/install-deps.sh (it makes .venv-onnx)")
+    if a.batches:
+        return batches(model, a.batches, a.seconds)
     if not os.path.exists(CVHOST):
         sys.exit(f"no cvhost build at {CVHOST}: run swift build -c release first (or set CVHOST)")
     cores = len(os.sched_getaffinity(0))

@@ -5,7 +5,7 @@ import CVHostPluginABI
 /// memory (cvhost's pooled pixel buffers, a camera's exported buffers) goes as it is: the worker
 /// is sent each piece of memory once and maps it, and later frames in it cost no copy. Any other
 /// frame is copied once into the instance's slot (one for the frame, one for the full frame beside
-/// it, when the plugin asked for both). Memory cvhost has released is forgotten by the worker the
+/// it, when the plugin asked for both; a pair for each frame of a batch). Memory cvhost has released is forgotten by the worker the
 /// next time new memory is sent, so the worker holds no more than cvhost does.
 ///
 /// Used only from the instance's delivery worker thread.
@@ -14,7 +14,8 @@ final class FrameTransfer {
     enum Slot: Int {
         case frame = 0, full
     }
-    private var slots: [FrameSlot?] = [nil, nil]
+    /// By a frame's place in its call (0 but in a batch) and Slot.
+    private var slots: [Int: FrameSlot] = [:]
     /// What the current worker process has mapped, by id (SharedMemory.exists tells what was released since).
     private var sent: Set<UInt64> = []
     /// The worker process the memory was sent to.
@@ -32,10 +33,11 @@ final class FrameTransfer {
     /// - Parameters:
     ///   - generation: the worker process's (a new process has nothing mapped).
     ///   - slot: where a copy goes (the frame's memory is remembered, for ordered(), only for `.frame`).
+    ///   - position: the frame's place in a batch (each has slots of its own).
     /// - Returns: how the frame went, and its planes' memory ids; nil when the worker is gone.
     /// - Throws: `PluginLoadError` when no shared memory can be had for a copy.
     func prepare(_ frame: inout cvhost_frame, pixels: PixelBuffer, channel: WorkerChannel,
-                 generation: UInt64, slot which: Slot = .frame) throws(PluginLoadError) -> (way: Way, memory: [UInt64])? {
+                 generation: UInt64, slot which: Slot = .frame, position: Int = 0) throws(PluginLoadError) -> (way: Way, memory: [UInt64])? {
         if generation != self.generation {
             sent = []
             self.generation = generation
@@ -56,7 +58,7 @@ final class FrameTransfer {
             }
         } else {
             way = .copied
-            let slot = try slot(which, for: frame)
+            let slot = try slot(position * 2 + which.rawValue, for: frame)
             slot.copy(into: &frame)
             memory = Array(repeating: slot.memory, count: count)
         }
@@ -69,11 +71,11 @@ final class FrameTransfer {
     }
 
     /// The slot, replaced by a larger one when the frame does not fit.
-    private func slot(_ which: Slot, for frame: cvhost_frame) throws(PluginLoadError) -> FrameSlot {
+    private func slot(_ key: Int, for frame: cvhost_frame) throws(PluginLoadError) -> FrameSlot {
         let needed = FrameSlot.bytes(for: frame)
-        if let slot = slots[which.rawValue], slot.memory.size >= needed { return slot }
+        if let slot = slots[key], slot.memory.size >= needed { return slot }
         let made = try FrameSlot(size: max(needed, 64 * 1024))
-        slots[which.rawValue] = made
+        slots[key] = made
         return made
     }
 

@@ -23,6 +23,8 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
     let supervisors: [WorkerSupervisor]
     private let label: String
     private let results: WorkerCall.Results
+    /// The plugin takes several frames in one call (process_batch).
+    private let takesBatches: Bool
 
     /// Each lane's call in progress.
     private let calls: Locked<[PluginCall?]>
@@ -46,6 +48,7 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
          limits: WorkerSupervisor.Limits, report: @escaping @Sendable (JSONObject) -> Void) throws {
         count = configuration.instances
         self.label = label
+        takesBatches = plugin.takesBatches
         results = WorkerCall.Results(source: source ?? "", plugin: plugin.name, pluginIndex: index, invalid: RepeatedWarning(source: label))
         calls = Locked(Array(repeating: nil, count: count))
         lanes = (0..<count).map { _ in Lane() }
@@ -105,29 +108,56 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
                  stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome {
-        let (supervisor, c) = route(i)
-        guard let w = supervisor.liveWorker() else { return .dropped(supervisor.droppedReason) }
-        lanes[i].lastStamp = stamp
+        processBatch(lane: i, [FrameCall(frame: frame, pixels: pixels, full: full, stamp: stamp, source: source)])[0]
+    }
+
+    /// One message for all the frames when the plugin takes batches (process_batch), else one each.
+    func processBatch(lane i: Int, _ frames: [FrameCall]) -> [PluginCallOutcome] {
+        if frames.count > 1 && !takesBatches {
+            return frames.flatMap { processBatch(lane: i, [$0]) }
+        }
+        let supervisor = route(i).supervisor
+        let sequence = frames.first?.frame.sequence
+        guard let w = supervisor.liveWorker() else { return frames.map { _ in .dropped(supervisor.droppedReason) } }
+        lanes[i].lastStamp = frames.last?.stamp
         do {
-            let transfer = lanes[i].transfer
-            guard let (way, memory) = try transfer.prepare(&frame, pixels: pixels, channel: w.channels[c], generation: w.generation)
-            else { return supervisor.failed(w, .closed, "process", frame.sequence) }
-            switch way {
-            case .shared: sharedFrames.add(1, ordering: .relaxed)
-            case .copied: copiedFrames.add(1, ordering: .relaxed)
+            var messages: [WorkerMessage.FrameMessage] = []
+            for (position, call) in frames.enumerated() {
+                guard let message = try placed(call, position: position, lane: i, on: w) else {
+                    let failed = supervisor.failed(w, .closed, "process", sequence)
+                    return frames.map { _ in failed }
+                }
+                messages.append(message)
             }
-            var message = WorkerMessage.FrameMessage(memory: memory, frame: frame)
-            if let full, var fullFrame = frame.full?.pointee {
-                guard let (_, fullMemory) = try transfer.prepare(&fullFrame, pixels: full, channel: w.channels[c], generation: w.generation,
-                                                                 slot: .full)
-                else { return supervisor.failed(w, .closed, "process", frame.sequence) }
-                message.full = .init(memory: fullMemory, frame: fullFrame)
-            }
-            return call(i, on: w, .process(message), "process", frame.sequence, stamp, source: source)
+            let message: WorkerMessage = messages.count == 1 ? .process(messages[0]) : .processBatch(messages)
+            return call(i, on: w, message, "process", sequence, answers: frames.map { ($0.stamp, $0.source) })
         } catch {
             Log.error("\(error)", source: label)
-            return .dropped(supervisor.droppedReason)
+            return frames.map { _ in .dropped(supervisor.droppedReason) }
         }
+    }
+
+    /// `call`'s frame (and full frame) where worker `w` reads it: its memory sent, or a copy made in
+    /// the slots of its place in the batch. nil when the worker is gone.
+    private func placed(_ call: FrameCall, position: Int, lane i: Int, on w: WorkerProcess) throws(PluginLoadError)
+        -> WorkerMessage.FrameMessage? {
+        var frame = call.frame
+        let channel = w.channels[route(i).channel], transfer = lanes[i].transfer
+        guard let (way, memory) = try transfer.prepare(&frame, pixels: call.pixels, channel: channel, generation: w.generation,
+                                                       position: position)
+        else { return nil }
+        switch way {
+        case .shared: sharedFrames.add(1, ordering: .relaxed)
+        case .copied: copiedFrames.add(1, ordering: .relaxed)
+        }
+        var message = WorkerMessage.FrameMessage(memory: memory, frame: frame)
+        if let full = call.full, var fullFrame = frame.full?.pointee {
+            guard let (_, fullMemory) = try transfer.prepare(&fullFrame, pixels: full, channel: channel, generation: w.generation,
+                                                             slot: .full, position: position)
+            else { return nil }
+            message.full = .init(memory: fullMemory, frame: fullFrame)
+        }
+        return message
     }
 
     func ordered(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome {
@@ -170,24 +200,41 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         return o
     }
 
-    /// One call on lane `i`, shown in `currentCalls` while it lasts; a failure is the supervisor's to handle.
+    /// One call on lane `i` answered once, its results of the frame `stamp`.
     private func call(_ i: Int, on w: WorkerProcess, _ message: WorkerMessage, _ callback: String, _ sequence: UInt64?,
-                      _ stamp: HostServices.FrameStamp?, source: String? = nil) -> PluginCallOutcome {
-        let results = source.map { WorkerCall.Results(source: $0, plugin: self.results.plugin, pluginIndex: self.results.pluginIndex,
-                                                      invalid: self.results.invalid) } ?? self.results
+                      _ stamp: HostServices.FrameStamp?) -> PluginCallOutcome {
+        call(i, on: w, message, callback, sequence, answers: [(stamp, nil)])[0]
+    }
+
+    /// One call on lane `i`, answered once for each of `answers` (a frame, and the input its results
+    /// name: nil, this instances' own), shown in `currentCalls` while it lasts; a failure is the
+    /// supervisor's to handle.
+    private func call(_ i: Int, on w: WorkerProcess, _ message: WorkerMessage, _ callback: String, _ sequence: UInt64?,
+                      answers: [(stamp: HostServices.FrameStamp?, source: String?)]) -> [PluginCallOutcome] {
+        let answers = answers.map { stamp, source in
+            (stamp, source.map { WorkerCall.Results(source: $0, plugin: results.plugin, pluginIndex: results.pluginIndex,
+                                                    invalid: results.invalid) } ?? results)
+        }
         let (supervisor, c) = route(i)
         let since = HostClock.monotonicNs()
         calls.withLock { $0[i] = PluginCall(callback: callback, sequence: sequence, sinceNs: since) }
         defer { calls.withLock { $0[i] = nil } }
         let maxRSS = supervisor.limits.maxRSSBytes
         let overLimit: (() -> UInt64?)? = maxRSS == 0 ? nil : { w.residentBytes.flatMap { $0 > maxRSS ? $0 : nil } }
-        switch WorkerCall.make(message, on: w.channels[c], timeoutMs: supervisor.limits.callTimeoutMs, startedNs: since, stamp: stamp,
-                               results: results, memoryOverLimit: overLimit) {
-        case .done(let status, let lines):
-            supervisor.checkMemory(w, sequence)
-            return .returned(status: status, lines: lines)
-        case .failed(let failure):
-            return supervisor.failed(w, failure, callback, sequence)
+        let outcomes = WorkerCall.make(message, on: w.channels[c], timeoutMs: supervisor.limits.callTimeoutMs, startedNs: since,
+                                       answers: answers, memoryOverLimit: overLimit)
+        // The first failure is the supervisor's (it restarts the worker once); the frames after it share its outcome.
+        var failed: PluginCallOutcome?
+        let answered = outcomes.map { outcome -> PluginCallOutcome in
+            switch outcome {
+            case .done(let status, let lines):
+                return .returned(status: status, lines: lines)
+            case .failed(let failure):
+                if failed == nil { failed = supervisor.failed(w, failure, callback, sequence) }
+                return failed!
+            }
         }
+        if failed == nil { supervisor.checkMemory(w, sequence) }
+        return answered
     }
 }

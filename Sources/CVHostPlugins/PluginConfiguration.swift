@@ -24,6 +24,15 @@ public struct PluginConfiguration: Sendable {
     /// Whether the inputs of a run share this plugin's instances (`share`): true, false, or nil for
     /// the default (shared when the plugin can be: SharedInstances.canShare).
     public let share: Bool?
+    /// Shared instances: the most frames of several inputs given in one call (`batch`), and how long
+    /// a frame that finds an instance free waits for others to join it (`batch_wait_ms`).
+    public let batch: Int
+    public let batchWaitMs: Int
+
+    /// Default of `batch` for a plugin that takes batches. `benchmarks/detect.py --batches` (two runs):
+    /// YOLOv8n at 320 on 2 cores, onnxruntime 23.5-25.1 ms a frame alone, 16.8-17.8 in fours (1.40x),
+    /// in eights 1.38-1.56x for twice the wait; OpenVINO 9.8-10.0 alone, 1.04-1.33x in fours.
+    public static let defaultBatch = 4
 
     /// Default of `timeout_ms`. libcamera allows an IPA call 2 s; cvhost allows 5 s, the same bound
     /// as for a stop held by a hung plugin in cvhost's process: the slowest call of the bundled
@@ -57,6 +66,12 @@ public struct PluginConfiguration: Sendable {
         PluginOptionSpec(name: "share", type: .enum, defaultValue: "auto",
                          help: "one set of instances for every input (true), a set per input (false); auto: shared when the plugin keeps no state between frames",
                          choices: ["auto", "true", "false"]),
+        PluginOptionSpec(name: "batch", type: .int, defaultValue: "",
+                         help: "shared instances: the most frames of several inputs in one call, for a plugin that takes them together "
+                             + "(default \(defaultBatch) for such a plugin, else 1)", range: 1...Double(WorkerMessage.maxBatch)),
+        PluginOptionSpec(name: "batch_wait_ms", type: .int, defaultValue: "0",
+                         help: "shared instances: how long a frame that finds an instance free waits for others to join its batch "
+                             + "(0: batches are the frames that queued while the instances were busy)", range: 0...1000),
     ]
 
     /// Checks `options` (as written, host options included) against `plugin`.
@@ -119,6 +134,21 @@ public struct PluginConfiguration: Sendable {
             share = true
         case "false"?: share = false
         default: share = nil
+        }
+        let batchGiven = try hostValue("batch").flatMap { Int($0) }
+        batchWaitMs = try hostValue("batch_wait_ms").flatMap { Int($0) } ?? 0
+        if let n = batchGiven, n > 1, !plugin.takesBatches {
+            throw PluginLoadError(.badOptionValue, "plugin \(plugin.name) takes one frame a call (batch=\(n)): only a plugin with "
+                                  + "process_batch (a Python plugin's) takes several")
+        }
+        if share == false, let n = batchGiven, n > 1 {
+            throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): batch=\(n) gathers the frames of several inputs on the instances "
+                                  + "they share, and share=false gives each input its own: drop one of the two")
+        }
+        batch = batchGiven ?? (plugin.takesBatches ? Self.defaultBatch : 1)
+        if batchWaitMs > 0 && batch == 1 {
+            throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): batch_wait_ms waits for a batch to fill, and "
+                                  + (plugin.takesBatches ? "batch=1 makes none" : "the plugin takes one frame a call"))
         }
         if isolation == .none, let only = ["timeout_ms", "max_rss_mb"].first(where: { given[$0] != nil }) {
             throw PluginLoadError(.badOptionValue, "plugin \(plugin.name): option \(only) needs isolation=process (a plugin in cvhost's process cannot be stopped or restarted)")

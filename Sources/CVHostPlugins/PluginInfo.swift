@@ -25,6 +25,9 @@ public struct PluginInfo: Sendable {
     public let hasOrderedStage: Bool
     /// What the plugin is written in, as far as running it goes.
     public let runtime: PluginRuntime
+    /// The plugin takes several frames in one call (a Python plugin's process_batch): frames of
+    /// several inputs gathered for instances they share are given to it together (`batch`).
+    public let takesBatches: Bool
 
     static let maxNameLength = 32
 
@@ -102,11 +105,13 @@ public struct PluginInfo: Sendable {
         self.hasFlush = d.flush != nil
         self.hasOrderedStage = d.ordered != nil
         self.runtime = .sharedObject
+        // The C ABI has no batch entry point.
+        self.takesBatches = false
     }
 
     init(name: String, version: String, summary: String, path: String, abiMajor: Int, abiMinor: Int, pixelFormats: [PixelFormat],
          isStateless: Bool, hints: CaptureHints, options: [PluginOptionSpec], hasFlush: Bool, hasOrderedStage: Bool,
-         runtime: PluginRuntime) {
+         runtime: PluginRuntime, takesBatches: Bool = false) {
         self.name = name
         self.version = version
         self.summary = summary
@@ -120,6 +125,7 @@ public struct PluginInfo: Sendable {
         self.hasFlush = hasFlush
         self.hasOrderedStage = hasOrderedStage
         self.runtime = runtime
+        self.takesBatches = takesBatches
     }
 
     /// One entry of the option table, checked: its name, type, choices, and that its default is a valid value.

@@ -17,6 +17,9 @@ protocol PluginInstances: AnyObject, Sendable {
     /// `source`: the input the frame is of, which its results name.
     func process(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
                  stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome
+    /// Calls process on several frames (of several inputs) at once where the plugin takes them
+    /// together (PluginInfo.takesBatches), else one by one; an outcome for each, in their order.
+    func processBatch(lane: Int, _ calls: [FrameCall]) -> [PluginCallOutcome]
     /// Calls ordered() (the ordered stage) for the frame `lane` just processed; the runner
     /// makes these calls one at a time, in frame order.
     func ordered(lane: Int, frame: inout cvhost_frame, pixels: PixelBuffer, stamp: HostServices.FrameStamp) -> PluginCallOutcome
@@ -34,6 +37,26 @@ protocol PluginInstances: AnyObject, Sendable {
     var workerMetrics: JSONObject? { get }
     /// The plugin was given up on after repeated crashes (isolation=process).
     var isQuarantined: Bool { get }
+}
+
+/// One frame for process(), as processBatch takes it: its owner waits for its outcome, so the
+/// frame's pointers (its pixels, its full frame) stay valid while it is used.
+struct FrameCall {
+    var frame: cvhost_frame
+    let pixels: PixelBuffer
+    let full: PixelBuffer?
+    let stamp: HostServices.FrameStamp
+    let source: String
+}
+
+extension PluginInstances {
+    /// One frame a call, in turn (a plugin that takes no batches, or in cvhost's process).
+    func processBatch(lane: Int, _ calls: [FrameCall]) -> [PluginCallOutcome] {
+        calls.map { c in
+            var f = c.frame
+            return process(lane: lane, frame: &f, pixels: c.pixels, full: c.full, stamp: c.stamp, source: c.source)
+        }
+    }
 }
 
 /// A plugin's instances where its configuration says they run: in cvhost's process, or in worker

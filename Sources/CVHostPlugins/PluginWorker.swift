@@ -108,6 +108,13 @@ public enum PluginWorker {
             return (f, HostServices.FrameStamp(sequence: f.sequence, captureTimeNs: f.capture_time_ns,
                                                presentationTimeNs: f.presentation_time_ns, imagePath: nil))
         }
+        func process(_ m: WorkerMessage.FrameMessage) {
+            guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); return }
+            reply(withUnsafePointer(to: &full) { p in
+                f.full = m.full == nil ? nil : p
+                return instance.process(&f, stamp: stamp)
+            })
+        }
         while true {
             switch channel.receive() {
             case .message(.memory(let id, let size), let fds):
@@ -124,11 +131,10 @@ public enum PluginWorker {
             case .message(.forget(let ids), _):
                 ids.forEach(unmap)
             case .message(.process(let m), _):
-                guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
-                reply(withUnsafePointer(to: &full) { p in
-                    f.full = m.full == nil ? nil : p
-                    return instance.process(&f, stamp: stamp)
-                })
+                process(m)
+            case .message(.processBatch(let frames), _):
+                // A C plugin takes one frame a call: each in turn, answered as a process call.
+                frames.forEach(process)
             case .message(.ordered(let m), _):
                 guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); continue }
                 reply(instance.ordered(shared: shared?.handle, &f, stamp: stamp))

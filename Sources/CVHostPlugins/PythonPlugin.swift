@@ -212,6 +212,7 @@ extension PluginInfo {
         self.init(name: name, version: d["version"] as? String ?? "0", summary: d["description"] as? String ?? "", path: path,
                   abiMajor: api.first ?? 0, abiMinor: api.dropFirst().first ?? 0, pixelFormats: formats,
                   isStateless: d["stateless"] as? Bool ?? false, hints: CaptureHints(), options: options,
-                  hasFlush: d["flush"] as? Bool ?? false, hasOrderedStage: false, runtime: .python)
+                  hasFlush: d["flush"] as? Bool ?? false, hasOrderedStage: false, runtime: .python,
+                  takesBatches: d["batch"] as? Bool ?? false)
     }
 }

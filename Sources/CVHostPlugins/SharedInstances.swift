@@ -5,16 +5,17 @@ import CVHostPluginABI
 /// One plugin's instances serving every input of a run (`share`, by default for a plugin that
 /// keeps no state between frames): one model loaded once, not once per input. Each input keeps its
 /// own runner (its delivery queue and back-pressure, its metrics, its results in frame order); its
-/// frames take turns on the instances (`FairLanes`: whoever asked first is served first, so an
-/// input with frames waiting never keeps another waiting longer than one call on each instance),
-/// and each call's results carry the input that asked.
+/// frames take turns on the instances (`FrameBatches`: whoever asked first is served first, so an
+/// input with frames waiting never keeps another waiting longer than the calls queued before it),
+/// frames waiting together go in one call to a plugin that takes batches (`batch`, `batch_wait_ms`:
+/// a model run once for the frames of several cameras), and each result carries the input that asked.
 ///
 /// A plugin shared so has no ordered stage and no flush (`canShare`): those belong to one input's
 /// frames in order.
 public final class SharedInstances: Sendable {
     let instances: any PluginInstances
     public let configuration: PluginConfiguration
-    private let lanes: FairLanes
+    private let batches: FrameBatches<FrameCall, PluginCallOutcome>
 
     /// Whether `plugin`'s instances can serve several inputs: it keeps no state between frames, and
     /// has neither an ordered stage nor a flush (whose calls follow one input's frames).
@@ -30,7 +31,7 @@ public final class SharedInstances: Sendable {
                 report: @escaping @Sendable (JSONObject) -> Void) throws {
         self.configuration = configuration
         instances = try makeInstances(plugin: plugin, configuration: configuration, source: nil, index: index, label: label, report: report)
-        lanes = FairLanes(count: instances.count)
+        batches = FrameBatches(lanes: instances.count, batchSize: configuration.batch, waitMs: configuration.batchWaitMs)
     }
 
     /// Instances for one input's runner: the shared ones, taken in turn.
@@ -39,12 +40,14 @@ public final class SharedInstances: Sendable {
     /// Destroys every instance. Once, after every input using them has stopped.
     public func shutdown() { instances.shutdown() }
 
-    /// Runs `body` on a free instance (waiting for one, in the order asked).
-    fileprivate func onLane<T>(_ body: (Int) -> T) -> T {
-        let lane = lanes.take()
-        defer { lanes.give(lane) }
-        return body(lane)
+    /// `call`'s outcome, on a free instance (waiting for one, in the order asked), alone or in a
+    /// batch with the calls of other inputs waiting beside it.
+    fileprivate func process(_ call: FrameCall) -> PluginCallOutcome {
+        batches.run(call) { calls, lane in instances.processBatch(lane: lane, calls) }
     }
+
+    /// The calls made into the instances by every input, and the frames they carried.
+    fileprivate var counts: (calls: UInt64, items: UInt64) { batches.counts }
 }
 
 /// One input's view of the shared instances: process() on whichever instance is free.
@@ -59,10 +62,7 @@ private final class SharedLane: PluginInstances, Sendable {
 
     func process(lane _: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?, stamp: HostServices.FrameStamp,
                  source: String) -> PluginCallOutcome {
-        var f = frame
-        let outcome = pool.onLane { lane in pool.instances.process(lane: lane, frame: &f, pixels: pixels, full: full, stamp: stamp, source: source) }
-        frame = f
-        return outcome
+        pool.process(FrameCall(frame: frame, pixels: pixels, full: full, stamp: stamp, source: source))
     }
 
     // A shared plugin has neither (SharedInstances.canShare).
@@ -79,45 +79,12 @@ private final class SharedLane: PluginInstances, Sendable {
 
     var currentCalls: [PluginCall] { pool.instances.currentCalls }
     var invalidResults: UInt64 { pool.instances.invalidResults }
-    var workerMetrics: JSONObject? { pool.instances.workerMetrics }
+    var workerMetrics: JSONObject? {
+        guard var o = pool.instances.workerMetrics else { return nil }
+        let (calls, frames) = pool.counts
+        o.set("batch_calls", calls)
+        o.set("batch_frames", frames)
+        return o
+    }
     var isQuarantined: Bool { pool.instances.isQuarantined }
-}
-
-/// Instances handed out one caller at a time, in the order they were asked for.
-final class FairLanes: @unchecked Sendable {
-    // @unchecked Sendable: every field is touched with `lock` held.
-    private let lock = ConditionLock()
-    private var free: [Int]
-    /// Callers waiting, first come first served: each finds the lane given to it in `granted`.
-    private var waiting: [Int] = []
-    private var granted: [Int: Int] = [:]
-    private var next = 0
-
-    init(count: Int) {
-        free = Array((0..<count).reversed())
-    }
-
-    /// A free lane: at once, or when the callers that asked before have had theirs.
-    func take() -> Int {
-        lock.withLock {
-            if waiting.isEmpty, let lane = free.popLast() { return lane }
-            let me = next
-            next += 1
-            waiting.append(me)
-            while granted[me] == nil { lock.wait() }
-            return granted.removeValue(forKey: me)!
-        }
-    }
-
-    /// Gives `lane` back: to the caller waiting longest, if any.
-    func give(_ lane: Int) {
-        lock.withLock {
-            if waiting.isEmpty {
-                free.append(lane)
-            } else {
-                granted[waiting.removeFirst()] = lane
-                lock.broadcast()
-            }
-        }
-    }
 }

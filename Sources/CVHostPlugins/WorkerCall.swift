@@ -35,8 +35,28 @@ enum WorkerCall {
     ///   resident bytes when they are past its limit, else nil.
     static func make(_ message: WorkerMessage, on channel: WorkerChannel, timeoutMs: Int, startedNs: UInt64,
                      stamp: HostServices.FrameStamp?, results: Results, memoryOverLimit: (() -> UInt64?)? = nil) -> Outcome {
-        guard channel.send(message) else { return .failed(.closed) }
-        let deadline = startedNs + UInt64(timeoutMs) * 1_000_000
+        make(message, on: channel, timeoutMs: timeoutMs, startedNs: startedNs, answers: [(stamp, results)], memoryOverLimit: memoryOverLimit)[0]
+    }
+
+    /// A message answered once for each of `answers` in turn (a batch: each frame's results, then
+    /// its done), each answer's results stamped with its frame and named for its input. The call
+    /// may take `timeoutMs` for each answer; a failure fails every answer not yet given.
+    static func make(_ message: WorkerMessage, on channel: WorkerChannel, timeoutMs: Int, startedNs: UInt64,
+                     answers: [(stamp: HostServices.FrameStamp?, results: Results)], memoryOverLimit: (() -> UInt64?)? = nil) -> [Outcome] {
+        guard channel.send(message) else { return answers.map { _ in .failed(.closed) } }
+        let deadline = startedNs + UInt64(timeoutMs) * 1_000_000 * UInt64(max(1, answers.count))
+        var outcomes: [Outcome] = []
+        for (stamp, results) in answers {
+            let outcome = answer(on: channel, deadline: deadline, stamp: stamp, results: results, memoryOverLimit: memoryOverLimit)
+            outcomes.append(outcome)
+            if case .failed = outcome { return outcomes + Array(repeating: outcome, count: answers.count - outcomes.count) }
+        }
+        return outcomes
+    }
+
+    /// One answer: results until done (or a failure).
+    private static func answer(on channel: WorkerChannel, deadline: UInt64, stamp: HostServices.FrameStamp?, results: Results,
+                               memoryOverLimit: (() -> UInt64?)?) -> Outcome {
         var lines: [OutputLine] = []
         var received = 0, receivedBytes = 0
         while true {

@@ -8,10 +8,14 @@ import CVHostPluginABI
 /// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
 /// time out. Change both ends and the version together.
 package enum WorkerMessage {
-    /// 4: a Python worker is started with `--preload FILE` and imports it before the hello; ready's
+    /// 5: processBatch, several frames in one message (a count, then each as process's frame),
+    /// answered by each frame's results and `done` in turn. 4: a Python worker is started with `--preload FILE` and imports it before the hello; ready's
     /// request has the flags too, and a frame may carry the full frame after it. 3: hello says which instances the worker serves of how many the plugin
     /// has; ready carries the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
-    package static let protocolVersion: UInt32 = 4
+    package static let protocolVersion: UInt32 = 5
+
+    /// The most frames in one processBatch (the host option `batch`'s range).
+    package static let maxBatch = 64
 
     // cvhost -> worker
     /// Load the plugin, make its shared stage and instances (the first message, on socket 0).
@@ -22,6 +26,10 @@ package enum WorkerMessage {
     /// Memory cvhost has released: the worker unmaps it.
     case forget(ids: [UInt64])
     case process(FrameMessage)
+    /// Several frames at once (1...maxBatch): the frames of several inputs gathered for instances
+    /// they share (SharedInstances), for a plugin that takes them together (a Python plugin's
+    /// process_batch); each is answered in turn, as a process call.
+    case processBatch([FrameMessage])
     case ordered(FrameMessage)
     case flush
     case sharedFlush
@@ -73,7 +81,7 @@ package enum WorkerMessage {
     package static func knows(kind raw: UInt8) -> Bool { Kind(rawValue: raw) != nil }
 
     private enum Kind: UInt8 {
-        case hello = 1, memory, forget, process, ordered, flush, sharedFlush, destroy
+        case hello = 1, memory, forget, process, ordered, flush, sharedFlush, destroy, processBatch
         case ready = 64, failed, result, done
     }
 
@@ -104,17 +112,11 @@ package enum WorkerMessage {
             ids.forEach { w.u64($0) }
         case .process(let f), .ordered(let f):
             if case .process = self { w.u8(Kind.process.rawValue) } else { w.u8(Kind.ordered.rawValue) }
-            w.u64(UInt64(f.memory.count))
-            f.memory.forEach { w.u64($0) }
-            // The C frame as bytes: the same executable on both ends, so the same layout. The
-            // planes' `data` are NULL and their `offset` is into their memory: the worker sets `data`.
-            withUnsafeBytes(of: f.frame) { w.bytes.append(contentsOf: $0) }
-            w.u8(f.full == nil ? 0 : 1)
-            if let full = f.full {
-                w.u64(UInt64(full.memory.count))
-                full.memory.forEach { w.u64($0) }
-                withUnsafeBytes(of: full.frame) { w.bytes.append(contentsOf: $0) }
-            }
+            w.frame(f)
+        case .processBatch(let frames):
+            w.u8(Kind.processBatch.rawValue)
+            w.u64(UInt64(frames.count))
+            frames.forEach { w.frame($0) }
         case .flush: w.u8(Kind.flush.rawValue)
         case .sharedFlush: w.u8(Kind.sharedFlush.rawValue)
         case .destroy: w.u8(Kind.destroy.rawValue)
@@ -164,17 +166,16 @@ package enum WorkerMessage {
             guard let ids = r.u64s() else { return nil }
             self = .forget(ids: ids)
         case .process, .ordered:
-            func readFrame() -> PlacedFrame? {
-                guard let memory = r.u64s(), memory.count <= 4, let raw = r.take(MemoryLayout<cvhost_frame>.size) else { return nil }
-                return PlacedFrame(memory: memory, frame: raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) })
-            }
-            guard let first = readFrame(), let hasFull = r.u8(), hasFull <= 1 else { return nil }
-            var message = FrameMessage(memory: first.memory, frame: first.frame)
-            if hasFull == 1 {
-                guard let full = readFrame() else { return nil }
-                message.full = full
-            }
+            guard let message = r.frame() else { return nil }
             self = kind == .process ? .process(message) : .ordered(message)
+        case .processBatch:
+            guard let n = r.u64(), (1...UInt64(Self.maxBatch)).contains(n) else { return nil }
+            var frames: [FrameMessage] = []
+            for _ in 0..<n {
+                guard let f = r.frame() else { return nil }
+                frames.append(f)
+            }
+            self = .processBatch(frames)
         case .flush: self = .flush
         case .sharedFlush: self = .sharedFlush
         case .destroy: self = .destroy
@@ -216,6 +217,19 @@ private struct ByteWriter {
         bytes += d
     }
     mutating func string(_ s: String) { data(Array(s.utf8)) }
+    /// A frame message's frame, then whether its full frame follows, and that.
+    mutating func frame(_ f: WorkerMessage.FrameMessage) {
+        placed(f.memory, f.frame)
+        u8(f.full == nil ? 0 : 1)
+        if let full = f.full { placed(full.memory, full.frame) }
+    }
+    private mutating func placed(_ memory: [UInt64], _ frame: cvhost_frame) {
+        u64(UInt64(memory.count))
+        memory.forEach { u64($0) }
+        // The C frame as bytes: the same executable on both ends, so the same layout. The
+        // planes' `data` are NULL and their `offset` is into their memory: the worker sets `data`.
+        withUnsafeBytes(of: frame) { bytes.append(contentsOf: $0) }
+    }
 }
 
 private struct ByteReader {
@@ -245,4 +259,18 @@ private struct ByteReader {
         return take(Int(n)).map(Array.init)
     }
     mutating func string() -> String? { data().map { String(decoding: $0, as: UTF8.self) } }
+    /// What ByteWriter.frame wrote.
+    mutating func frame() -> WorkerMessage.FrameMessage? {
+        guard let first = placed(), let hasFull = u8(), hasFull <= 1 else { return nil }
+        var message = WorkerMessage.FrameMessage(memory: first.memory, frame: first.frame)
+        if hasFull == 1 {
+            guard let full = placed() else { return nil }
+            message.full = full
+        }
+        return message
+    }
+    private mutating func placed() -> WorkerMessage.PlacedFrame? {
+        guard let memory = u64s(), memory.count <= 4, let raw = take(MemoryLayout<cvhost_frame>.size) else { return nil }
+        return WorkerMessage.PlacedFrame(memory: memory, frame: raw.withUnsafeBytes { $0.loadUnaligned(as: cvhost_frame.self) })
+    }
 }

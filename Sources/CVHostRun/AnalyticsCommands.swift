@@ -18,7 +18,7 @@ import CVHostLines
 /// set anew starts a new tracker (its tracks end, reason `removed`, with the analytics.summary).
 extension LiveCommands {
     func setAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> (status: Int, result: JSONObject) {
-        let (rules, changes) = try analyticsChanger()
+        let changes = try analyticsChanger().1
         let key = kind == .track ? "plugin" : "name"
         guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "set_\(kind.rawValue) needs \"\(key)\"") }
         let text = try AnalyticsJSON.specText(kind, name: name, o)

@@ -366,7 +366,7 @@ struct PythonRuntimeVersionTests {
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: runtime, toPath: copy)
             let protocolFile = copy + "/cvhost/_protocol.py"
-            try String(contentsOfFile: protocolFile, encoding: .utf8).replacingOccurrences(of: "PROTOCOL_VERSION = 4", with: "PROTOCOL_VERSION = \(version)")
+            try String(contentsOfFile: protocolFile, encoding: .utf8).replacingOccurrences(of: "PROTOCOL_VERSION = 5", with: "PROTOCOL_VERSION = \(version)")
                 .write(toFile: protocolFile, atomically: true, encoding: .utf8)
             if version == "None" {
                 // As a runtime from before the version: describe says none.

@@ -81,6 +81,120 @@ struct SharedInstancesTests {
         #expect((fast["processed"] as? Int ?? 0) > 0 && (fast["dropped_total"] as? Int ?? 0) > 0, "fast: \(fast)")
     }
 
+    /// The shared instances' calls and the frames they carried (the worker's batch_calls, batch_frames), at the end.
+    static func batches(_ r: CommandResult) -> (calls: Int, frames: Int) {
+        let worker = r.events("metrics").filter { $0["final"] as? Bool == true }.compactMap { $0["worker"] as? [String: Any] }
+        return (worker.compactMap { $0["batch_calls"] as? Int }.max() ?? 0, worker.compactMap { $0["batch_frames"] as? Int }.max() ?? 0)
+    }
+
+    @Test("a batch of frames of three inputs through NudeNet's YOLOv8n (its batch left open) gives what the same frames give one by one: labels, scores within 1e-4, boxes within 0.01 px")
+    func batchEqualsOneByOne() throws {
+        try #require(FileManager.default.fileExists(atPath: DetectPluginTests.realModel), "no \(DetectPluginTests.realModel): run scripts/install-deps.sh")
+        try #require(Corpus.isPresent, "../shared/corpus is missing")
+        let photos = Corpus.path("faces/images/640x480")
+        // The corpus's seven photos of people, split among three inputs.
+        let inputs = ["a=\(photos)/face_640x480_[a-b]*.jpg", "b=\(photos)/face_640x480_[c-l]*.jpg", "c=\(photos)/face_640x480_m*.jpg"]
+        func run(_ options: String) throws -> (CommandResult, [String: [(label: String, confidence: Double, box: [Double])]]) {
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(DetectPluginTests.realModel),confidence=0.05," + options]
+                                         + inputs.flatMap { ["--input", $0] } + ["--metrics-interval", "0"], timeout: 120,
+                                         environment: DetectPluginTests.python)
+            #expect(r.exitCode == 0, "\(options): \(r.stderr)")
+            var found: [String: [(label: String, confidence: Double, box: [Double])]] = [:]
+            for e in r.events("result") {
+                guard let source = e["source"] as? String, let image = e["image"] as? String, let d = e["data"] as? [String: Any],
+                      let b = d["bounds"] as? [String: Double] else { continue }
+                found[source + " " + (image as NSString).lastPathComponent, default: []]
+                    .append((d["label"] as? String ?? "", d["confidence"] as? Double ?? -1, [b["x"]!, b["y"]!, b["width"]!, b["height"]!]))
+            }
+            return (r, found.mapValues { $0.sorted { ($0.label, $0.confidence) < ($1.label, $1.confidence) } })
+        }
+        // Every frame waits up to 200 ms for the others: the inputs' first frames go in one call.
+        let (batched, together) = try run("batch=4,batch_wait_ms=200")
+        let (single, alone) = try run("batch=1")
+        let (calls, frames) = Self.batches(batched)
+        #expect(frames == 7 && calls < frames, "batched: \(calls) calls for \(frames) frames")
+        #expect(Self.batches(single) == (7, 7))
+        #expect(together.count == 7 && Set(together.keys) == Set(alone.keys), "\(together.keys.sorted()) \(alone.keys.sorted())")
+        #expect(together.values.map(\.count).reduce(0, +) >= 14, "objects: \(together.values.map(\.count))")
+        for (key, objects) in alone {
+            let other = together[key] ?? []
+            #expect(other.count == objects.count && zip(other, objects).allSatisfy { x, y in
+                x.label == y.label && abs(x.confidence - y.confidence) <= 1e-4 + 1e-9 && zip(x.box, y.box).allSatisfy { abs($0 - $1) <= 0.01 + 1e-9 }
+            }, "\(key): batched \(other) one by one \(objects)")
+        }
+    }
+
+    @Test("a Python plugin's process_batch: each result is of the frame it names (emit's frame=), in each input's order; an exception fails every frame of its call; emit without frame= in a batch is refused")
+    func pythonBatches() throws {
+        let plugin = try PythonPluginTests.plugin("batches", """
+            import cvhost
+
+            class Batches(cvhost.Plugin):
+                api_version = (1, 3)
+                name = "batches"
+                pixel_formats = ("gray8",)
+                stateless = True
+                options = (cvhost.Option("fail", int, -1, "raise in a batch holding this frame"),
+                           cvhost.Option("unnamed", bool, False, "emit without frame="))
+
+                def __init__(self, options):
+                    self.fail, self.unnamed = options["fail"], options["unnamed"]
+
+                def process(self, frame):
+                    self.emit("seen", {"seq": frame.sequence, "size": 1})
+
+                def process_batch(self, frames):
+                    if any(f.sequence == self.fail for f in frames):
+                        raise ValueError("this batch fails")
+                    for f in reversed(frames):
+                        if self.unnamed:
+                            self.emit("seen", {"seq": f.sequence, "size": len(frames)})
+                        else:
+                            self.emit("seen", {"seq": f.sequence, "size": len(frames)}, frame=f)
+            """)
+        let inputs = ["a=testsrc:160x120@30", "b=testsrc:160x120@30", "c=testsrc:160x120@30"].flatMap { ["--input", $0] }
+        let r = try CVHostBinary.run(["run", "--plugin", plugin + ":batch=3,batch_wait_ms=100,backpressure=block", "--max-frames", "20"] + inputs
+                                     + ["--metrics-interval", "0"], timeout: 120, environment: PythonPluginTests.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let seen = r.events("result").compactMap { e -> (source: String, seq: Int, named: Int, size: Int)? in
+            guard let d = e["data"] as? [String: Any], let source = e["source"] as? String, let seq = e["seq"] as? Int,
+                  let named = d["seq"] as? Int, let size = d["size"] as? Int else { return nil }
+            return (source, seq, named, size)
+        }
+        #expect(seen.count == 60 && seen.allSatisfy { $0.seq == $0.named }, "\(seen.filter { $0.seq != $0.named }.prefix(5))")
+        for source in ["a", "b", "c"] { #expect(seen.filter { $0.source == source }.map(\.seq) == Array(0..<20), "\(source)") }
+        #expect(seen.contains { $0.size > 1 } && Self.batches(r).frames == 60, "sizes \(Set(seen.map(\.size))), \(Self.batches(r))")
+
+        // Frame 5 of any input fails its whole call (counted as failed, said once); the rest go on.
+        let failing = try CVHostBinary.run(["run", "--plugin", plugin + ":fail=5,batch=3,batch_wait_ms=100,backpressure=block", "--max-frames", "20"] + inputs
+                                           + ["--metrics-interval", "0"], timeout: 120, environment: PythonPluginTests.python)
+        let failed = failing.events("metrics").filter { $0["final"] as? Bool == true }
+            .compactMap { (($0["frames"] as? [String: Any])?["failed"] as? Int) }.reduce(0, +)
+        #expect(failed >= 1 && failing.events("result").count == 60 - failed, "failed \(failed), results \(failing.events("result").count)")
+        #expect(failing.events("result").allSatisfy { ($0["seq"] as? Int) != 5 })
+        #expect(failing.stderr.components(separatedBy: "a Python exception (said once").count == 2, "\(failing.stderr)")
+
+        let unnamed = try CVHostBinary.run(["run", "--plugin", plugin + ":unnamed=true,batch=3,batch_wait_ms=100,backpressure=block", "--max-frames", "5"] + inputs
+                                           + ["--metrics-interval", "0"], timeout: 120, environment: PythonPluginTests.python)
+        #expect(unnamed.stderr.contains("emit() in process_batch() says which frame a result is of"), "\(unnamed.stderr)")
+    }
+
+    @Test("batch and batch_wait_ms are refused where they cannot be: a C plugin (one frame a call), share=false, a wait with no batch")
+    func batchRefusals() throws {
+        for (options, said) in [("null:batch=4", "takes one frame a call"), ("null:batch_wait_ms=5", "the plugin takes one frame a call"),
+                                ("null:batch=1,batch_wait_ms=5", "the plugin takes one frame a call"),
+                                ("null:batch=70", "batch")] {
+            let r = try CVHostBinary.run(["run", "--plugin", options, "--input", "testsrc", "--max-frames", "1"])
+            #expect(r.exitCode == 18 && r.stderr.contains(said) && r.stdout.isEmpty, "\(options): \(r.exitCode) \(r.stderr)")
+        }
+        let model = DetectPluginTests.model("colour")
+        for (options, said) in [("batch=2,share=false", "share=false gives each input its own"), ("batch=1,batch_wait_ms=5", "batch=1 makes none")] {
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(model),\(options)", "--input", "testsrc", "--max-frames", "1"],
+                                         environment: DetectPluginTests.python)
+            #expect(r.exitCode == 18 && r.stderr.contains(said), "\(options): \(r.exitCode) \(r.stderr)")
+        }
+    }
+
     /// The threads of each plugin worker cvhost started (its children), read from /proc.
     static func workerThreads(of pid: Int32) -> [Int] {
         let fm = FileManager.default

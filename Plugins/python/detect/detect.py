@@ -93,7 +93,7 @@ class Classes:
 
 
 class Detect(cvhost.Plugin):
-    api_version = (1, 2)
+    api_version = (1, 3)
     name = "detect"
     version = "1.0.0"
     description = "your own ONNX model (onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
@@ -152,7 +152,8 @@ class Detect(cvhost.Plugin):
         resize = options["resize"] if options["resize"] != "auto" else ("crop" if classifier else "letterbox")
         rgb = options["color"] == "rgb"
         self.input = detect_prepare.InputFormat(self.model, rgb, mean, std, options["pad"], resize)
-        self.geometry = None
+        # How each size of picture captured maps to the model's input (several cameras: several sizes).
+        self.geometries: dict[tuple[int, int], Any] = {}
         self.second = None
         # The host makes each frame the model's input picture (scaled, letterboxed, in the model's
         # channel order) in one pass from the captured frame, unless the model crops the middle
@@ -190,23 +191,37 @@ class Detect(cvhost.Plugin):
                          f"{'NCHW' if m.nchw else 'NHWC'} {'RGB' if rgb else 'BGR'}, {fitted}{made}; {per}\n")
 
     def process(self, frame: cvhost.Frame) -> None:
-        picture = frame.array()
-        # The picture as captured: what boxes are mapped back to.
-        width, height = (frame.source_width, frame.source_height) if self.scaled else (frame.width, frame.height)
-        if self.geometry is None or (self.geometry.width, self.geometry.height) != (width, height):
-            self.geometry = self.input.geometry(width, height)
+        self.process_batch([frame])
+
+    def process_batch(self, frames: list[cvhost.Frame]) -> None:
+        """Frames of several cameras (shared instances): the model run once on all of them where
+        its batch is open (Model.run_batch), each frame's objects decoded and emitted apart."""
         start = time.perf_counter()
-        rgb = frame.format == "rgb24"
-        tensor = self.input.tensor(picture, self.geometry, rgb, placed=self.scaled)
-        prepared = time.perf_counter()
-        outputs = self.model.run(tensor)
+        prepared = [self.prepare(f, own=len(frames) > 1) for f in frames]
+        ready = time.perf_counter()
+        outputs = self.model.run_batch([p[-1] for p in prepared])
         ran = time.perf_counter()
         try:
-            self.report(frame, width, height, picture, rgb, outputs)
+            for (frame, picture, rgb, geometry, _), out in zip(prepared, outputs):
+                self.report(frame, geometry, picture, rgb, out)
         finally:
             if self.timing is not None:
                 t = self.timing
-                t[0], t[1], t[2], t[3] = t[0] + 1, t[1] + prepared - start, t[2] + ran - prepared, t[3] + time.perf_counter() - ran
+                t[0], t[1], t[2], t[3] = t[0] + len(frames), t[1] + ready - start, t[2] + ran - ready, t[3] + time.perf_counter() - ran
+
+    def prepare(self, frame: cvhost.Frame, own: bool = False) -> tuple[cvhost.Frame, Any, bool, Any, Any]:
+        """The frame, its picture, whether it is RGB, its geometry, and the model's input made of it
+        (`own`: in memory of its own, not the buffer the next frame's is made in)."""
+        picture = frame.array()
+        # The picture as captured: what boxes are mapped back to.
+        size = (frame.source_width, frame.source_height) if self.scaled else (frame.width, frame.height)
+        geometry = self.geometries.get(size)
+        if geometry is None:
+            if len(self.geometries) >= 64:
+                self.geometries.clear()  # cameras come and go: bounded
+            geometry = self.geometries[size] = self.input.geometry(*size)
+        rgb = frame.format == "rgb24"
+        return frame, picture, rgb, geometry, self.input.tensor(picture, geometry, rgb, placed=self.scaled, own=own)
 
     def close(self) -> None:
         if self.nonfinite:
@@ -216,12 +231,13 @@ class Detect(cvhost.Plugin):
             sys.stderr.write(f"detect: instance {self.instance_index}: {n} frames: prepare {prepare / n * 1e3:.2f} ms, "
                              f"run {run / n * 1e3:.2f} ms, decode {decode / n * 1e3:.2f} ms (means)\n")
 
-    def report(self, frame: cvhost.Frame, width: int, height: int, picture: Any, rgb: bool, outputs: list[Any]) -> None:
-        """The model's outputs as results: decoded, merged, mapped back to the captured picture
-        (`width` x `height`)."""
+    def report(self, frame: cvhost.Frame, geometry: Any, picture: Any, rgb: bool, outputs: list[Any]) -> None:
+        """The model's outputs as `frame`'s results: decoded, merged, mapped back to the captured
+        picture (`geometry`'s width x height)."""
         if self.model.type == "classify":
-            self.report_classes(outputs[0])
+            self.report_classes(frame, outputs[0])
             return
+        width, height = geometry.width, geometry.height
         boxes, needs_nms = self.decode.decode(self.model.type, outputs, self.model, self.confidence)
         # A box with a NaN or infinite corner or score is the model's failing, not the frame's: it
         # is skipped (and counted), the frame's other boxes are kept.
@@ -237,7 +253,7 @@ class Detect(cvhost.Plugin):
             boxes = self.decode.suppress(boxes, self.iou, self.agnostic, self.max_detections)
         else:
             boxes = self.decode.best_first(boxes, self.max_detections)
-        corners = self.geometry.to_picture(boxes.corners)
+        corners = geometry.to_picture(boxes.corners)
         for (x1, y1, x2, y2), score, class_id in zip(corners, boxes.scores, boxes.classes):
             if x2 <= x1 or y2 <= y1:
                 continue  # wholly outside the picture (in the padding)
@@ -252,7 +268,7 @@ class Detect(cvhost.Plugin):
                 # The box's pixels in the picture as captured: the full frame beside a scaled one.
                 whole = frame.full.array() if self.scaled else picture
                 result["classification"] = self.classify(whole, rgb, x1, y1, x2, y2)
-            self.emit("object", result)
+            self.emit("object", result, frame=frame)
 
     def skip_nonfinite(self, n: int) -> None:
         if self.nonfinite == 0:
@@ -260,13 +276,13 @@ class Detect(cvhost.Plugin):
                              "they are skipped (counted at the end), the frame's other boxes kept\n")
         self.nonfinite += n
 
-    def report_classes(self, scores: Any) -> None:
+    def report_classes(self, frame: cvhost.Frame, scores: Any) -> None:
         scores = self.np.where(self.np.isfinite(scores), scores, -self.np.inf)
         best = self.decode.top(scores, self.top_k, self.confidence, self.wanted)
         if not best:
             return
         ranked = [{"label": self.classes.label(c), "class_id": c, "confidence": round(p, 4)} for c, p in best]
-        self.emit("classification", dict(ranked[0], top=ranked))
+        self.emit("classification", dict(ranked[0], top=ranked), frame=frame)
 
     def classify(self, picture: Any, rgb: bool, x1: float, y1: float, x2: float, y2: float) -> Optional[dict[str, Any]]:
         """The second stage's best label for the box's pixels (the full frame's, not the model's input)."""

@@ -86,16 +86,18 @@ class InputFormat:
     def geometry(self, width: int, height: int) -> Geometry:
         return Geometry(width, height, self.width, self.height, self.resize)
 
-    def tensor(self, picture: Any, geometry: Geometry, rgb: bool, placed: bool = False) -> Any:
+    def tensor(self, picture: Any, geometry: Geometry, rgb: bool, placed: bool = False, own: bool = False) -> Any:
         """A picture (h, w, 3 uint8, any strides; RGB or else BGR) as the model's input tensor: at
-        its own size, or, `placed`, already the input's picture (the host made it)."""
+        its own size, or, `placed`, already the input's picture (the host made it). The tensor is
+        made in a buffer used again by the next call, unless `own` (a batch keeps each frame's)."""
         if not placed:
             picture = geometry.place(picture, self.pad)
         if rgb != self.rgb:
             picture = picture[:, :, ::-1]
         if self.element == "uint8":
             return np.ascontiguousarray((picture.transpose(2, 0, 1) if self.nchw else picture)[None])
-        out = self.buffer[0]
+        buffer = np.empty_like(self.buffer) if own else self.buffer
+        out = buffer[0]
         # Channels last (h, w, 3): the scale per channel broadcasts over the last axis.
         source = picture if self.mean is None else picture.astype(np.float32) - self.mean
         if self.nchw:
@@ -106,4 +108,4 @@ class InputFormat:
                     np.multiply(source[:, :, c], self.scale[c], out=out[c], casting="unsafe")
         else:
             np.multiply(source, self.scale, out=out, casting="unsafe")
-        return self.buffer.astype(np.float16) if self.element == "float16" else self.buffer
+        return buffer.astype(np.float16) if self.element == "float16" else buffer

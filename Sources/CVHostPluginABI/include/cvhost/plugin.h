@@ -213,7 +213,8 @@ typedef enum cvhost_option_type {
  * One option a plugin accepts, declared in a static array. The host steps through the array by
  * the descriptor's option_spec_size, so this struct can grow at its end.
  * Names are [a-z0-9_]+ and not one of the host's own, which every plugin takes: instances,
- * queue_depth, backpressure, max_fps, mirror, rotate, isolation, timeout_ms, max_rss_mb, share
+ * queue_depth, backpressure, max_fps, mirror, rotate, isolation, timeout_ms, max_rss_mb, share,
+ * batch, batch_wait_ms
  * (`cvhost plugins` lists them).
  */
 typedef struct cvhost_option_spec {

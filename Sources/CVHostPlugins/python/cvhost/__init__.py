@@ -34,12 +34,12 @@ worker process of its own (one per instance), with the same queues, metrics and 
 plugin. This module is shipped with cvhost and put on the worker's path; nothing is compiled.
 """
 
-API_VERSION = (1, 2)
+API_VERSION = (1, 3)
 """The version of this API: MAJOR changes break plugins, MINOR only adds. A plugin declares the
 version it was written against (`api_version`); cvhost runs it when the majors match and the
 plugin's minor is not newer than this one. 1.1 added File options, OptionError, CreateError,
 instance_index, instance_count, request_frames and the frame's source size and content. 1.2 added
-request_frames(full=True) and frame.full."""
+request_frames(full=True) and frame.full. 1.3 added process_batch and emit's frame=."""
 
 PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
 """The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
@@ -120,6 +120,14 @@ class Plugin:
     def process(self, frame):
         raise NotImplementedError("a plugin defines process(self, frame)")
 
+    def process_batch(self, frames):
+        """Optional (API 1.3): several frames in one call, when cvhost gathers them: the frames of
+        several inputs waiting for instances they share (`share`, `batch=N`), so that a model runs
+        once on all of them. Emit each frame's results with `self.emit(type, result, frame=f)`.
+        An exception fails every frame of the call. A plugin without it is given one frame a
+        call (process()); with it, cvhost may still give one frame alone, here or to process()."""
+        raise NotImplementedError
+
     def flush(self):
         pass
 
@@ -146,14 +154,15 @@ class Plugin:
                              f"not {pixel_format!r}")
         self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format, bool(full))
 
-    def emit(self, type, result):
+    def emit(self, type, result, frame=None):
         """Writes one result of the frame being processed (in flush: of the last one): `type`
         names its kind ([a-z0-9_.]{1,64}), `result` is a dict of JSON values. cvhost checks it
-        and writes it as one line, as for C plugins. Only within process() and flush()."""
+        and writes it as one line, as for C plugins. Only within process(), process_batch() and
+        flush(); in process_batch(), `frame` says which of its frames the result is of."""
         sink = getattr(self, "_cvhost_call", None)
         if sink is None:
-            raise RuntimeError("emit() is accepted only within process() and flush()")
-        sink(type, result)
+            raise RuntimeError("emit() is accepted only within process(), process_batch() and flush()")
+        sink(type, result, frame)
 
 
 class Plane:

@@ -113,5 +113,6 @@ def describe(path: str) -> dict[str, Any]:
         "pixel_formats": list(cls.pixel_formats),
         "stateless": bool(cls.stateless),
         "flush": cls.flush is not cvhost.Plugin.flush,
+        "batch": cls.process_batch is not cvhost.Plugin.process_batch,
         "options": [o.describe() for o in cls.options],
     }

@@ -13,19 +13,21 @@ import socket
 import struct
 from typing import Optional
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 """The version of the messages below. Hello carries cvhost's; the worker answers a hello of
 another version with `failed` (and its own version in the message), and `ready` carries the
-worker's, which cvhost checks in turn. 4: the worker imports its plugin before the hello
+worker's, which cvhost checks in turn. 5: process_batch, several frames in one message (a count,
+then each as a process message's frame), answered by each frame's results and `done` in turn. 4: the worker imports its plugin before the hello
 (--preload); ready's request ends with its flags; a frame is followed by a byte saying whether the
 full frame follows it (its memory and fields, as a frame's). 3: hello says which instance the
 worker is of how many; ready carries the frames the plugin asked for (request_frames); frames say
 where the picture lies in them. Version 1 had no version."""
 
 # Message kinds (WorkerMessage.Kind).
-HELLO, MEMORY, FORGET, PROCESS, ORDERED, FLUSH, SHARED_FLUSH, DESTROY = 1, 2, 3, 4, 5, 6, 7, 8
+HELLO, MEMORY, FORGET, PROCESS, ORDERED, FLUSH, SHARED_FLUSH, DESTROY, PROCESS_BATCH = 1, 2, 3, 4, 5, 6, 7, 8, 9
 READY, FAILED, RESULT, DONE = 64, 65, 66, 67
 PACKET_PAYLOAD = 32 * 1024
+MAX_BATCH = 64  # the most frames in one process_batch message (the host option batch's range)
 
 # cvhost_frame and cvhost_plane as Sources/CVHostPluginABI/abi_layout.c pins them (LP64): the 2.0
 # fields, four planes, then 2.2's source size and content rectangle, then 2.3's `full` pointer

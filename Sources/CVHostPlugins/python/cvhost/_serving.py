@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional
 
 import cvhost
 
-from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MEMORY, ORDERED, PLACEMENT, PLACEMENT_AT, PLANE, PROCESS,
-                        SHARED_FLUSH, Channel, Reader, done, failed, result)
+from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MAX_BATCH, MEMORY, ORDERED, PLACEMENT, PLACEMENT_AT, PLANE,
+                        PROCESS, PROCESS_BATCH, SHARED_FLUSH, Channel, Reader, done, failed, result)
 
 FOURCC = {0x59455247: "gray8", 0x32315559: "i420", 0x3231564E: "nv12", 0x56595559: "yuyv",
           0x33424752: "rgb24", 0x33524742: "bgr24"}
@@ -42,10 +42,13 @@ class Instance:
         self.channel, self.plugin, self.label = channel, plugin, label
         self.maps: dict[int, tuple[mmap.mmap, memoryview]] = {}
         self.results: list[tuple[bytes, bytes]] = []
+        # In process_batch: the call's frames (by id), each frame's results.
+        self.batch: Optional[dict[int, int]] = None
+        self.batch_results: list[list[tuple[bytes, bytes]]] = []
         self.errors: set[tuple[str, str, int]] = set()  # (type, file, line) of exceptions already printed
         self.thread: Optional[int] = None  # the thread of the call in progress: the only one whose emit() counts
 
-    def emit(self, type: str, result: dict[str, Any]) -> None:
+    def emit(self, type: str, result: dict[str, Any], frame: Optional[cvhost.Frame] = None) -> None:
         # As the C ABI's emit says -EPERM: a result belongs to the call of its frame, so one from
         # a thread of the plugin's own (which would be stamped with whatever frame is in process()) is refused.
         if threading.get_ident() != self.thread:
@@ -53,9 +56,16 @@ class Instance:
                                "from process() or flush(), on the thread cvhost calls them on")
         if not isinstance(type, str):
             raise TypeError("emit(type, result): type is a str such as \"barcode\"")
-        self.results.append((type.encode("utf-8", "replace"),
-                             json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                                        default=json_value).encode("utf-8")))
+        into = self.results
+        if self.batch is not None:
+            at = self.batch.get(id(frame)) if frame is not None else None
+            if at is None:
+                raise RuntimeError("emit() in process_batch() says which frame a result is of: "
+                                   "self.emit(type, result, frame=f), f one of the frames it was given")
+            into = self.batch_results[at]
+        into.append((type.encode("utf-8", "replace"),
+                     json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                                default=json_value).encode("utf-8")))
 
     def call(self, function: Callable[..., Any], *args: Any) -> None:
         """Runs one call of the plugin; its results, then `done` with 0 or -EIO for an exception."""
@@ -74,6 +84,43 @@ class Instance:
         for type, body in self.results:
             self.channel.send(result(type, body))
         self.channel.send(done(status))
+
+    def call_batch(self, frames: list[Optional[cvhost.Frame]]) -> None:
+        """One process_batch message: each frame's results, then its `done`, in the frames' order.
+        A plugin with process_batch() is called once for the frames that could be mapped (an
+        exception fails them all); one without it, process() for each."""
+        usable = [f for f in frames if f is not None]
+        own = type(self.plugin).process_batch is not cvhost.Plugin.process_batch
+        if not own or len(usable) <= 1:
+            for f in frames:
+                if f is None:
+                    self.channel.send(done(-errno.EINVAL))
+                else:
+                    self.call(self.plugin.process, f)
+            return
+        self.batch = {id(f): i for i, f in enumerate(usable)}
+        self.batch_results = [[] for _ in usable]
+        self.thread = threading.get_ident()
+        self.plugin._cvhost_call = self.emit
+        try:
+            self.plugin.process_batch(usable)
+            status = 0
+        except Exception as e:
+            self.report(e)
+            status = -errno.EIO
+        finally:
+            self.plugin._cvhost_call = None
+            self.batch = None
+        # A failed call's results are dropped, as process()'s are.
+        results = iter(self.batch_results if status == 0 else [[] for _ in usable])
+        for f in frames:
+            if f is None:
+                self.channel.send(done(-errno.EINVAL))
+                continue
+            for type_, body in next(results):
+                self.channel.send(result(type_, body))
+            self.channel.send(done(status))
+        self.batch_results = []
 
     def report(self, error: BaseException) -> None:
         """The traceback, once per distinct error (its type and where it was raised)."""
@@ -117,12 +164,12 @@ class Instance:
     def frame(self, r: Reader) -> Optional[cvhost.Frame]:
         """A frame message's frame, with its full frame when one follows; None when a plane lies outside what is mapped."""
         f = self.placed(r)
-        if f is None:
+        # Read to the frame's end either way: in a batch, the next frame follows.
+        has_full = r.u8() == 1
+        full = self.placed(r) if has_full else None
+        if f is None or (has_full and full is None):
             return None
-        if r.u8() == 1:
-            f.full = self.placed(r)
-            if f.full is None:
-                return None
+        f.full = full
         return f
 
     def placed(self, r: Reader) -> Optional[cvhost.Frame]:
@@ -182,6 +229,16 @@ class Instance:
                     continue
                 self.call(self.plugin.process, frame)
                 self.release(frame)
+            elif kind == PROCESS_BATCH:
+                count = r.u64()
+                if not 1 <= count <= MAX_BATCH:
+                    self.channel.send(failed("protocol_error", f"a batch of {count} frames (1 to {MAX_BATCH})"))
+                    continue
+                frames = [self.frame(r) for _ in range(count)]
+                self.call_batch(frames)
+                for f in frames:
+                    if f is not None:
+                        self.release(f)
             elif kind == FLUSH:
                 self.call(self.plugin.flush)
             elif kind == SHARED_FLUSH:

@@ -87,15 +87,16 @@ struct SharedInstancesTests {
         return (worker.compactMap { $0["batch_calls"] as? Int }.max() ?? 0, worker.compactMap { $0["batch_frames"] as? Int }.max() ?? 0)
     }
 
-    @Test("a batch of frames of three inputs through NudeNet's YOLOv8n (its batch left open) gives what the same frames give one by one: labels, scores within 1e-4, boxes within 0.01 px")
-    func batchEqualsOneByOne() throws {
+    @Test("a batch of frames of three inputs through NudeNet's YOLOv8n (its batch left open) gives what the same frames give one by one: labels, scores within 1e-4, boxes within 0.01 px (onnxruntime, and OpenVINO at f32)",
+          arguments: ["runtime=onnxruntime", "runtime=openvino,precision=f32"])
+    func batchEqualsOneByOne(runtime: String) throws {
         try #require(FileManager.default.fileExists(atPath: DetectPluginTests.realModel), "no \(DetectPluginTests.realModel): run scripts/install-deps.sh")
         try #require(Corpus.isPresent, "../shared/corpus is missing")
         let photos = Corpus.path("faces/images/640x480")
         // The corpus's seven photos of people, split among three inputs.
         let inputs = ["a=\(photos)/face_640x480_[a-b]*.jpg", "b=\(photos)/face_640x480_[c-l]*.jpg", "c=\(photos)/face_640x480_m*.jpg"]
         func run(_ options: String) throws -> (CommandResult, [String: [(label: String, confidence: Double, box: [Double])]]) {
-            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(DetectPluginTests.realModel),confidence=0.05," + options]
+            let r = try CVHostBinary.run(["run", "--plugin", "detect:model=\(DetectPluginTests.realModel),confidence=0.05,\(runtime)," + options]
                                          + inputs.flatMap { ["--input", $0] } + ["--metrics-interval", "0"], timeout: 120,
                                          environment: DetectPluginTests.python)
             #expect(r.exitCode == 0, "\(options): \(r.stderr)")

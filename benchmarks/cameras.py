@@ -16,6 +16,8 @@ stream from the start). For each way and each N in --counts, one run of --second
   keeps up     every camera's detections within 5% of 5 a second, and no frame dropped late (cvhost:
                frames.dropped.late; a loop: it read its camera's 30 frames a second)
   det/s        the slowest camera's detections a second
+  steal        the share of the cores' time the hypervisor gave to other machines during the run
+               (/proc/stat): on a shared host, figures at the edge of keeping up move with it
   CPU ms/cam-s CPU (user + system, the process and its workers, /proc) per camera-second
   RSS MB/cam   resident memory of the processes (and workers) divided by N
   p50/p99 ms   from a frame's capture to its results, after the warm-up (cvhost: a result line's
@@ -211,6 +213,13 @@ def cvhost_camera_stats(out, warmup_end_ts):
     return stats
 
 
+def stolen():
+    """(steal, total) jiffies of every CPU so far (/proc/stat): time the hypervisor gave to others."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return values[7], sum(values[:8])
+
+
 def run_cvhost(urls, work, each, seconds):
     """cvhost with every camera in one process, or a process each."""
     groups = [[u] for u in urls] if each else [urls]
@@ -315,6 +324,7 @@ def main():
         for way in ways:
             for n in counts:
                 srv, url = server(clip)
+                steal0 = stolen()
                 try:
                     if way == "loop":
                         cams, cpu, rss = run_loops([url] * n, work, args.seconds)
@@ -323,19 +333,23 @@ def main():
                 finally:
                     srv.terminate()
                     srv.wait()
+                steal1 = stolen()
+                steal = (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1]) * 100
                 slowest = min(c["detections"] for c in cams)
                 kept = all(c["late"] == 0 and abs(c["detections"] - RATE) <= RATE * 0.05 for c in cams)
                 p50 = max((c["p50"] for c in cams if c["p50"] is not None), default=None)
                 p99 = max((c["p99"] for c in cams if c["p99"] is not None), default=None)
-                rows.append((names[way], n, kept, slowest, cpu / n, rss / n, p50, p99))
+                rows.append((names[way], n, kept, slowest, cpu / n, rss / n, p50, p99, steal))
                 if kept:
                     best[way] = max(best.get(way, 0), n)
                 print(f"{names[way]:32} {n:3} cameras: {'keeps up' if kept else 'falls behind':12} det/s {slowest:5.2f}  "
-                      f"CPU {cpu / n:6.0f} ms/cam-s  RSS {rss / n:6.0f} MB/cam  p50/p99 {p50 or 0:6.0f}/{p99 or 0:6.0f} ms", flush=True)
+                      f"CPU {cpu / n:6.0f} ms/cam-s  RSS {rss / n:6.0f} MB/cam  p50/p99 {p50 or 0:6.0f}/{p99 or 0:6.0f} ms  "
+                      f"steal {steal:3.0f}%", flush=True)
         print()
-        print(f"{'':32} {'N':>3} {'keeps up':>9} {'det/s':>6} {'CPU ms/cam-s':>13} {'RSS MB/cam':>11} {'p50 ms':>7} {'p99 ms':>7}")
-        for name, n, kept, slowest, cpu, rss, p50, p99 in rows:
-            print(f"{name:32} {n:3} {'yes' if kept else 'no':>9} {slowest:6.2f} {cpu:13.0f} {rss:11.0f} {p50 or 0:7.0f} {p99 or 0:7.0f}")
+        print(f"{'':32} {'N':>3} {'keeps up':>9} {'det/s':>6} {'CPU ms/cam-s':>13} {'RSS MB/cam':>11} {'p50 ms':>7} {'p99 ms':>7} {'steal':>6}")
+        for name, n, kept, slowest, cpu, rss, p50, p99, steal in rows:
+            print(f"{name:32} {n:3} {'yes' if kept else 'no':>9} {slowest:6.2f} {cpu:13.0f} {rss:11.0f} {p50 or 0:7.0f} {p99 or 0:7.0f} "
+                  f"{steal:5.0f}%")
         print()
         for way in ways:
             print(f"most cameras kept up, {names[way]}: {best.get(way, 0)}")

@@ -196,6 +196,18 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 
+    /// The most frames a second any enabled output takes (its connection's frame-rate cap), 0 when
+    /// one takes every frame (or none is enabled: nothing is known then).
+    static func neededFrameRate(of outputs: [VideoDataOutput]) -> Double {
+        var most = 0.0
+        for output in outputs where output.connection.isEnabled {
+            let interval = output.connection.videoMinFrameDuration
+            if interval <= 0 { return 0 }
+            most = max(most, 1 / interval)
+        }
+        return most
+    }
+
     private func applyHints(of outputs: [VideoDataOutput], to device: CaptureDevice) -> [SettingReport] {
         let hints = CaptureHints.merged(outputs.map(\.captureHints))
         do {
@@ -220,10 +232,18 @@ public final class CaptureSession: @unchecked Sendable {
         var reason = StopReason.endOfInput
         var lost: [FrameLossReason: UInt64] = [:]
         let limit = frameLimit
+        var needed: Double?
         while true {
             if let stop = cond.withLock({ stopReason }) {
                 reason = stop
                 break
+            }
+            // What the consumers take now (a plugin's max_fps can change while it runs): a stream
+            // that decodes may then skip frames none of them will be given.
+            let now = Self.neededFrameRate(of: outputs)
+            if now != needed {
+                stream.need(framesPerSecond: now)
+                needed = now
             }
             if let limit, sequence >= limit {
                 reason = .frameLimit

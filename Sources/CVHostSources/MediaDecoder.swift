@@ -24,6 +24,13 @@ final class MediaDecoder {
     private let startTime: Int64
     private var draining = false
     private(set) var framesDecoded: Int64 = 0
+    /// The video stream's packets read from the file (a frame each): more than the frames decoded
+    /// when frames are skipped (FrameSkipping).
+    private(set) var packetsRead: Int64 = 0
+    /// Frames were skipped undecoded at some time (FrameSkipping).
+    private(set) var hasSkipped = false
+    /// Whether frames no other frame depends on are skipped, for consumers that take few.
+    private var skipping = FrameSkipping(streamFrameRate: 0)
     /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
     private(set) var damaged = 0
     /// Frames of an RTSP camera dropped whole as damaged, for their size (a frame that never ended).
@@ -159,6 +166,7 @@ final class MediaDecoder {
         let rate = stream.pointee.avg_frame_rate
         frameRate = rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : 0
         frameCountHint = stream.pointee.nb_frames
+        skipping = FrameSkipping(streamFrameRate: frameRate)
         codecName = String(cString: decoder.pointee.name)
 
         guard let cc = avcodec_alloc_context3(decoder) else {
@@ -216,6 +224,11 @@ final class MediaDecoder {
             if got == 0 {
                 defer { av_frame_unref(frame) }
                 let pts = presentationTimeNs(frame)
+                if !skipping.kept(ptsNs: pts) {
+                    applySkipping()
+                    Log.info("\(path): its frames are decoded whole: without the frames no other depends on, the rest come too far "
+                             + "apart for plugins taking \(formatRate(skipping.neededFrameRate)) a second")
+                }
                 FrameTrace.mark(ptsNs: pts, "decoded")
                 framesDecoded += 1
                 return (try reader.pixelBuffer(frame, input: path), pts)
@@ -275,9 +288,31 @@ final class MediaDecoder {
             if read < 0 { throw CaptureError(.streamFailed, "reading \(path) failed: \(ffmpegError(read))") }
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
+            packetsRead += 1
             observe(packet)
             try send(packet, to: codec)
         }
+    }
+
+    /// The consumers now take at most `fps` frames a second (0: every frame): frames no other frame
+    /// depends on are skipped while that is at most half the stream's rate (FrameSkipping).
+    func need(framesPerSecond fps: Double) {
+        let before = skipping.skips
+        skipping.need(fps)
+        applySkipping()
+        if skipping.skips != before && skipping.skips {
+            Log.info("\(path): plugins take at most \(formatRate(fps)) of its \(formatRate(frameRate)) frames a second: "
+                     + "frames no other frame depends on (B-frames) are not decoded")
+        }
+    }
+
+    private func applySkipping() {
+        if skipping.skips { hasSkipped = true }
+        codec?.pointee.skip_frame = skipping.skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
+    }
+
+    private func formatRate(_ fps: Double) -> String {
+        fps == fps.rounded() ? String(Int(fps)) : String(format: "%.2f", fps)
     }
 
     /// Hands the observer a reference to a video packet, with its media time as the frames have it.

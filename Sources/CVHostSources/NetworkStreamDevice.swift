@@ -156,6 +156,14 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         self.damage = damage
     }
 
+    /// What the consumers take (need(framesPerSecond:)), for a decoder of a new connection too.
+    private var neededFrameRate: Double = 0
+
+    func need(framesPerSecond fps: Double) {
+        neededFrameRate = fps
+        decoder?.need(framesPerSecond: fps)
+    }
+
     func start(with decoder: MediaDecoder) {
         decoder.packetObserver = device.packetObserver
         self.decoder = decoder
@@ -198,6 +206,7 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         do {
             decoder = try NetworkStreamDevice.open(device.location, device.options, interrupt: interrupt)
             decoder?.packetObserver = device.packetObserver
+            decoder?.need(framesPerSecond: neededFrameRate)
             device.connectionHealth.back()
             Log.info("\(device.location.display): connected again")
             return decoder

@@ -66,6 +66,8 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
     /// Frames the container's index lists (0: it does not say).
     private let framesListed: Int64
 
+    func need(framesPerSecond fps: Double) { decoder?.need(framesPerSecond: fps) }
+
     init(decoder: MediaDecoder, damage: DamageCount, framesListed: Int64) {
         self.decoder = decoder
         self.damage = damage
@@ -86,9 +88,12 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
     /// frames missing; say so rather than pass it for complete. A frame or two fewer than listed
     /// is normal (an edit list's skipped frames); more, or fewer with damage seen, is not.
     private func checkComplete(_ decoder: MediaDecoder) throws {
-        let missing = framesListed - decoder.framesDecoded
+        // Frames skipped undecoded (FrameSkipping) were there: their packets were read. (Else the
+        // frames decoded: a packet read but damaged beyond decoding is a frame missing.)
+        let read = decoder.hasSkipped ? max(decoder.framesDecoded, decoder.packetsRead) : decoder.framesDecoded
+        let missing = framesListed - read
         guard framesListed > 0, missing > 2 || (missing > 0 && decoder.damaged > 0) else { return }
-        throw CaptureError(.inputIncomplete, "\(decoder.path) ends after \(decoder.framesDecoded) of the \(framesListed) frames its index lists"
+        throw CaptureError(.inputIncomplete, "\(decoder.path) ends after \(read) of the \(framesListed) frames its index lists"
                            + (decoder.damaged > 0 ? " (\(decoder.damaged) damaged packets skipped)" : "")
                            + ": the file is cut short or damaged; its results cover part of it")
     }

@@ -14,6 +14,8 @@ public final class BoxAnalytics: @unchecked Sendable {
         var size: (width: Int, height: Int)?
         /// Boxes reported that joined no track.
         var untracked = 0
+        /// The time of the frame before (what frames between two are placed from).
+        var lastTime: Double?
         /// The zones and lines as given (in fractions, when given so), before they are placed in a frame.
         var zoneSettings: [ZoneSettings]
         var lineSettings: [LineSettings]
@@ -53,14 +55,21 @@ public final class BoxAnalytics: @unchecked Sendable {
         }
     }
 
-    /// What one frame gave: the track of each detection (nil: not a reported track), and the events, in order.
+    /// What one frame gave: the track of each detection (nil: not a reported track), and the events, in order;
+    /// and the events of each frame between it and the frame before (`between`), in their order.
     public struct Outcome: Sendable {
         public var trackIDs: [Int?]
         public var events: [AnalyticsEvent]
+        public var betweenEvents: [[AnalyticsEvent]] = []
     }
 
     /// One frame's boxes at `time` (seconds, the frame's media time), the frame `width` x `height`.
-    public func update(_ detections: [Detection], time: Double, width: Int, height: Int) -> Outcome {
+    /// - Parameter between: the times of frames the plugin was not given since the frame before
+    ///   (its `max_fps`), in order: zones and lines see each track there too, its box placed between
+    ///   its filtered boxes of the two frames around (a smoother's estimate: never past what the
+    ///   detector saw, so a box that turns back before a line is not counted across it), before
+    ///   this frame's boxes. A track seen in only one of the two is not placed between them.
+    public func update(_ detections: [Detection], time: Double, width: Int, height: Int, between: [Double] = []) -> Outcome {
         state.withLock { s in
             if s.size == nil {
                 s.size = (width, height)
@@ -73,21 +82,31 @@ public final class BoxAnalytics: @unchecked Sendable {
                 for i in s.zones.indices { s.zones[i].settings = Self.placed(s.zoneSettings[i], width, height) }
                 for i in s.lines.indices { s.lines[i].settings = Self.placed(s.lineSettings[i], width, height) }
             }
+            // Each reported track's filtered box at the frame before, where it was seen there.
+            let before = s.lastTime
+            let placedFrom = Dictionary(uniqueKeysWithValues: s.tracker.tracks.filter { $0.id != 0 && $0.lastTime == before }
+                .map { ($0.id, $0.filter.box) })
             let step = s.tracker.update(detections, time: time)
             s.untracked += step.untracked
+            s.lastTime = time
+            var betweenEvents: [[AnalyticsEvent]] = []
+            if let before, time > before {
+                for t in between where t > before && t < time {
+                    var events: [AnalyticsEvent] = []
+                    let f = (t - before) / (time - before)
+                    for (track, _) in step.seen {
+                        guard let from = placedFrom[track.id] else { continue }
+                        Self.see(track, box: from.interpolated(to: track.filter.box, f), time: t, &s, into: &events)
+                    }
+                    betweenEvents.append(events)
+                }
+            }
             var events = step.started.map(AnalyticsEvent.trackStarted)
             // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
-            for (track, _) in step.seen {
-                for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: track.filter.box, time: time, into: &events) }
-                // Its speed so far, from the first measured zone it is in (said on a line it crosses there).
-                let box = track.filter.box
-                let speed = s.zones.lazy.compactMap { z in
-                    z.speed(track: track.id, box: box, time: time).map { LineWatch.Speed(value: $0, unit: z.settings.speedUnit, zone: z.settings.name) }
-                }.first
-                for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: box, speed: speed, into: &events) }
-            }
+            for (track, _) in step.seen { Self.see(track, box: track.filter.box, time: time, &s, into: &events) }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
-            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events)
+            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events,
+                           betweenEvents: betweenEvents + Array(repeating: [], count: between.count - betweenEvents.count))
         }
     }
 
@@ -132,6 +151,16 @@ public final class BoxAnalytics: @unchecked Sendable {
             events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: lines, zones: zones))
             return events
         }
+    }
+
+    /// Zones and lines see `track` at `box` at `time`.
+    private static func see(_ track: Track, box: Box, time: Double, _ s: inout State, into events: inout [AnalyticsEvent]) {
+        for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: box, time: time, into: &events) }
+        // Its speed so far, from the first measured zone it is in (said on a line it crosses there).
+        let speed = s.zones.lazy.compactMap { z in
+            z.speed(track: track.id, box: box, time: time).map { LineWatch.Speed(value: $0, unit: z.settings.speedUnit, zone: z.settings.name) }
+        }.first
+        for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: box, speed: speed, into: &events) }
     }
 
     private static func end(_ t: Track, reason: String, _ s: inout State, _ events: inout [AnalyticsEvent]) {

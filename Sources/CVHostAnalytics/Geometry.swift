@@ -38,6 +38,12 @@ public struct Box: Equatable, Sendable {
         self.height = height
     }
 
+    /// The box `f` of the way (0...1) from this one to `other`, each side moved evenly.
+    public func interpolated(to other: Box, _ f: Double) -> Box {
+        Box(x: x + (other.x - x) * f, y: y + (other.y - y) * f, width: width + (other.width - width) * f,
+            height: height + (other.height - height) * f)
+    }
+
     var maxX: Double { x + width }
     var maxY: Double { y + height }
     var area: Double { max(0, width) * max(0, height) }

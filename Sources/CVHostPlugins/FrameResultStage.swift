@@ -9,6 +9,13 @@ public protocol FrameResultStage: AnyObject, Sendable {
     func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine]
     /// After the input's last frame: lines that close what is still open.
     func finish() -> [OutputLine]
+    /// A frame the plugin will not be given (its frame-rate cap): told on the capture thread, in
+    /// frame order, before any later frame's results come to `frame`.
+    func passedOver(_ frame: ProcessedFrame)
+}
+
+extension FrameResultStage {
+    public func passedOver(_ frame: ProcessedFrame) {}
 }
 
 /// A frame a plugin processed, as a result stage needs it.

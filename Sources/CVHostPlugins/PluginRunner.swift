@@ -163,7 +163,12 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {
-        // Counted by the output itself (DeliveryStatistics.dropped); nothing more to do here.
+        // Counted by the output itself (DeliveryStatistics.dropped). A frame passed over by the
+        // frame-rate cap is still a frame of the input for the analytics (tracks placed in it).
+        guard reason == .frameRateCap, let resultStage else { return }
+        let captured = sample.pixelBuffer
+        let placement = output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format)
+        resultStage.passedOver(ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
     }
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {

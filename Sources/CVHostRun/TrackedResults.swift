@@ -6,13 +6,20 @@ import CVHostPlugins
 /// The analytics stage of one tracked plugin on one input (`--track PLUGIN`): each frame's
 /// results that carry a box (`bounds` in pixels) are followed from frame to frame (BoxAnalytics);
 /// those of a reported track get its id (`track_id`, first in their data), and the tracks', zones'
-/// and lines' events are written after the frame's results, in the plugin's name.
+/// and lines' events are written after the frame's results, in the plugin's name. Frames the plugin
+/// was not given (its `max_fps`) are seen by the zones and lines too, with each track placed
+/// between the frames around them (BoxAnalytics.update's `between`): their events are written
+/// before the next frame's results, with their own frame's seq and time.
 final class TrackedResults: FrameResultStage, @unchecked Sendable {
     // @unchecked Sendable: the runner calls frame() and finish() one at a time (its sequencer's
     // lock); `last` is behind a lock all the same.
     let analytics: BoxAnalytics
     private let source: String, plugin: String, pluginIndex: Int
     private let last = Locked<ProcessedFrame?>(nil)
+    /// Frames passed over since the last frame processed (told from the capture thread), in order.
+    private let passedOver = Locked<[ProcessedFrame]>([])
+    /// The most frames passed over kept while the plugin is behind (a second at 120 fps and more).
+    static let mostPassedOver = 256
     /// The time the analytics count in (the frames' media time, kept monotonic).
     private let clock: Locked<AnalyticsClock>
 
@@ -26,6 +33,14 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         self.pluginIndex = pluginIndex
     }
 
+    /// A frame the plugin is not given (its frame-rate cap). Called on the capture thread, in frame order.
+    func passedOver(_ frame: ProcessedFrame) {
+        passedOver.withLock { frames in
+            if frames.count >= Self.mostPassedOver { frames.removeFirst() }
+            frames.append(frame)
+        }
+    }
+
     func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
         var detections: [Detection] = [], at: [Int] = []
         for (i, line) in lines.enumerated() {
@@ -35,24 +50,33 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         }
         // The frame's media time: a file's own clock, a live source's from its start (what `lost` and
         // `dwell` count in), never running backwards; its first jump said (input.time_jumped).
-        let (time, jump, first) = clock.withLock { c in
-            let t = c.time(ptsNs: frame.presentationTimeNs, wallNs: frame.captureTimeNs)
-            return (t.time, t.jump, c.jumps == 1)
+        let between = passedOver.withLock { frames in
+            let before = frames.prefix { $0.sequence < frame.sequence }
+            frames.removeFirst(before.count)
+            return Array(before)
         }
+        // Every frame's time, those passed over first; the first jump among them, if it is the input's first.
+        let (times, jump) = clock.withLock { c in
+            let before = c.jumps
+            let timed = (between + [frame]).map { c.time(ptsNs: $0.presentationTimeNs, wallNs: $0.captureTimeNs) }
+            return (timed.map(\.time), before == 0 ? timed.lazy.compactMap(\.jump).first : nil)
+        }
+        let betweenTimes = Array(times.dropLast()), time = times.last!
         var jumped: [AnalyticsEvent] = []
-        if let jump, first {
+        if let jump {
             Log.warning("the timestamps jumped from \(Double(jump.fromNs) / 1e9) s to \(Double(jump.toNs) / 1e9) s (a reconnection, or a camera's "
                         + "clock): tracks, zones and lines go on in the time that passed here (input.time_jumped; said for the first jump only)",
                         source: source)
             jumped.append(AnalyticsEvent.timeJumped(fromNs: jump.fromNs, toNs: jump.toNs))
         }
-        let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height)
+        let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
         }
         last.withLock { $0 = frame }
-        return out + (jumped + outcome.events).map { line($0, frame) }
+        let passed = zip(between, outcome.betweenEvents).flatMap { f, events in events.map { line($0, f) } }
+        return passed + out + (jumped + outcome.events).map { line($0, frame) }
     }
 
     func finish() -> [OutputLine] {

@@ -42,6 +42,10 @@ final class TrackingSlot: FrameResultStage, Sendable {
         }
     }
 
+    func passedOver(_ frame: ProcessedFrame) {
+        tracked?.passedOver(frame)
+    }
+
     func finish() -> [OutputLine] {
         state.withLock { s in
             let out = s.pending + (s.tracked?.finish() ?? [])

@@ -34,6 +34,33 @@ struct TrackingTests {
         #expect(events(r.events, "track.started").count == objects && events(r.events, "track.ended").count == objects, "\(fps) fps")
     }
 
+    @Test("frames passed over between detections (a detector at 5 of 10 frames a second): the line sees each track there, placed between its boxes; a walk across is counted once, in a frame passed over or not; one that turns back 40 px before the line never is")
+    func passedOver() {
+        // A box 60 wide, its centre along x, seen every 0.2 s; the frames at 0.1, 0.3, ... passed over.
+        func walk(_ centres: [Double]) -> (crossed: [Double], passedOver: Int) {
+            let a = BoxAnalytics(tracker: TrackerSettings(), lines: [Self.door])
+            var crossed: [Double] = [], passedOver = 0
+            for (i, x) in centres.enumerated() {
+                let t = Double(i) * 0.2
+                let o = a.update([Detection(box: Box(x: x - 30, y: 300, width: 60, height: 160), label: "person", confidence: 0.9)],
+                                 time: t, width: 1280, height: 720, between: i == 0 ? [] : [t - 0.1])
+                for events in o.betweenEvents where events.contains(where: { $0.kind == .lineCrossed }) {
+                    crossed.append(t - 0.1)
+                    passedOver += 1
+                }
+                if o.events.contains(where: { $0.kind == .lineCrossed }) { crossed.append(t) }
+            }
+            return (crossed, passedOver)
+        }
+        let across = walk(stride(from: 400.0, through: 900, by: 20).map { $0 })
+        #expect(across.crossed.count == 1, "\(across)")
+        let back = walk(stride(from: 400.0, through: 600, by: 20).map { $0 } + stride(from: 580.0, through: 400, by: -20).map { $0 })
+        #expect(back.crossed.isEmpty, "\(back)")
+        // Every other frame's crossing lands in a passed-over frame at times: over several phases, some do.
+        let phases = (0..<4).map { k in walk(stride(from: 400.0 + Double(k) * 5, through: 900, by: 20).map { $0 }) }
+        #expect(phases.allSatisfy { $0.crossed.count == 1 } && phases.contains { $0.passedOver == 1 }, "\(phases)")
+    }
+
     @Test("two people cross a line both ways and pass each other: one crossing each, the right direction, running counts", arguments: rates)
     func crossingBothWays(fps: Double) {
         // Left to right (into the right half: "in" is left of a downward line, the picture's right).

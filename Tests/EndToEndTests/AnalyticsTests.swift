@@ -82,6 +82,46 @@ struct AnalyticsTests {
         #expect(kinds.firstIndex(of: "track.ended")! < kinds.lastIndex(of: "metrics")!, "\(kinds)")
     }
 
+    @Test("a detector at 5 or 3.4 of 10 frames a second: zones and lines see the tracks in the frames it passes over too (placed between the frames around), so the crossing and the entry come at the frames they come at when it takes every frame")
+    func passedOverFrames() throws {
+        // 4 pixels a frame: slow enough to be followed at every third frame.
+        let slow = Self.folder + "/slow-walker.py"
+        try """
+            import cvhost
+
+            class Walker(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "walker"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("object", {"label": "person", "confidence": 0.9,
+                                         "bounds": {"x": 20 + 4 * frame.sequence, "y": 100, "width": 30, "height": 60}})
+            """.write(toFile: slow, atomically: true, encoding: .utf8)
+        func run(_ cap: String) throws -> (crossed: [Int], entered: [Int], results: Int, events: [[String: Any]]) {
+            let r = try CVHostBinary.run(["run", "--plugin", slow + cap, "--input", "testsrc:320x240@10:unpaced", "--max-frames", "70",
+                                          "--metrics-interval", "0", "--track", "walker", "--line", "door=160,0 160,240:in=left",
+                                          "--zone", "right=170,0 320,0 320,240 170,240"], environment: Self.python)
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+            let seqs = { (kind: String) in r.events(kind).compactMap { $0["seq"] as? Int } }
+            return (seqs("line.crossed"), seqs("zone.entered"), r.events("result").count,
+                    r.events.filter { ["line.crossed", "zone.entered"].contains($0["event"] as? String ?? "") })
+        }
+        let every = try run("")
+        #expect(every.crossed.count == 1 && every.entered.count == 1 && every.results == 70, "\(every)")
+        for (cap, results) in [(":max_fps=5", 35), (":max_fps=3.4", 24)] {
+            let capped = try run(cap)
+            #expect(capped.results == results, "\(cap): \(capped.results) results")
+            #expect(capped.crossed == every.crossed && capped.entered == every.entered,
+                    "\(cap): crossed at \(capped.crossed), entered at \(capped.entered); every frame: \(every.crossed), \(every.entered)")
+            // Each event is stamped with its own frame: its pts is its seq's (10 frames a second).
+            for e in capped.events {
+                #expect(abs((e["pts"] as? Double ?? -1) - Double(e["seq"] as? Int ?? 0) / 10) < 1e-6, "\(e)")
+            }
+        }
+    }
+
     @Test("/metrics counts tracks, crossings by line, label and direction, and zones' occupancy and entries (promtool checks it)")
     func metrics() throws {
         let port = freeLoopbackPort()

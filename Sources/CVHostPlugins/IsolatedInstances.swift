@@ -108,32 +108,41 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
 
     func process(lane i: Int, frame: inout cvhost_frame, pixels: PixelBuffer, full: PixelBuffer?,
                  stamp: HostServices.FrameStamp, source: String) -> PluginCallOutcome {
-        processBatch(lane: i, [FrameCall(frame: frame, pixels: pixels, full: full, stamp: stamp, source: source)])[0]
+        let (outcomes, placed) = send(lane: i, [FrameCall(frame: frame, pixels: pixels, full: full, stamp: stamp, source: source)])
+        // The frame as the worker read it (its planes as offsets into memory it has): ordered() sends it again.
+        if let placed = placed.first { frame = placed }
+        return outcomes[0]
     }
 
     /// One message for all the frames when the plugin takes batches (process_batch), else one each.
     func processBatch(lane i: Int, _ frames: [FrameCall]) -> [PluginCallOutcome] {
         if frames.count > 1 && !takesBatches {
-            return frames.flatMap { processBatch(lane: i, [$0]) }
+            return frames.flatMap { send(lane: i, [$0]).outcomes }
         }
+        return send(lane: i, frames).outcomes
+    }
+
+    /// Sends `frames` in one message and collects each one's outcome; and the frames as placed for
+    /// the worker (none when they could not be).
+    private func send(lane i: Int, _ frames: [FrameCall]) -> (outcomes: [PluginCallOutcome], placed: [cvhost_frame]) {
         let supervisor = route(i).supervisor
         let sequence = frames.first?.frame.sequence
-        guard let w = supervisor.liveWorker() else { return frames.map { _ in .dropped(supervisor.droppedReason) } }
+        guard let w = supervisor.liveWorker() else { return (frames.map { _ in .dropped(supervisor.droppedReason) }, []) }
         lanes[i].lastStamp = frames.last?.stamp
         do {
             var messages: [WorkerMessage.FrameMessage] = []
             for (position, call) in frames.enumerated() {
                 guard let message = try placed(call, position: position, lane: i, on: w) else {
                     let failed = supervisor.failed(w, .closed, "process", sequence)
-                    return frames.map { _ in failed }
+                    return (frames.map { _ in failed }, [])
                 }
                 messages.append(message)
             }
             let message: WorkerMessage = messages.count == 1 ? .process(messages[0]) : .processBatch(messages)
-            return call(i, on: w, message, "process", sequence, answers: frames.map { ($0.stamp, $0.source) })
+            return (call(i, on: w, message, "process", sequence, answers: frames.map { ($0.stamp, $0.source) }), messages.map(\.frame))
         } catch {
             Log.error("\(error)", source: label)
-            return frames.map { _ in .dropped(supervisor.droppedReason) }
+            return (frames.map { _ in .dropped(supervisor.droppedReason) }, [])
         }
     }
 

@@ -235,6 +235,14 @@ def run_cvhost(urls, work, each, seconds):
         readers[-1].start()
         procs.append(proc)
         outs.append(out)
+    # The warm-up counts from the moment every camera has given its first result, as a loop's counts
+    # from its camera opened and its model loaded: cvhost's start (8 RTSP sessions, the model compiled)
+    # is not a camera falling behind.
+    def ready():
+        return all({f"c{i}" for i in range(len(group))} <= {s for (s, _) in list(arrived)} for group, arrived in zip(groups, arrivals))
+    ready_by = time.monotonic() + 120
+    while time.monotonic() < ready_by and not ready():
+        time.sleep(0.1)
     time.sleep(WARMUP)
     warmup_end = time.time()
     pids = [p for proc in procs for p in tree(proc.pid)]

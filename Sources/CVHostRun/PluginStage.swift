@@ -109,15 +109,19 @@ final class PluginStage: Sendable {
     }
 
     /// Which plugins share their instances among the inputs (their `share`, else whether they can),
-    /// and the thread plan: every instance of the run counted, a shared plugin's once.
+    /// how many instances a shared Python plugin gets when not told (`sharedInstances`), and the
+    /// thread plan: every instance of the run counted, a shared plugin's once.
     private static func plan(_ requests: [(String, PluginRequest, PluginInfo)], _ s: RunSettings, inputs: Int) throws
-        -> (shares: [Bool], plan: ThreadPlan) {
-        var shares: [Bool] = [], instances = 0
+        -> (shares: [Bool], instances: [Int?], plan: ThreadPlan) {
+        var shares: [Bool] = [], chosen: [Int?] = [], instances = 0
+        let cores = ThreadPlan.usableCores()
         for (_, request, plugin) in requests {
             let c = try PluginConfiguration(plugin: plugin, options: request.options, isolation: s.isolation)
             let share = c.share ?? SharedInstances.canShare(plugin)
+            let n = share && !request.options.contains { $0.key == "instances" } ? sharedInstances(plugin, inputs: inputs, cores: cores) : nil
             shares.append(share)
-            instances += c.instances * (share ? 1 : inputs)
+            chosen.append(n)
+            instances += (n ?? c.instances) * (share ? 1 : inputs)
         }
         let plan = ThreadPlan(instances: instances)
         let takers = requests.filter { $0.2.options.contains { $0.name == ThreadPlan.option } }.map(\.2.name)
@@ -127,7 +131,17 @@ final class PluginStage: Sendable {
                      + (sharing.isEmpty ? "" : " (\(sharing.joined(separator: ", ")) shared by the inputs)")
                      + ": \(takers.joined(separator: ", ")) \(plan.threadsPerInstance) thread\(plan.threadsPerInstance == 1 ? "" : "s") each")
         }
-        return (shares, plan)
+        return (shares, chosen, plan)
+    }
+
+    /// A shared Python plugin serving several inputs from the start runs an instance per core, at
+    /// most one per input (nil: as its options say). An instance of a Python plugin is one worker,
+    /// whose one interpreter thread is one queue for every camera: benchmarks/cameras.py, 8 cameras
+    /// with detect on 2 cores (onnxruntime), one instance fell behind (3.9 detections a second of 5,
+    /// p50 562 ms), two kept up (p99 190 ms) for 31 MB more a camera.
+    static func sharedInstances(_ plugin: PluginInfo, inputs: Int, cores: Int) -> Int? {
+        guard plugin.runtime == .python, inputs > 1, cores > 1 else { return nil }
+        return min(cores, inputs)
     }
 
     /// Finds every plugin (a bad --plugin is said before any is created), then creates them.
@@ -160,13 +174,14 @@ final class PluginStage: Sendable {
             if let unknown = s.analytics.unknownInputs(sourceIDs).first {
                 throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
             }
-            let (shares, plan) = try plan(requests, s, inputs: sourceIDs.count)
+            let (shares, instances, plan) = try plan(requests, s, inputs: sourceIDs.count)
             // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
-            let found = requests.map { spec, request, plugin in
+            let found = zip(requests, instances).map { r, n in
+                let (spec, request, plugin) = r
                 let given = request.options.last { $0.key == "confidence" }?.value
                 return FoundPlugin(spec: spec, request: request, plugin: plugin,
                                    confidence: Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""),
-                                   options: plan.options(for: plugin, request.options))
+                                   options: plan.options(for: plugin, request.options + (n.map { [("instances", String($0))] } ?? [])))
             }
             for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
             // The shared instances, made once (a stop while they are made ends the run as any create() does).

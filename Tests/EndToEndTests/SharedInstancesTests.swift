@@ -29,7 +29,7 @@ struct SharedInstancesTests {
         }
     }
 
-    @Test("two inputs of different content through one detect instance: every result names its input and frame, as runs of each alone; said once (the thread plan, the model); share=false makes one each")
+    @Test("two inputs of different content through one set of detect instances (an instance per core, at most one per input; instances=1 one): every result names its input and frame, as runs of each alone; said once (the thread plan, the model); share=false makes a set each")
     func oneInstanceManyInputs() throws {
         let model = DetectPluginTests.model("colour")
         let red = try Self.clip("red"), blue = try Self.clip("blue")
@@ -50,11 +50,20 @@ struct SharedInstancesTests {
                                              timeout: 120, environment: DetectPluginTests.python)
             #expect(Self.colours(alone).map { "\($0.seq) \($0.colour)" } == got.filter { $0.source == name }.map { "\($0.seq) \($0.colour)" }, "\(colour)")
         }
-        // Loaded once: one model line, one instance, the plan for it; both inputs' session.started say one instance.
+        // Loaded once for the run: one model line, an instance per core (at most one per input), the plan for
+        // them; both inputs' session.started say as many.
+        let plan = try #require(shared.stderr.split(separator: "\n").first { $0.contains("thread plan: ") }, "\(shared.stderr)")
+        let cores = try #require(Int(plan.components(separatedBy: "thread plan: ")[1].prefix { $0.isNumber }))
+        let n = min(cores, 2)
         #expect(shared.stderr.components(separatedBy: "detect: colour.onnx").count == 2, "\(shared.stderr)")
-        #expect(shared.stderr.contains("thread plan: ") && shared.stderr.contains("for 1 plugin instance (detect shared by the inputs)"), "\(shared.stderr)")
+        #expect(plan.contains("for \(n) plugin instance\(n == 1 ? "" : "s") (detect shared by the inputs)"), "\(plan)")
         let instances = shared.events("session.started").compactMap { (($0["plugins"] as? [[String: Any]])?.first?["instances"] as? Int) }
-        #expect(instances == [1, 1])
+        #expect(instances == [n, n])
+        // instances= given is kept: one.
+        let one = try CVHostBinary.run(["run", "--plugin", plugin + ",instances=1", "--input", "r=\(red)", "--input", "b=\(blue)",
+                                        "--metrics-interval", "0"], timeout: 120, environment: DetectPluginTests.python)
+        #expect(one.stderr.contains("for 1 plugin instance (detect shared by the inputs)"), "\(one.stderr)")
+        #expect(Self.colours(one).map { "\($0.source) \($0.seq) \($0.colour)" }.sorted() == got.map { "\($0.source) \($0.seq) \($0.colour)" }.sorted())
 
         // share=false: a set per input, the cores divided between them.
         let apart = try CVHostBinary.run(["run", "--plugin", plugin + ",share=false", "--input", "r=\(red)", "--input", "b=\(blue)",
@@ -227,7 +236,8 @@ struct SharedInstancesTests {
             let cores = try #require(Int(plan.components(separatedBy: "thread plan: ")[1].prefix { $0.isNumber }))
             // A worker runs onnxruntime's threads (its own and its pool's) and one of its own (its
             // calls' reader): the inference threads are the rest.
-            #expect(threads.count == (share == "true" ? 1 : 3), "share=\(share): workers' threads \(threads)")
+            // Shared: an instance (a worker) per core, at most one per input.
+            #expect(threads.count == (share == "true" ? min(cores, 3) : 3), "share=\(share): workers' threads \(threads)")
             #expect(threads.map { $0 - 1 }.reduce(0, +) <= max(cores, threads.count), "share=\(share): \(threads) on \(cores) cores")
         }
     }

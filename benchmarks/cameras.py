@@ -31,7 +31,8 @@ NudeNet's model) and a release build (swift build -c release).
     benchmarks/cameras.py [--counts 1,2,4,6,8] [--seconds 20] [--ways one,each,loop] [--instances N] [--runtime openvino]
                           [--batch N] [--options K=V,...]
 
---instances N: the detect plugin's instances in cvhost (one process: shared by the cameras).
+--instances N: the detect plugin's instances in cvhost (default cvhost's: one process, shared by the
+cameras, an instance per core; a process each, one).
 --batch N: the most frames of several cameras in one detect call (one process; default: cvhost's).
 --options: more of the detect plugin's options, as written after detect: (batch_wait_ms=10).
 --runtime openvino: cvhost's detect with runtime=openvino, the loops with OpenVINO's compiled model
@@ -163,13 +164,12 @@ def server(path):
     return p, f"rtsp://127.0.0.1:{port}/codes"
 
 
-INSTANCES = 1
 RUNTIME = "onnxruntime"
 EXTRA = ""
 
 
 def cvhost_command(urls, out):
-    cmd = [CVHOST, "run", "--plugin", f"detect:model={MODEL},max_fps={RATE:g},instances={INSTANCES},runtime={RUNTIME}{EXTRA}", "--track", "detect",
+    cmd = [CVHOST, "run", "--plugin", f"detect:model={MODEL},max_fps={RATE:g},runtime={RUNTIME}{EXTRA}", "--track", "detect",
            "--line", "door=0.5,0.1 0.5,0.9", "--metrics-interval", "2", "--output", f"file:{out}", "--output", "-", "--results-only",
            "-q", "--reconnect"]
     for i, url in enumerate(urls):
@@ -310,14 +310,15 @@ def main():
     ap.add_argument("--counts", default="1,2,4,6,8")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--ways", default="one,each,loop")
-    ap.add_argument("--instances", type=int, default=1)
+    ap.add_argument("--instances", type=int, help="detect's instances (default: cvhost's)")
     ap.add_argument("--runtime", default="onnxruntime", choices=("onnxruntime", "openvino"))
     ap.add_argument("--batch", type=int)
     ap.add_argument("--options", default="")
     args = ap.parse_args()
-    global INSTANCES, RUNTIME, EXTRA
-    INSTANCES, RUNTIME = args.instances, args.runtime
-    EXTRA = (f",batch={args.batch}" if args.batch else "") + (f",{args.options}" if args.options else "")
+    global RUNTIME, EXTRA
+    RUNTIME = args.runtime
+    EXTRA = ((f",instances={args.instances}" if args.instances else "") + (f",batch={args.batch}" if args.batch else "")
+             + (f",{args.options}" if args.options else ""))
     for need, what in [(CVHOST, "a release build: swift build -c release"), (MODEL, "scripts/install-deps.sh (NudeNet in .venv-onnx)"),
                        (VIDEO, "the corpus beside the project")]:
         if not os.path.exists(need):

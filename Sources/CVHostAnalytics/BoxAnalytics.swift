@@ -89,24 +89,22 @@ public final class BoxAnalytics: @unchecked Sendable {
             let step = s.tracker.update(detections, time: time)
             s.untracked += step.untracked
             s.lastTime = time
-            var betweenEvents: [[AnalyticsEvent]] = []
-            if let before, time > before {
-                for t in between where t > before && t < time {
-                    var events: [AnalyticsEvent] = []
-                    let f = (t - before) / (time - before)
-                    for (track, _) in step.seen {
-                        guard let from = placedFrom[track.id] else { continue }
-                        Self.see(track, box: from.interpolated(to: track.filter.box, f), time: t, &s, into: &events)
-                    }
-                    betweenEvents.append(events)
+            // One list of events for each frame between (none where it lies outside the two frames' times).
+            let betweenEvents = between.map { t -> [AnalyticsEvent] in
+                guard let before, t > before, t < time else { return [] }
+                var events: [AnalyticsEvent] = []
+                let f = (t - before) / (time - before)
+                for (track, _) in step.seen {
+                    guard let from = placedFrom[track.id] else { continue }
+                    Self.see(track, box: from.interpolated(to: track.filter.box, f), time: t, &s, into: &events)
                 }
+                return events
             }
             var events = step.started.map(AnalyticsEvent.trackStarted)
             // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
             for (track, _) in step.seen { Self.see(track, box: track.filter.box, time: time, &s, into: &events) }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
-            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events,
-                           betweenEvents: betweenEvents + Array(repeating: [], count: between.count - betweenEvents.count))
+            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events, betweenEvents: betweenEvents)
         }
     }
 

@@ -24,11 +24,13 @@ final class MediaDecoder {
     private let startTime: Int64
     private var draining = false
     private(set) var framesDecoded: Int64 = 0
-    /// The video stream's packets read from the file (a frame each): more than the frames decoded
-    /// when frames are skipped (FrameSkipping).
+    /// The video stream's packets read (a frame each): more than the frames decoded when frames are
+    /// skipped (FrameSkipping).
     private(set) var packetsRead: Int64 = 0
     /// Frames were skipped undecoded at some time (FrameSkipping).
     private(set) var hasSkipped = false
+    /// That frames are skipped was said (once a frame was: most cameras send none to skip).
+    private var saidSkipping = false
     /// Whether frames no other frame depends on are skipped, for consumers that take few.
     private var skipping = FrameSkipping(streamFrameRate: 0)
     /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
@@ -228,6 +230,11 @@ final class MediaDecoder {
                     applySkipping()
                     Log.info("\(path): its frames are decoded whole: without the frames no other depends on, the rest come too far "
                              + "apart for plugins taking \(formatRate(skipping.neededFrameRate)) a second")
+                } else if skipping.skips, !saidSkipping, packetsRead - framesDecoded - Int64(damaged) > 8 {
+                    // More packets in than frames out than a decoder holds back: frames were skipped.
+                    saidSkipping = true
+                    Log.info("\(path): plugins take at most \(formatRate(skipping.neededFrameRate)) of its \(formatRate(frameRate)) frames "
+                             + "a second: frames no other frame depends on (B-frames) are not decoded")
                 }
                 FrameTrace.mark(ptsNs: pts, "decoded")
                 framesDecoded += 1
@@ -259,6 +266,7 @@ final class MediaDecoder {
                     FrameTrace.mark(ptsNs: pts, "last_packet", atNs: liveUnits.lastFrameArrival.last)
                     FrameTrace.mark(ptsNs: pts, "to_decoder")
                 }
+                packetsRead += 1
                 observe(unit)
                 try send(unit, to: codec)
                 continue
@@ -297,13 +305,8 @@ final class MediaDecoder {
     /// The consumers now take at most `fps` frames a second (0: every frame): frames no other frame
     /// depends on are skipped while that is at most half the stream's rate (FrameSkipping).
     func need(framesPerSecond fps: Double) {
-        let before = skipping.skips
         skipping.need(fps)
         applySkipping()
-        if skipping.skips != before && skipping.skips {
-            Log.info("\(path): plugins take at most \(formatRate(fps)) of its \(formatRate(frameRate)) frames a second: "
-                     + "frames no other frame depends on (B-frames) are not decoded")
-        }
     }
 
     private func applySkipping() {

@@ -55,6 +55,6 @@ struct FrameSkippingRunTests {
         let plain = try Self.clip("plain", "bframes=0:keyint=30")
         let (p, offered, ptsPlain) = try Self.run(plain, beside: false)
         #expect(offered == 90 && ptsPlain.count == 15, "\(offered)")
-        #expect(!p.stderr.contains("decoded whole"), "\(p.stderr)")
+        #expect(!p.stderr.contains("decoded whole") && !p.stderr.contains("are not decoded"), "nothing skipped, nothing said: \(p.stderr)")
     }
 }

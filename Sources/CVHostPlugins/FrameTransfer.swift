@@ -5,8 +5,9 @@ import CVHostPluginABI
 /// memory (cvhost's pooled pixel buffers, a camera's exported buffers) goes as it is: the worker
 /// is sent each piece of memory once and maps it, and later frames in it cost no copy. Any other
 /// frame is copied once into the instance's slot (one for the frame, one for the full frame beside
-/// it, when the plugin asked for both; a pair for each frame of a batch). Memory cvhost has released is forgotten by the worker the
-/// next time new memory is sent, so the worker holds no more than cvhost does.
+/// it, when the plugin asked for both; a pair for each frame of a batch). Memory cvhost has
+/// released is forgotten by the worker the next time new memory is sent, so the worker holds no
+/// more than cvhost does.
 ///
 /// Used only from the instance's delivery worker thread.
 final class FrameTransfer {

@@ -48,14 +48,15 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
             detections.append(d)
             at.append(i)
         }
-        // The frame's media time: a file's own clock, a live source's from its start (what `lost` and
-        // `dwell` count in), never running backwards; its first jump said (input.time_jumped).
+        // The frames passed over before this one (the zones and lines see them first).
         let between = passedOver.withLock { frames in
             let before = frames.prefix { $0.sequence < frame.sequence }
             frames.removeFirst(before.count)
             return Array(before)
         }
-        // Every frame's time, those passed over first; the first jump among them, if it is the input's first.
+        // Every frame's media time, those passed over first: a file's own clock, a live source's from
+        // its start (what `lost` and `dwell` count in), never running backwards; the first jump
+        // among them said (input.time_jumped), if it is the input's first.
         let (times, jump) = clock.withLock { c in
             let before = c.jumps
             let timed = (between + [frame]).map { c.time(ptsNs: $0.presentationTimeNs, wallNs: $0.captureTimeNs) }

@@ -229,11 +229,11 @@ final class MediaDecoder {
                 if !skipping.kept(ptsNs: pts) {
                     applySkipping()
                     Log.info("\(path): its frames are decoded whole: without the frames no other depends on, the rest come too far "
-                             + "apart for plugins taking \(formatRate(skipping.neededFrameRate)) a second")
+                             + "apart for plugins taking \(FrameRateRange.format(skipping.neededFrameRate)) a second")
                 } else if skipping.skips, !saidSkipping, packetsRead - framesDecoded - Int64(damaged) > 8 {
                     // More packets in than frames out than a decoder holds back: frames were skipped.
                     saidSkipping = true
-                    Log.info("\(path): plugins take at most \(formatRate(skipping.neededFrameRate)) of its \(formatRate(frameRate)) frames "
+                    Log.info("\(path): plugins take at most \(FrameRateRange.format(skipping.neededFrameRate)) of its \(FrameRateRange.format(frameRate)) frames "
                              + "a second: frames no other frame depends on (B-frames) are not decoded")
                 }
                 FrameTrace.mark(ptsNs: pts, "decoded")
@@ -312,10 +312,6 @@ final class MediaDecoder {
     private func applySkipping() {
         if skipping.skips { hasSkipped = true }
         codec?.pointee.skip_frame = skipping.skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
-    }
-
-    private func formatRate(_ fps: Double) -> String {
-        fps == fps.rounded() ? String(Int(fps)) : String(format: "%.2f", fps)
     }
 
     /// Hands the observer a reference to a video packet, with its media time as the frames have it.

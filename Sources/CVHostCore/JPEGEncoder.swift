@@ -21,12 +21,26 @@ public final class JPEGEncoder {
             self.height = height
         }
 
-        /// Within a frame of `width` x `height`, on even pixels (4:2:0 chroma); nil when nothing is left.
-        func fitted(width w: Int, height h: Int) -> Region? {
-            let x0 = max(0, min(x, w)) & ~1, y0 = max(0, min(y, h)) & ~1
-            let x1 = min(w, max(x0, x + width)), y1 = min(h, max(y0, y + height))
-            let r = Region(x: x0, y: y0, width: (x1 - x0) & ~1, height: (y1 - y0) & ~1)
-            return r.width >= 2 && r.height >= 2 ? r : nil
+        /// Within a frame of `width` x `height`, on even pixels (4:2:0 chroma); nil when it is outside the frame.
+        public func fitted(width w: Int, height h: Int) -> Region? {
+            guard let (x0, cw) = Self.fit(x, width, within: w), let (y0, ch) = Self.fit(y, height, within: h) else { return nil }
+            return Region(x: x0, y: y0, width: cw, height: ch)
+        }
+
+        /// One side of a region (`start`, `length`) within `0..<limit`: on even pixels and at least
+        /// two (a region of one pixel at a frame's edge grows inward), or, on a frame one pixel
+        /// across, that pixel (scaled up to two when encoded). Nil when it is outside.
+        static func fit(_ start: Int, _ length: Int, within limit: Int) -> (start: Int, length: Int)? {
+            let end = start.addingClamped(max(0, length))
+            guard end > 0, start < limit, limit >= 1 else { return nil }
+            if limit == 1 { return (0, 1) }
+            var a = max(0, start) & ~1
+            var n = (min(limit, end) - a) & ~1
+            if n < 2 {
+                n = 2
+                a = min(a, (limit - 2) & ~1)
+            }
+            return (a, n)
         }
     }
 

@@ -60,18 +60,32 @@ public final class PrivateFolder: @unchecked Sendable {
 
     /// Opens the file `name` in the folder, never through a symbolic link: `flags` (O_RDONLY,
     /// O_RDWR | O_CREAT, ...) with O_NOFOLLOW and O_CLOEXEC added. A file made is 0600.
-    /// - Returns: the descriptor, or the error (ELOOP for a symbolic link; EEXIST with O_EXCL).
+    /// Only a regular file is opened: the open itself never waits (O_NONBLOCK, cleared once the
+    /// file is found to be a regular one), so a FIFO planted under the name cannot hold the
+    /// caller (a read of the index at start, a client's request) for good.
+    /// - Returns: the descriptor, or the error (ELOOP for a symbolic link; EEXIST with O_EXCL;
+    ///   EINVAL for what is no regular file).
     public func open(_ name: String, _ flags: Int32) -> Result<Int32, Errno> {
-        let fd = openat(descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return .failure(.current) }
+        let fd = openat(descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            // A FIFO with no reader refuses a writer that will not wait: it is no file of cvhost's either.
+            return .failure(errno == ENXIO ? Errno(rawValue: EINVAL) : .current)
+        }
         var info = stat()
         // Only regular files: a FIFO or a device is no file of cvhost's (and a FIFO could block a read).
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             close(fd)
             return .failure(Errno(rawValue: EINVAL))
         }
+        if flags & O_NONBLOCK == 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
         return .success(fd)
     }
+
+    /// Takes the folder for this process: an exclusive flock(2) on the folder itself, held while
+    /// this value lives and let go however the process ends (a kill, a crash). - Returns: false
+    /// when another descriptor of the folder holds it: another process, or this one having
+    /// opened the folder twice (two settings naming one folder).
+    public func lockExclusively() -> Bool { flock(descriptor, LOCK_EX | LOCK_NB) == 0 }
 
     /// Removes the file `name` from the folder (not what a symbolic link leads to: the link itself).
     @discardableResult

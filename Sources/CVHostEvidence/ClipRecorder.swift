@@ -78,7 +78,8 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     /// Keeps the packets from the last keyframe at or before `pre + lag` seconds before the newest.
     private func trim(_ s: inout State) {
         guard let newest = s.ring.last?.ptsNs else { return }
-        let keep = newest - Int64((settings.pre + Self.lagSeconds) * 1e9)
+        // A stream's timestamps are the camera's: any Int64, so no arithmetic on them may trap.
+        let keep = newest.subtractingClamped(Int64((settings.pre + Self.lagSeconds) * 1e9))
         // The latest keyframe at or before `keep`: everything before it can go.
         if let cut = s.ring.lastIndex(where: { $0.isKeyframe && $0.ptsNs <= keep }), cut > 0 {
             s.ringBytes -= s.ring[..<cut].reduce(0) { $0 + $1.size }
@@ -97,21 +98,21 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
         var dropped: String?
         state.withLock { s in
             if var clip = s.clip {
-                clip.until = min(clip.hardEnd, max(clip.until, ptsNs + post))
+                clip.until = min(clip.hardEnd, max(clip.until, ptsNs.addingClamped(post)))
                 clip.events.append(id)
                 s.clip = clip
                 return
             }
             // From the keyframe at or before the event's time minus pre (the earliest kept, if the ring is shorter).
-            let from = ptsNs - Int64(settings.pre * 1e9)
+            let from = ptsNs.subtractingClamped(Int64(settings.pre * 1e9))
             guard let start = s.ring.lastIndex(where: { $0.isKeyframe && $0.ptsNs <= from }) ?? s.ring.firstIndex(where: \.isKeyframe) else { return }
             let backlog = Array(s.ring[start...])
             let first = backlog[0]
             let frameDuration = ClipRecorder.frameDuration(backlog)
             // Room for it: its pre-roll's bytes a second, for the whole clip.
-            let span = max(1e-3, Double((backlog.last?.ptsNs ?? first.ptsNs) - first.ptsNs) / 1e9)
+            let span = max(1e-3, Double((backlog.last?.ptsNs ?? first.ptsNs).subtractingClamped(first.ptsNs)) / 1e9)
             let perSecond = Double(backlog.reduce(0) { $0 + $1.size }) / span
-            let estimate = UInt64(perSecond * (settings.pre + settings.post))
+            let estimate = UInt64(clamped: perSecond * (settings.pre + settings.post), to: 0...UInt64.max)
             guard folder.makeRoom(for: estimate) else {
                 dropped = "the clips folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete"
                 return
@@ -120,7 +121,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
             let name = ClipRecorder.fileName(source: source, ptsNs: first.ptsNs, number: s.clips)
             switch folder.start(name, source: source, event: kind, label: label) {
             case .success(let fd):
-                s.clip = OpenClip(name: name, descriptor: fd, until: ptsNs + post, hardEnd: first.ptsNs + Int64(settings.maxSeconds * 1e9),
+                s.clip = OpenClip(name: name, descriptor: fd, until: ptsNs.addingClamped(post), hardEnd: first.ptsNs.addingClamped(Int64(settings.maxSeconds * 1e9)),
                                   events: [id])
                 // The writer, then the pre-roll, queued under the lock: before any packet that comes next.
                 queue.async { [self] in
@@ -215,7 +216,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     /// times (B-frames come out of order), for a muxer that must make decode times up.
     static func frameDuration(_ packets: [EncodedPacket]) -> Int64? {
         let times = packets.prefix(64).map(\.packet.pointee.pts).filter { $0 != Int64.min }.sorted()
-        return zip(times, times.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }.min()
+        return zip(times, times.dropFirst()).map { $1.subtractingClamped($0) }.filter { $0 > 0 }.min()
     }
 
     /// `SOURCE-SECONDS-N.mp4`: the input's id made safe for a file name, the clip's start (media

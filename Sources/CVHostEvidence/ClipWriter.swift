@@ -86,14 +86,15 @@ final class ClipWriter {
         let dts = copy.pointee.dts != Int64.min ? copy.pointee.dts : copy.pointee.pts
         let base = self.base ?? dts
         self.base = base
-        if copy.pointee.pts != Int64.min { copy.pointee.pts -= base }
-        if copy.pointee.dts != Int64.min { copy.pointee.dts -= base }
+        // The camera's numbers (any Int64): arithmetic that holds at the bounds rather than trapping.
+        if copy.pointee.pts != Int64.min { copy.pointee.pts = copy.pointee.pts.subtractingClamped(base) }
+        if copy.pointee.dts != Int64.min { copy.pointee.dts = copy.pointee.dts.subtractingClamped(base) }
         if let d = frameDuration, copy.pointee.pts != Int64.min {
             // Decode times made up: a frame apart, `reorderFrames` behind the first frame's time, never
             // past the packet's own presentation time (a B-frame's comes before its reference's).
-            let made = lastDts == Int64.min ? -Self.reorderFrames * d : lastDts + d
+            let made = lastDts == Int64.min ? (-Self.reorderFrames).multipliedClamped(by: d) : lastDts.addingClamped(d)
             copy.pointee.dts = min(made, copy.pointee.pts)
-            if copy.pointee.dts <= lastDts { copy.pointee.dts = lastDts + 1 }
+            if copy.pointee.dts <= lastDts { copy.pointee.dts = lastDts.addingClamped(1) }
             lastDts = copy.pointee.dts
         }
         av_packet_rescale_ts(copy, sourceTimeBase, stream.pointee.time_base)

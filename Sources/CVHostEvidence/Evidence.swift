@@ -31,14 +31,14 @@ public final class Evidence: @unchecked Sendable {
         let warnings = self.warnings
         let warn: @Sendable (String) -> Void = { warnings.say($0) }
         if let s = snapshots {
-            let folder = try EvidenceFolder(s.folder, role: "the snapshots folder", setting: "--snapshots", budget: s.budget)
+            let folder = try EvidenceFolder(s.folder, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: s.budget)
             folder.sweep()
             self.snapshots = SnapshotRecorder(settings: s, events: s.on ?? defaultEvents, folder: folder, said: warn)
         } else {
             self.snapshots = nil
         }
         if let c = clips {
-            let folder = try EvidenceFolder(c.folder, role: "the clips folder", setting: "--clips", budget: c.budget)
+            let folder = try EvidenceFolder(c.folder, kind: .clips, role: "the clips folder", setting: "--clips", budget: c.budget)
             folder.sweep()
             clipFolder = folder
         } else {
@@ -194,7 +194,7 @@ public final class Evidence: @unchecked Sendable {
             d.setSeconds("end_pts", nanoseconds: c.endNs)
             d.setSeconds("start_ts", nanoseconds: c.startWallNs)
             d.setSeconds("end_ts", nanoseconds: c.endWallNs)
-            d.set("seconds", Double(c.endNs - c.startNs) / 1e9)
+            d.set("seconds", Double(c.endNs.subtractingClamped(c.startNs)) / 1e9)
             d.set("bytes", c.bytes)
             d.set("packets", c.packets)
             d.set("events", strings: c.events)

@@ -9,7 +9,7 @@ enum FrameQuality {
     static func sharpness(_ pixels: PixelBuffer, box: JPEGEncoder.Region) -> Double {
         guard let luma = pixels.planes.first else { return 0 }
         let x0 = max(1, box.x), y0 = max(1, box.y)
-        let x1 = min(pixels.width - 1, box.x + box.width), y1 = min(pixels.height - 1, box.y + box.height)
+        let x1 = min(pixels.width - 1, box.x.addingClamped(box.width)), y1 = min(pixels.height - 1, box.y.addingClamped(box.height))
         guard x1 - x0 >= 4, y1 - y0 >= 4 else { return 0 }
         let p = luma.base.assumingMemoryBound(to: UInt8.self), stride = luma.bytesPerRow
         var sum = 0, n = 0

@@ -21,6 +21,8 @@ final class SnapshotDrawing {
     }
 
     static let fontFile = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    /// A label is drawn up to this many characters: a plugin's 200 KB label would fill no picture.
+    static let maxLabel = 80
     private let reader = DecodedFrameReader()
 
     /// `pixels` (I420) with `marks` drawn, as a new buffer.

@@ -84,7 +84,8 @@ final class SnapshotRecorder: @unchecked Sendable {
         }
         guard let (sample, box, marks) = picked else { return line }
         let name = Self.fileName(source: source, sequence: sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
-        let region = settings.crop ? box.map(cropRegion) : nil
+        // A box outside its frame (a plugin's mistake) gets the whole frame: the line names a file that is made.
+        let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: sample.pixelBuffer.width, height: sample.pixelBuffer.height) } : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
             let jpeg: [UInt8]
@@ -112,7 +113,7 @@ final class SnapshotRecorder: @unchecked Sendable {
             s.queued += 1
             return sample
         }) else { return }
-        let box = JPEGEncoder.Region(x: Int(b.x), y: Int(b.y), width: Int(b.width.rounded(.up)), height: Int(b.height.rounded(.up)))
+        let box = Self.region(x: b.x, y: b.y, width: b.width, height: b.height)
         let region = settings.crop ? cropRegion(b) : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
@@ -143,10 +144,18 @@ final class SnapshotRecorder: @unchecked Sendable {
     /// A result's box and its label as drawn: "person #12 87%".
     static func mark(_ result: OutputLine.Result, track: Int?) -> SnapshotDrawing.Mark {
         let b = result.fields.bounds ?? ResultFields.Bounds(x: 0, y: 0, width: 0, height: 0)
-        let score = result.fields.confidence.map { " \(Int(($0 * 100).rounded()))%" } ?? ""
-        let label = (result.fields.label ?? result.type) + (track.map { " #\($0)" } ?? "") + score
-        return SnapshotDrawing.Mark(region: JPEGEncoder.Region(x: Int(b.x), y: Int(b.y), width: Int(b.width.rounded()), height: Int(b.height.rounded())),
-                                    label: label)
+        let score = result.fields.confidence.map { " \(Int(clamped: $0 * 100, .toNearestOrAwayFromZero, to: -9999...9999))%" } ?? ""
+        let label = String((result.fields.label ?? result.type).prefix(SnapshotDrawing.maxLabel)) + (track.map { " #\($0)" } ?? "") + score
+        return SnapshotDrawing.Mark(region: region(x: b.x, y: b.y, width: b.width, height: b.height), label: label)
+    }
+
+    /// A plugin's box (Doubles) as pixels, rounded outward and clamped: `ResultFields.boundsProblem`
+    /// refuses a box past any frame before it comes here; this keeps the arithmetic from trapping
+    /// whatever comes (a crop's margin around a box at the edge of the allowed).
+    static func region(x: Double, y: Double, width: Double, height: Double) -> JPEGEncoder.Region {
+        let limit = -(1 << 24)...(1 << 24)
+        return JPEGEncoder.Region(x: Int(clamped: x, .down, to: limit), y: Int(clamped: y, .down, to: limit),
+                                  width: Int(clamped: width, .up, to: limit), height: Int(clamped: height, .up, to: limit))
     }
 
     /// The frame with `marks` drawn on it (a copy); the frame as it is when there are none, or
@@ -172,8 +181,7 @@ final class SnapshotRecorder: @unchecked Sendable {
     /// A box with `margin` of its size around it.
     private func cropRegion(_ b: ResultFields.Bounds) -> JPEGEncoder.Region {
         let mx = b.width * settings.margin, my = b.height * settings.margin
-        return JPEGEncoder.Region(x: Int((b.x - mx).rounded(.down)), y: Int((b.y - my).rounded(.down)),
-                                  width: Int((b.width + 2 * mx).rounded(.up)), height: Int((b.height + 2 * my).rounded(.up)))
+        return Self.region(x: b.x - mx, y: b.y - my, width: b.width + 2 * mx, height: b.height + 2 * my)
     }
 
     /// Writes a snapshot within the folder's budget (on the queue); a full disk drops it, counted and said.

@@ -18,6 +18,21 @@ public struct ResultFields: Sendable, Equatable {
         guard let x, let y, let width, let height else { return nil }
         return Bounds(x: x, y: y, width: width, height: height)
     }
+    /// The largest distance from the frame's origin a box's number may say, in pixels: ten times
+    /// the widest frame cvhost takes. A plugin's `x: 1e300` is a bug of the plugin's, and no
+    /// stage (a snapshot's crop, a drawn box, a zone's test) should have to carry it.
+    public static let maxCoordinate = 655_360.0
+
+    /// Why `bounds` is no box in a frame (a number past `maxCoordinate`, a negative size), or nil.
+    public var boundsProblem: String? {
+        for (name, value) in [("x", x), ("y", y), ("width", width), ("height", height)] {
+            guard let value else { continue }
+            if abs(value) > Self.maxCoordinate { return "bounds.\(name) is \(value), beyond ±\(Int(Self.maxCoordinate)) pixels" }
+            if (name == "width" || name == "height") && value < 0 { return "bounds.\(name) is \(value), below 0" }
+        }
+        return nil
+    }
+
     /// `label`, when it is a string.
     public var label: String?
     /// `confidence`, when it is a number.

@@ -49,10 +49,11 @@ final class LineQueue: @unchecked Sendable {
         }
     }
 
-    /// Takes up to `max` lines from the front.
+    /// Takes up to `max` lines from the front (`Int.max`: all of them).
     func popFront(max: Int) -> [OutputLine] {
         lock.run {
-            let end = min(storage.count, head + max)
+            // Not `head + max`: with lines dropped from the front (head > 0), Int.max overflows.
+            let end = head + min(Swift.max(0, max), storage.count - head)
             let taken = Array(storage[head..<end])
             head = end
             if head == storage.count {

@@ -23,12 +23,16 @@ package struct EmittedResult: Sendable {
         guard isValidType(type) else {
             throw Refusal(description: "result type '\(typeName.prefix(80))' is not [a-z0-9_.]{1,64}")
         }
+        let checked: (bytes: [UInt8], fields: ResultFields)
         do {
-            let checked = try JSONValidator.checkedResult(json)
-            return EmittedResult(type: typeName, json: checked.bytes, fields: checked.fields, frame: nil)
+            checked = try JSONValidator.checkedResult(json)
         } catch {
             throw Refusal(description: "result of type \(typeName) dropped: \(error)")
         }
+        if let problem = checked.fields.boundsProblem {
+            throw Refusal(description: "result of type \(typeName) dropped: \(problem)")
+        }
+        return EmittedResult(type: typeName, json: checked.bytes, fields: checked.fields, frame: nil)
     }
 
     static func isValidType(_ s: UnsafeBufferPointer<UInt8>) -> Bool {

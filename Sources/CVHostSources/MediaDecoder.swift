@@ -370,7 +370,8 @@ final class MediaDecoder {
 
     /// A timestamp of the stream, in ns from its start.
     private func nanoseconds(_ ts: Int64) -> Int64 {
-        av_rescale_q(ts - startTime, timeBase, AVRational(num: 1, den: 1_000_000_000))
+        // The stream's own numbers: any Int64 (a camera's clock, a hostile server), so no `-` that traps.
+        av_rescale_q(ts.subtractingClamped(startTime), timeBase, AVRational(num: 1, den: 1_000_000_000))
     }
 }
 

@@ -16,7 +16,7 @@ struct EvidenceFolderTests {
     func oldestFirst() throws {
         let dir = TestFolders.make("evidence")
         try Data("mine".utf8).write(to: URL(fileURLWithPath: dir + "/notes.txt"))
-        let folder = try EvidenceFolder(dir, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 5 << 20))
+        let folder = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 5 << 20))
         let file = [UInt8](repeating: 7, count: 1 << 20)
         for i in 0..<12 {
             #expect(folder.makeRoom(for: UInt64(file.count)))
@@ -36,7 +36,7 @@ struct EvidenceFolderTests {
     func restart() throws {
         let dir = TestFolders.make("evidence")
         do {
-            let folder = try EvidenceFolder(dir, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30))
+            let folder = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30))
             #expect(folder.write("a.jpg", bytes: [1, 2, 3]) == nil)
             #expect(folder.write("b.jpg", bytes: [4, 5]) == nil)
             guard case .success(let fd) = folder.start("c.mp4") else { Issue.record("no partial file"); return }
@@ -48,7 +48,7 @@ struct EvidenceFolderTests {
         let index = dir + "/.cvhost-evidence"
         let extra = "../outside\t1\t0\t0\t\t\t\n.cvhost-evidence\t1\t0\t0\t\t\t\n"
         try (String(contentsOfFile: index, encoding: .utf8) + extra).write(toFile: index, atomically: true, encoding: .utf8)
-        let again = try EvidenceFolder(dir, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30, maxAge: 1))
+        let again = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30, maxAge: 1))
         #expect(again.entries.map(\.name) == ["a.jpg"])
         #expect(!FileManager.default.fileExists(atPath: dir + "/.partial-c.mp4"))
         // Older than max_age: swept.
@@ -56,12 +56,88 @@ struct EvidenceFolderTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == [".cvhost-evidence"])
     }
 
+    @Test("the index is a journal: a line a change, compacted at twice the files; 3,000 files write about 3 lines each, not the index each time")
+    func journal() throws {
+        let dir = TestFolders.make("evidence")
+        let folder = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+        var written = 0
+        for i in 0..<3000 {
+            #expect(folder.write("s-\(i).jpg", bytes: [1]) == nil)
+            written += 1
+            #expect(folder.indexLines <= max(1024, 2 * written) + 2)
+        }
+        let index = try String(contentsOfFile: dir + "/.cvhost-evidence", encoding: .utf8)
+        #expect(index.hasPrefix("cvhost-evidence\t2\tsnapshots\t\(getpid())\n"))
+        #expect(index.split(separator: "\n").count == folder.indexLines)
+        #expect(folder.entries.count == 3000)
+    }
+
+    @Test("a damaged index costs only its damaged lines: a size of 2^64-1, a cut last line, junk, a 10 KB line; a label of 200 KB kept at 200 characters")
+    func damagedIndex() throws {
+        let dir = TestFolders.make("evidence")
+        do {
+            let folder = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30))
+            #expect(folder.write("a.mp4", bytes: [1, 2, 3], label: String(repeating: "x", count: 200_000)) == nil)
+            #expect(folder.write("b.mp4", bytes: [4]) == nil)
+            #expect(folder.write("c.mp4", bytes: [5]) == nil)
+        }
+        let index = dir + "/.cvhost-evidence"
+        var text = try String(contentsOfFile: index, encoding: .utf8)
+        #expect(text.count < 2000, "the label is bounded in the index")
+        text = text.replacingOccurrences(of: "+\tb.mp4\t1\t", with: "+\tb.mp4\t18446744073709551615\t")
+        text += "garbage line\n" + String(repeating: "y", count: 10_000) + "\n+\tc.mp4\t99"
+        try text.write(toFile: index, atomically: true, encoding: .utf8)
+        let again = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30))
+        // b's line is damaged (a size past any file): b is no longer cvhost's; c's good line stands.
+        #expect(again.entries.map(\.name).sorted() == ["a.mp4", "c.mp4"])
+        #expect(again.entries.first { $0.name == "a.mp4" }?.label.count == EvidenceFolder.maxField)
+        #expect(again.bytesHeld == 4)
+        #expect(again.makeRoom(for: 1 << 20))
+    }
+
+    @Test("a FIFO under the index's name or a file's: the start does not wait on it, and the file is not served")
+    func fifo() throws {
+        let dir = TestFolders.make("evidence")
+        do {
+            let folder = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+            #expect(folder.write("a.jpg", bytes: [1]) == nil)
+        }
+        try FileManager.default.removeItem(atPath: dir + "/a.jpg")
+        #expect(mkfifo(dir + "/a.jpg", 0o600) == 0)
+        do {
+            let folder = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+            #expect(folder.open("a.jpg") == nil)
+        }
+        try FileManager.default.removeItem(atPath: dir + "/.cvhost-evidence")
+        #expect(mkfifo(dir + "/.cvhost-evidence", 0o600) == 0)
+        let folder = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+        #expect(folder.entries.isEmpty)
+        var st = stat()
+        #expect(lstat(dir + "/.cvhost-evidence", &st) == 0 && st.st_mode & S_IFMT == S_IFREG, "written anew as a file")
+    }
+
+    @Test("one run a folder: a second holder is refused, naming this run; a folder of clips is not taken for snapshots")
+    func heldAndKind() throws {
+        let dir = TestFolders.make("evidence")
+        let first = try EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30))
+        #expect {
+            _ = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+        } throws: { "\($0)".contains("the snapshots folder \(dir) is in use (this run names it already)") && "\($0)".contains("a folder of its own") }
+        _ = first
+        withExtendedLifetime(first) {}
+        let other = TestFolders.make("evidence")
+        do { _ = try EvidenceFolder(other, kind: .clips, role: "the clips folder", setting: "--clips", budget: Self.budget(maxBytes: 1 << 30)) }
+        #expect {
+            _ = try EvidenceFolder(other, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 30))
+        } throws: { "\($0)".contains("the snapshots folder \(other) holds clips (its index says so)") }
+    }
+
     @Test("a folder every user can write is refused, naming it and the fix")
     func untrusted() throws {
         let dir = TestFolders.make("evidence")
         chmod(dir, 0o777)
         #expect {
-            _ = try EvidenceFolder(dir, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 20))
+            _ = try EvidenceFolder(dir, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: Self.budget(maxBytes: 1 << 20))
         } throws: { "\($0)".contains("the snapshots folder \(dir) can be written by every user") && "\($0)".contains("--snapshots") }
     }
 }

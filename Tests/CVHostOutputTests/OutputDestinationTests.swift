@@ -115,6 +115,17 @@ struct LineQueueTests {
         #expect(q.count == 0)
     }
 
+    @Test("everything taken (max: Int.max) after the oldest lines were dropped: no overflow (a spool's queue that filled trapped)")
+    func popAllAfterDrops() {
+        let q = LineQueue(capacity: 10)
+        for n in 0..<25 { q.push(line(n)) }
+        #expect(q.droppedFull == 15)
+        #expect(q.popFront(max: Int.max).map { String(decoding: $0.bytes, as: UTF8.self) } == (15..<25).map { "\($0)\n" })
+        q.push(line(25))
+        #expect(q.popFront(max: Int.max).count == 1)
+        #expect(q.popFront(max: Int.max).isEmpty && q.popFront(max: 0).isEmpty)
+    }
+
     @Test("topic levels: _ for none, / + # replaced")
     func topics() {
         var t = MQTTTopics(prefix: "cvhost", host: "gate/1")

@@ -175,7 +175,7 @@ struct EvidenceTests {
         #expect(played.count == 2 && abs(played[0] - (seconds + 1.0 / 30)) < 0.1 && abs(played[1] - 1.5) < 0.05, "played \(played), the clip \(seconds) s")
     }
 
-    @Test("refusals: an unknown event (exit 64, with a guess), another user's folder (exit 5); --clips on still images keeps none, said")
+    @Test("refusals: an unknown event (exit 64, with a guess), another user's folder (exit 5), one folder for snapshots and clips (exit 5); --clips on still images keeps none, said")
     func refusals() throws {
         let unknown = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--clips", Self.folder + "/c:on=line.crosed"])
         #expect(unknown.exitCode == 64 && unknown.stderr.contains("did you mean line.crossed?"), "\(unknown.stderr)")
@@ -184,11 +184,57 @@ struct EvidenceTests {
         chmod(open, 0o777)
         let shared = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--max-frames", "1", "--snapshots", open])
         #expect(shared.exitCode == 5 && shared.stderr.contains("can be written by every user"), "\(shared.stderr)")
+        // One folder for both kinds: retention of one would delete the other's files.
+        let both = Self.folder + "/both"
+        let twice = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--max-frames", "1", "--snapshots", both, "--clips", both])
+        #expect(twice.exitCode == 5 && twice.stderr.contains("is in use (this run names it already): give each run, and each of --snapshots and --clips, a folder of its own"),
+                "\(twice.stderr)")
         let images = Self.folder + "/images"
         try FileManager.default.createDirectory(atPath: images, withIntermediateDirectories: true)
         try Tool.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=64x48", "-frames:v", "1", images + "/a.png"])
         let still = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", images, "--clips", Self.folder + "/still"])
         #expect(still.exitCode == 0 && still.stderr.contains("is still images: no clips of it"), "\(still.stderr)")
+    }
+
+    @Test("a plugin's numbers cannot end the run: boxes at x 1e300 and -1e30 are refused (counted as invalid, said), a confidence of 1e300 is drawn; frames 1 pixel across get their snapshot")
+    func hostileNumbers() throws {
+        let path = Self.folder + "/hostile.py"
+        try """
+            import cvhost
+
+            class Hostile(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "hostile"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("object", {"label": "far", "confidence": 0.5, "bounds": {"x": 1e300, "y": 5, "width": 10, "height": 10}})
+                    self.emit("object", {"label": "neg", "confidence": 0.5, "bounds": {"x": -1e30, "y": 5, "width": 10, "height": 10}})
+                    self.emit("object", {"label": "loud", "confidence": 1e300, "bounds": {"x": 0, "y": 0, "width": 1, "height": 1}})
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let images = Self.folder + "/thin"
+        try FileManager.default.createDirectory(atPath: images, withIntermediateDirectories: true)
+        try Tool.check("/usr/bin/python3", ["-c", "import cv2, numpy as np; cv2.imwrite('\(images)/a.png', np.full((1, 1, 3), 200, np.uint8)); "
+                                            + "cv2.imwrite('\(images)/b.png', np.full((1, 7, 3), 90, np.uint8)); cv2.imwrite('\(images)/c.png', np.full((9, 1, 3), 40, np.uint8))"])
+        for draw in ["false", "true"] {
+            let snaps = Self.folder + "/hostile-snaps-\(draw)"
+            for crop in ["false", "true"] {
+                let r = try CVHostBinary.run(["run", "--plugin", path, "--input", images,
+                                              "--snapshots", snaps + "-\(crop):on=result,draw=\(draw),crop=\(crop)"], timeout: 60, environment: Self.python)
+                #expect(r.exitCode == 0, "\(r.stderr)")
+                #expect(r.stderr.contains("bounds.x is 1e+300, beyond ±655360 pixels") && r.stderr.contains("bounds.x is -1e+30"), "\(r.stderr)")
+                let results = r.events("result")
+                #expect(results.count == 3 && results.allSatisfy { ($0["data"] as? [String: Any])?["label"] as? String == "loud" })
+                let metrics = RunCommandTests.metrics(r, plugin: 0)
+                #expect(metrics?["invalid_results"] as? Int == 6, "\(String(describing: metrics))")
+                let files = try FileManager.default.contentsOfDirectory(atPath: snaps + "-\(crop)").filter { $0.hasSuffix(".jpg") }
+                #expect(files.count == 3, "one snapshot a frame, 1 pixel across too: \(files)")
+                for line in results {
+                    let file = line["snapshot"] as? String ?? ""
+                    #expect(FileManager.default.fileExists(atPath: file), "\(file)")
+                }
+            }
+        }
     }
 
     @Test("a clip of a live RTSP camera with B-frames (the test server): from a keyframe at or before event - pre to event + post, its frames the camera's own, undecoded and not encoded again (each decoded frame's MD5 a run of the file's, in order)")

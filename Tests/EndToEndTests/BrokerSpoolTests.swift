@@ -153,6 +153,22 @@ struct BrokerSpoolTests {
         #expect(stored.contains { $0.subject.hasSuffix(".cam.null.result") } && stored.contains { $0.subject.hasSuffix(".session.started") })
     }
 
+    @Test("a spool's memory queue that fills (queue=10, 5,000 results as fast as they come): no trap (LineQueue overflowed), every line delivered or counted as dropped (exit 4 then)")
+    func queueFills() throws {
+        let b = try MQTTSpooled()
+        let spool = TestFolders.make("spool-fill") + "/spool"
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=10,backpressure=block", "--input", "cam=testsrc:64x48:unpaced", "--max-frames", "500",
+                                      "--metrics-interval", "0", "--output", b.url(query: "spool=\(spool)&queue=10&drain=60"), "--output", "-"],
+                                     timeout: 180)
+        let written = r.lines.filter { !$0.contains("\"event\":\"output.") }
+        let output = try #require(MQTTOutputTests.finalOutput(r, named: "mqtt://"), "exit \(r.exitCode): \(r.stderr.suffix(2000))")
+        let dropped = (output["dropped"] as? [String: Int])?.values.reduce(0, +) ?? -1
+        // Lines the queue dropped (counted) make the exit 4, as documented; a trap would be a signal.
+        #expect(r.exitCode == (dropped > 0 ? 4 : 0), "exit \(r.exitCode), \(dropped) dropped: \(r.stderr.suffix(2000))")
+        let got = Set(try b.received(atLeast: Set(written).count - dropped))
+        #expect(got.count + dropped >= Set(written).count && got.isSubset(of: Set(written)), "\(got.count) received, \(dropped) dropped, \(written.count) written: \(output)")
+    }
+
     @Test("MQTT (mosquitto) with a spool: 20,000 results through two outages and a kill arrive, in order per topic")
     func mqtt() throws {
         try Self.survives(try MQTTSpooled())

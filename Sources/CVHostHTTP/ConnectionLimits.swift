@@ -10,10 +10,22 @@ public struct ConnectionLimits: Sendable {
     public var requestTimeout: Double
     /// Connections open at once; the next one is answered 503 and closed.
     public var maxConnections: Int
+    /// Clips and snapshots being sent at once (each a descriptor, no memory: `FileSender`); the
+    /// next request for one is answered 503 with Retry-After.
+    public var maxFileAnswers: Int
+    /// Viewers of the live picture at once (each holds up to the connection's high-water mark,
+    /// 1 MB, while behind); the next is answered 503.
+    public var maxViewers: Int
+    /// A file's reader that takes nothing of it for this many seconds is closed (its place freed).
+    public var fileStallSeconds: Double
 
-    public init(requestTimeout: Double = 10, maxConnections: Int = ConnectionLimits.defaultMaxConnections()) {
+    public init(requestTimeout: Double = 10, maxConnections: Int = ConnectionLimits.defaultMaxConnections(), maxFileAnswers: Int = 32,
+                maxViewers: Int = 32, fileStallSeconds: Double = 20) {
         self.requestTimeout = requestTimeout
         self.maxConnections = maxConnections
+        self.maxFileAnswers = maxFileAnswers
+        self.maxViewers = maxViewers
+        self.fileStallSeconds = fileStallSeconds
     }
 
     /// A quarter of the process's descriptor limit (the rest is for cameras, outputs and plugin

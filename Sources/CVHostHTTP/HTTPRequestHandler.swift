@@ -4,8 +4,8 @@ import NIOHTTP1
 /// One connection's requests: gathers each (head, body up to `HTTPServer.maxBody`) and hands it
 /// to the router, and closes the connection when no whole request arrives within
 /// `requestTimeout` seconds of its opening or of the end of its previous answer. That one
-/// deadline closes idle connections, slowloris ones (a header a byte a second) and those left
-/// after a 400 (the parser then gives nothing more). It is off while a request is being
+/// deadline closes idle connections and slowloris ones (a header a byte a second); one whose
+/// request cannot be parsed is closed after its 400 (`errorCaught`). It is off while a request is being
 /// answered, and for good once the connection carries a stream.
 final class HTTPRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -63,6 +63,17 @@ final class HTTPRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 streaming = true
             }
         }
+    }
+
+    /// A request NIO's parser could not read: its error handler (before this one) has answered
+    /// 400 with `Connection: close`; the connection is closed now, not when the deadline comes
+    /// (the parser reads nothing more on it).
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if error is HTTPParserError {
+            context.close(promise: nil)
+            return
+        }
+        context.fireErrorCaught(error)
     }
 
     /// Answers pass here on their way out (from any thread, on the event loop): the end of one

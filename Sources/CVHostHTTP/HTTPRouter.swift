@@ -21,7 +21,7 @@ import NIOHTTP1
 ///     PUT, DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN   set one (a JSON object), remove it
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
-///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B)
+///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B), sent from the file (FileSender)
 ///     GET  /snapshots     the snapshots kept (--snapshots), as /clips
 ///     GET  /snapshots/NAME one snapshot (image/jpeg)
 ///
@@ -40,6 +40,7 @@ final class HTTPRouter: Sendable {
     let previews: Locked<[LivePreview]>
     let events: EventStream
     let web: WebFiles
+    let limits: ConnectionLimits
     private let health = DispatchQueue(label: "cvhost.http.health")
     private let metrics = DispatchQueue(label: "cvhost.http.metrics")
     private let work = DispatchQueue(label: "cvhost.http.work")
@@ -53,7 +54,7 @@ final class HTTPRouter: Sendable {
     enum Handling: Equatable { case reply, stream }
 
     init(access: HTTPAccess, crossSite: CrossSiteCheck, statistics: HTTPServerStatistics, service: LiveViewService,
-         previews: [LivePreview], events: EventStream, web: WebFiles, inline: Bool = false) {
+         previews: [LivePreview], events: EventStream, web: WebFiles, limits: ConnectionLimits = ConnectionLimits(), inline: Bool = false) {
         self.access = access
         self.crossSite = crossSite
         self.statistics = statistics
@@ -61,6 +62,7 @@ final class HTTPRouter: Sendable {
         self.previews = Locked(previews)
         self.events = events
         self.web = web
+        self.limits = limits
         self.inline = inline
     }
 
@@ -132,6 +134,12 @@ final class HTTPRouter: Sendable {
                                       headers: p.headers.filter { $0.0.hasPrefix("X-") } + [("Cache-Control", "no-store")]))
                 }
             } else {
+                guard statistics.startViewer(max: limits.maxViewers) else {
+                    statistics.count(.viewersBusy)
+                    respond(.error(503, "\(limits.maxViewers) live pictures are being sent: try again later").with(header: ("Retry-After", "5")))
+                    return .reply
+                }
+                channel.closeFuture.whenComplete { [statistics] _ in statistics.viewerDone() }
                 Self.startStream(head, on: channel, contentType: "multipart/x-mixed-replace; boundary=\(LivePreview.boundary)")
                 preview.addViewer(channel)
                 return .stream
@@ -148,11 +156,27 @@ final class HTTPRouter: Sendable {
             let kind = path.hasPrefix("/clips/") ? "clips" : "snapshots"
             let name = String(path.dropFirst(kind.count + 2))
             let range = head.headers.first(name: "Range")
-            answer(on: work) { [service] in
+            answer(on: work) { [service, statistics, limits] in
+                guard statistics.startFileAnswer(max: limits.maxFileAnswers) else {
+                    statistics.count(.filesBusy)
+                    return respond(.error(503, "\(limits.maxFileAnswers) clips and snapshots are being sent: try again later").with(header: ("Retry-After", "5")))
+                }
                 guard let file = service.evidenceFile(kind, name: name) else {
+                    statistics.fileAnswerDone()
                     return respond(.error(404, "no \(kind.dropLast()) named \(name.prefix(200)) (GET /\(kind) lists them)"))
                 }
-                respond(FileRanges.reply(file, range: range))
+                switch FileRanges.answer(file, range: range) {
+                case .reply(let reply):
+                    statistics.fileAnswerDone()
+                    respond(reply)
+                case .bytes(let file, let status, let first, let count, let headers):
+                    let reply = HTTPReply(status: status, contentType: file.contentType, body: [], headers: headers)
+                    let (response, keepAlive) = Self.responseHead(reply, contentLength: count, to: head)
+                    FileSender.send(file, first: first, count: count, head: response, keepAlive: keepAlive, stallLimit: limits.fileStallSeconds,
+                                    on: channel, statistics: statistics) {
+                        statistics.fileAnswerDone()
+                    }
+                }
             }
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))
@@ -199,19 +223,24 @@ final class HTTPRouter: Sendable {
 
     /// Writes a whole response (from any thread); closes the connection after it unless kept alive.
     static func send(_ reply: HTTPReply, to request: HTTPRequestHead, on channel: Channel) {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: reply.contentType)
-        headers.add(name: "Content-Length", value: String(reply.body.count))
-        for (name, value) in reply.headers + securityHeaders { headers.add(name: name, value: value) }
-        let keepAlive = request.isKeepAlive
-        if !keepAlive { headers.add(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: reply.status), headers: headers)
+        let (head, keepAlive) = responseHead(reply, contentLength: UInt64(reply.body.count), to: request)
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
         if !reply.body.isEmpty {
             channel.write(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: reply.body))), promise: nil)
         }
         let done = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
         if !keepAlive { done.whenComplete { _ in channel.close(promise: nil) } }
+    }
+
+    /// The head of an answer of `contentLength` bytes, and whether the connection is kept after it.
+    static func responseHead(_ reply: HTTPReply, contentLength: UInt64, to request: HTTPRequestHead) -> (HTTPResponseHead, Bool) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: reply.contentType)
+        headers.add(name: "Content-Length", value: String(contentLength))
+        for (name, value) in reply.headers + securityHeaders { headers.add(name: name, value: value) }
+        let keepAlive = request.isKeepAlive
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        return (HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: reply.status), headers: headers), keepAlive)
     }
 
     /// Writes the head of a response that never ends (chunked): the stream follows as it comes.

@@ -69,7 +69,7 @@ public final class HTTPServer: Sendable {
         let statistics = HTTPServerStatistics()
         let router = HTTPRouter(access: HTTPAccess(token: settings.token),
                                 crossSite: CrossSiteCheck(listenHost: settings.host, allowed: settings.allowedHosts),
-                                statistics: statistics, service: service, previews: previews, events: events, web: web)
+                                statistics: statistics, service: service, previews: previews, events: events, web: web, limits: settings.limits)
         let limits = settings.limits
         let connections = Locked<[ObjectIdentifier: Channel]>([:])
         // The process's event loops (NIO's singleton, as NIO recommends), not a group of the

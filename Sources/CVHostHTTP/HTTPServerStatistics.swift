@@ -14,6 +14,10 @@ public final class HTTPServerStatistics: Sendable {
         case contentType = "content_type"
         /// The server wants a token and it had none, or a wrong one (401).
         case token
+        /// A clip or snapshot asked for while `ConnectionLimits.maxFileAnswers` were being sent (503).
+        case filesBusy = "files_busy"
+        /// A live picture asked for while `ConnectionLimits.maxViewers` watched (503).
+        case viewersBusy = "viewers_busy"
     }
 
     /// Why the server closed a connection on its own (the `reason` label).
@@ -22,12 +26,16 @@ public final class HTTPServerStatistics: Sendable {
         case requestTimeout = "request_timeout"
         /// Refused at once (503): `ConnectionLimits.maxConnections` were open.
         case connectionLimit = "connection_limit"
+        /// A file's reader took nothing of it for `ConnectionLimits.fileStallSeconds`.
+        case stalled
     }
 
     private struct Counts {
         var refused: [Refusal: UInt64] = [:]
         var closed: [Closing: UInt64] = [:]
         var open = 0
+        var fileAnswers = 0
+        var viewers = 0
     }
     private let counts = Locked(Counts())
 
@@ -47,6 +55,30 @@ public final class HTTPServerStatistics: Sendable {
 
     func closed() { counts.withLock { $0.open -= 1 } }
 
+    /// Takes a place for a file being sent. - Returns: false when `max` are being sent.
+    func startFileAnswer(max: Int) -> Bool {
+        counts.withLock { c in
+            guard c.fileAnswers < max else { return false }
+            c.fileAnswers += 1
+            return true
+        }
+    }
+
+    func fileAnswerDone() { counts.withLock { $0.fileAnswers -= 1 } }
+
+    /// Takes a place for a viewer of the live picture. - Returns: false when `max` watch.
+    func startViewer(max: Int) -> Bool {
+        counts.withLock { c in
+            guard c.viewers < max else { return false }
+            c.viewers += 1
+            return true
+        }
+    }
+
+    func viewerDone() { counts.withLock { $0.viewers -= 1 } }
+
+    public var fileAnswers: Int { counts.withLock { $0.fileAnswers } }
+
     public var openConnections: Int { counts.withLock { $0.open } }
     public func refused(_ refusal: Refusal) -> UInt64 { counts.withLock { $0.refused[refusal] ?? 0 } }
     public func closed(_ closing: Closing) -> UInt64 { counts.withLock { $0.closed[closing] ?? 0 } }
@@ -56,14 +88,16 @@ public final class HTTPServerStatistics: Sendable {
         let c = counts.withLock { $0 }
         for r in Refusal.allCases {
             p.counter("cvhost_http_requests_refused_total",
-                      "Requests refused: Host not a name of this server (host), another site's Origin (origin), a change not sent as JSON (content_type), no or a wrong token (token).",
+                      "Requests refused: Host not a name of this server (host), another site's Origin (origin), a change not sent as JSON (content_type), no or a wrong token (token), too many files (files_busy) or live pictures (viewers_busy) being sent.",
                       [("reason", r.rawValue)], c.refused[r] ?? 0)
         }
         for r in Closing.allCases {
             p.counter("cvhost_http_connections_closed_total",
-                      "Connections the server closed on its own: no whole request in time (request_timeout), too many open (connection_limit).",
+                      "Connections the server closed on its own: no whole request in time (request_timeout), too many open (connection_limit), a file's reader that took nothing for 20 s (stalled).",
                       [("reason", r.rawValue)], c.closed[r] ?? 0)
         }
         p.gauge("cvhost_http_connections_open", "Connections open now (viewers and event streams among them).", [], Double(c.open))
+        p.gauge("cvhost_http_file_answers", "Clips and snapshots being sent now.", [], Double(c.fileAnswers))
+        p.gauge("cvhost_http_viewers", "Live pictures (/stream.mjpg) being sent now.", [], Double(c.viewers))
     }
 }

@@ -40,13 +40,12 @@ struct ConnectionLimitTests {
         #expect(!channel.isActive)
     }
 
-    @Test("after a 400 (bytes that are not HTTP) the connection is closed at the deadline at the latest")
+    @Test("after a 400 (bytes that are not HTTP) the connection is closed at once, not at the deadline")
     func afterBadRequest() throws {
         let server = EmbeddedServer()
         let channel = try server.connect()
         _ = try? channel.writeInbound(ByteBuffer(string: "\u{1}\u{2} not http\r\n\r\n"))
         #expect(EmbeddedServer.written(channel).hasPrefix("HTTP/1.1 400"))
-        Self.advance(channel, seconds: 10.1)
         #expect(!channel.isActive)
     }
 

@@ -1,6 +1,7 @@
 @testable import CVHostHTTP
 import CVHostCore
 import CVHostTestSupport
+import Glibc
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -9,6 +10,20 @@ import NIOHTTP1
 /// reached it (a refused request must not).
 final class RecordingService: LiveViewService {
     private let changes = Locked<[String]>([])
+    /// Files served as /clips/NAME: NAME to the path of a file of the test's.
+    let clips: [String: String]
+
+    init(clips: [String: String] = [:]) {
+        self.clips = clips
+    }
+
+    func evidenceFile(_ kind: String, name: String) -> ServedFile? {
+        guard kind == "clips", let path = clips[name] else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        var st = stat()
+        guard fd >= 0, fstat(fd, &st) == 0 else { return nil }
+        return ServedFile(descriptor: fd, size: UInt64(st.st_size), contentType: "video/mp4")
+    }
 
     var controlChanges: [String] { changes.withLock { $0 } }
 

@@ -44,7 +44,11 @@ final class HTTPRouter: Sendable {
     private let health = DispatchQueue(label: "cvhost.http.health")
     private let metrics = DispatchQueue(label: "cvhost.http.metrics")
     private let work = DispatchQueue(label: "cvhost.http.work")
-    /// Inputs added and removed: opening a stream or draining a plugin takes seconds.
+    /// Inputs added, changed and removed: opening a stream or draining a plugin takes seconds, so
+    /// each goes on by itself (concurrent): an add that waits for a camera holds back no removal
+    /// of another input. Changes of one name are kept apart by the run's registry (RunInputs).
+    private let inputChanges = DispatchQueue(label: "cvhost.http.inputs", attributes: .concurrent)
+    /// Zones, lines and tracks set and removed: quick, and in the order they came.
     private let changes = DispatchQueue(label: "cvhost.http.changes")
     /// Answers made on the calling thread (tests on NIOEmbedded's one-thread channel), not on the queues.
     private let inline: Bool
@@ -106,11 +110,11 @@ final class HTTPRouter: Sendable {
             }
         case (.GET, "/inputs"), (.POST, "/inputs"):
             let command = head.method == .GET ? "get_inputs" : "add_input"
-            forward(command, target: nil, body: body, on: head.method == .GET ? work : changes, respond)
+            forward(command, target: nil, body: body, on: head.method == .GET ? work : inputChanges, respond)
         case (let method, _) where path.hasPrefix("/inputs/") && [.GET, .PUT, .DELETE].contains(method):
             let target = String(path.dropFirst("/inputs/".count)).removingPercentEncoding ?? ""
             let command = head.method == .GET ? "get_inputs" : head.method == .PUT ? "change_input" : "remove_input"
-            forward(command, target: target, body: body, on: head.method == .GET ? work : changes, respond)
+            forward(command, target: target, body: body, on: head.method == .GET ? work : inputChanges, respond)
         case (.GET, "/analytics"):
             forward("get_analytics", target: nil, body: body, on: work, respond)
         case (let method, _) where (method == .PUT || method == .DELETE) && Self.analyticsKind(path) != nil:

@@ -55,7 +55,7 @@ final class InputChanges: Sendable {
             })
         } catch {
             undo()
-            throw Self.unopened(id, error)
+            throw unopened(id, error, by: origin)
         }
         // The new input opened: the old one of that name ends now (its final lines), then the new one starts.
         if let replacing {
@@ -73,7 +73,7 @@ final class InputChanges: Sendable {
                                    frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence)
         } catch {
             undo()
-            throw Self.unopened(id, error)
+            throw unopened(id, error, by: origin)
         }
         guard outputs.lines.opened() else {
             undo()
@@ -94,7 +94,7 @@ final class InputChanges: Sendable {
             Log.error((error as? CaptureError)?.message ?? "\(error)", source: id)
             source.report.abandon(reason: .error, framesCaptured: 0)
             finishRemoval(source)
-            throw Self.unopened(id, error)
+            throw unopened(id, error, by: origin)
         }
         Log.info("input \(id) added (\(runners.map(\.output.label).joined(separator: ", ")))", source: id)
         return source
@@ -108,12 +108,25 @@ final class InputChanges: Sendable {
         try removeNow(source, by: origin)
     }
 
+    /// Refuses (403) an input an HTTP client may not name (`--allow-inputs`): before it is opened
+    /// or looked up, so that the refusal tells nothing of what is there.
+    func allow(_ spec: InputSpec, by origin: LiveCommands.Origin) throws(CommandRefusal) {
+        guard origin == .http, let why = (settings.liveView?.allowInputs ?? .standard).refusal(spec) else { return }
+        throw CommandRefusal(403, why)
+    }
+
     /// Where changes made while running are kept (--state), if anywhere.
     var state: RunStateFile? { settings.state }
 
-    /// An input that could not be opened or started: 422 with the opener's own error.
-    private static func unopened(_ id: String, _ error: Error) -> CommandRefusal {
-        CommandRefusal(422, "\(id): " + ((error as? CaptureError)?.message ?? "\(error)"))
+    /// An input that could not be opened or started: 422 with the opener's own error. Over HTTP
+    /// with no token (any local user, any page: loopback), the answer does not say why: "not
+    /// found", "permission denied" and "connection refused" would tell such a client which files
+    /// and ports there are; the reason goes to stderr, the operator's.
+    private func unopened(_ id: String, _ error: Error, by origin: String) -> CommandRefusal {
+        let why = (error as? CaptureError)?.message ?? "\(error)"
+        guard origin == LiveCommands.Origin.http.rawValue, settings.liveView?.token == nil else { return CommandRefusal(422, "\(id): " + why) }
+        Log.warning("an input added over HTTP cannot be opened: \(why)", source: id)
+        return CommandRefusal(422, "\(id): it cannot be opened (why is on cvhost's stderr; with a token, --http-token-file, the answer says)")
     }
 
     /// The run's plugins' names, in the order of the --plugin flags.

@@ -11,10 +11,12 @@ import CVHostLines
 ///
 /// `input` is what --input takes (a file, images, a URL, testsrc), `device` what --device takes
 /// (a V4L2 camera's path); `plugins` names some of the run's plugins (all of them when left out).
+/// Over HTTP, what an input may name is the run's `--allow-inputs` (InputPolicy: 403 beyond it).
 extension LiveCommands {
     func addInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
         let (spec, plugins) = try inputSpec(o, nameRequired: false)
         let changes = try changer()
+        try changes.allow(spec, by: origin)
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue)
         changes.state?.record(input: source.id, Self.entry(spec, plugins))
         return describe(source)
@@ -23,6 +25,7 @@ extension LiveCommands {
     func changeInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
         let (spec, plugins) = try inputSpec(o, nameRequired: true)
         let changes = try changer()
+        try changes.allow(spec, by: origin)
         guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(404, "no input named \(spec.sourceID()): \(changes.names)") }
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue, replacing: old)
         changes.state?.record(input: source.id, Self.entry(spec, plugins))

@@ -13,14 +13,16 @@ public struct LiveViewSettings: Sendable, Equatable {
     public let previewWidth: Int
     /// Seconds to go on serving once every input has ended by itself; nil: until stopped.
     public let linger: Double?
+    /// What inputs added over HTTP may name (`--allow-inputs`).
+    public let allowInputs: InputPolicy
 
     /// nil when `http` is nil (no live view). - Throws: UsageError naming the option at fault.
     public init?(http: String?, tokenFile: String? = nil, allowHosts: [String] = [], previewFPS: Double = 5,
-                 previewWidth: Int = 640, linger: Double? = nil, environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(UsageError) {
+                 previewWidth: Int = 640, linger: Double? = nil, allowInputs: String? = nil,
+                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) {
         guard let http else {
-            if tokenFile != nil || linger != nil || !allowHosts.isEmpty {
-                throw UsageError("--http-token-file, --http-allow-host and --http-linger go with --http")
+            if tokenFile != nil || linger != nil || !allowHosts.isEmpty || allowInputs != nil {
+                throw UsageError("--http-token-file, --http-allow-host, --http-linger and --allow-inputs go with --http")
             }
             return nil
         }
@@ -39,6 +41,7 @@ public struct LiveViewSettings: Sendable, Equatable {
         self.previewFPS = previewFPS
         self.previewWidth = previewWidth
         self.linger = linger
+        self.allowInputs = try allowInputs.map { text throws(UsageError) in try InputPolicy(parsing: text) } ?? .standard
     }
 
     /// ADDR:PORT as given (IPv6 in brackets), the address defaulting to loopback.

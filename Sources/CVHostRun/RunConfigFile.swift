@@ -24,6 +24,7 @@ public struct RunConfigFile {
         "track": .list, "zone": .list, "line": .list,
         "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
         "isolation": .string, "http": .string, "http-token-file": .string, "field": .string, "state": .string, "snapshots": .string, "clips": .string,
+        "allow-inputs": .string,
         "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
         "http-linger": .number,
         "max-frames": .integer, "max-image-pixels": .integer, "max-inputs": .integer, "queue-depth": .integer, "preview-width": .integer,

@@ -18,6 +18,11 @@ struct HTTPOptions: ParsableArguments {
                                valueName: "name"))
     var allowHosts: [String] = []
 
+    @Option(name: .customLong("allow-inputs"),
+            help: ArgumentHelp("What an input added over HTTP (POST /inputs, PUT /inputs/NAME) may name, +-separated: network (streams cvhost connects to; the default), files, devices, listen (a URL that makes cvhost listen on a port), all, or folders (/srv/clips) files may come from. The command line, config and stdin take anything.",
+                               valueName: "kinds"))
+    var allowInputs: String?
+
     @Option(name: .customLong("preview-fps"), help: ArgumentHelp("Live-view pictures per second at most, while someone watches.", valueName: "fps"))
     var previewFPS: Double = 5
 
@@ -64,7 +69,7 @@ struct HTTPOptions: ParsableArguments {
     /// The settings these options give, checked. - Throws: UsageError naming the option.
     func settings() throws(UsageError) -> LiveViewSettings? {
         try LiveViewSettings(http: http, tokenFile: tokenFile, allowHosts: allowHosts, previewFPS: previewFPS,
-                             previewWidth: previewWidth, linger: linger)
+                             previewWidth: previewWidth, linger: linger, allowInputs: allowInputs)
     }
 
     func validate() throws {

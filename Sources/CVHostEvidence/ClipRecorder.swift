@@ -33,7 +33,17 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
         /// The writer of the clip named, once made on the queue (it outlives `clip` until finished there).
         var writer: (name: String, writer: ClipWriter)?
         var clips = 0
+        /// Events that came before the ring had a keyframe (a raw camera's encoder still starting,
+        /// slower than the plugins' first results): the clip starts at the first keyframe within
+        /// their `post`.
+        var pending: [PendingEvent] = []
     }
+
+    private struct PendingEvent {
+        let id: String, kind: String, label: String, ptsNs: Int64
+    }
+    /// Events kept waiting for a keyframe at most (the newest kept).
+    static let mostPending = 256
     private let state = Locked(State())
 
     /// The ring's bound beyond `pre`: how far the plugins' results may lag the packets read (a
@@ -53,16 +63,27 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     // MARK: - EncodedPacketObserver (the capture thread)
 
     func encodedPacket(_ packet: EncodedPacket) {
+        var dropped: String?
         let ends = state.withLock { s -> Bool in
             s.ring.append(packet)
             s.ringBytes += packet.size
             trim(&s)
+            if s.clip == nil, packet.isKeyframe, let last = s.pending.last {
+                let waiting = s.pending
+                s.pending = []
+                // The first keyframe after events that found none: their clip starts here, if it is within their post.
+                if packet.ptsNs <= last.ptsNs.addingClamped(Int64(settings.post * 1e9)) {
+                    dropped = begin(&s, from: s.ring.count - 1, events: waiting)
+                }
+                return false
+            }
             guard s.clip != nil else { return false }
             if packet.ptsNs > s.clip!.until || packet.ptsNs > s.clip!.hardEnd { return true }
             // Queued under the lock: in the order the packets came, after the clip's pre-roll.
             queueWrite([packet])
             return false
         }
+        if let dropped { said(.dropped(reason: dropped, diskFull: true)) }
         if ends { close() }
     }
 
@@ -92,7 +113,8 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
 
     // MARK: - Events
 
-    /// An event (of kind `kind`) of this input at media time `ptsNs` (its frame's): starts a clip or extends the open one.
+    /// An event (of kind `kind`) of this input at media time `ptsNs` (its frame's): starts a clip or
+    /// extends the open one; with no keyframe kept yet, it waits for the first (`pending`).
     func event(id: String, kind: String, label: String, ptsNs: Int64) {
         let post = Int64(settings.post * 1e9)
         var dropped: String?
@@ -103,41 +125,55 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
                 s.clip = clip
                 return
             }
+            let event = PendingEvent(id: id, kind: kind, label: label, ptsNs: ptsNs)
             // From the keyframe at or before the event's time minus pre (the earliest kept, if the ring is shorter).
             let from = ptsNs.subtractingClamped(Int64(settings.pre * 1e9))
-            guard let start = s.ring.lastIndex(where: { $0.isKeyframe && $0.ptsNs <= from }) ?? s.ring.firstIndex(where: \.isKeyframe) else { return }
-            let backlog = Array(s.ring[start...])
-            let first = backlog[0]
-            let frameDuration = ClipRecorder.frameDuration(backlog)
-            // Room for it: its pre-roll's bytes a second, for the whole clip.
-            let span = max(1e-3, Double((backlog.last?.ptsNs ?? first.ptsNs).subtractingClamped(first.ptsNs)) / 1e9)
-            let perSecond = Double(backlog.reduce(0) { $0 + $1.size }) / span
-            let estimate = UInt64(clamped: perSecond * (settings.pre + settings.post), to: 0...UInt64.max)
-            guard folder.makeRoom(for: estimate) else {
-                dropped = "the clips folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete"
+            guard let start = s.ring.lastIndex(where: { $0.isKeyframe && $0.ptsNs <= from }) ?? s.ring.firstIndex(where: \.isKeyframe) else {
+                s.pending.append(event)
+                if s.pending.count > Self.mostPending { s.pending.removeFirst(s.pending.count - Self.mostPending) }
                 return
             }
-            s.clips += 1
-            let name = ClipRecorder.fileName(source: source, ptsNs: first.ptsNs, number: s.clips)
-            switch folder.start(name, source: source, event: kind, label: label) {
-            case .success(let fd):
-                s.clip = OpenClip(name: name, descriptor: fd, until: ptsNs.addingClamped(post), hardEnd: first.ptsNs.addingClamped(Int64(settings.maxSeconds * 1e9)),
-                                  events: [id])
-                // The writer, then the pre-roll, queued under the lock: before any packet that comes next.
-                queue.async { [self] in
-                    do throws(ClipWriter.Failure) {
-                        let writer = try ClipWriter(descriptor: fd, format: first.format, frameDuration: frameDuration)
-                        state.withLock { $0.writer = (name, writer) }
-                    } catch {
-                        fail(error, clip: name)
-                    }
-                }
-                queueWrite(backlog)
-            case .failure(let e):
-                dropped = "cannot make a clip in \(folder.path): \(e)"
-            }
+            dropped = begin(&s, from: start, events: s.pending + [event])
+            s.pending = []
         }
         if let dropped { said(.dropped(reason: dropped, diskFull: true)) }
+    }
+
+    /// Starts a clip at the ring's packet `start` (a keyframe) for `events`, the pre-roll queued.
+    /// Called with the lock held. - Returns: why it was not started, or nil.
+    private func begin(_ s: inout State, from start: Int, events: [PendingEvent]) -> String? {
+        guard let last = events.last else { return nil }
+        let backlog = Array(s.ring[start...])
+        let first = backlog[0]
+        let frameDuration = ClipRecorder.frameDuration(backlog)
+        // Room for it: its pre-roll's bytes a second, for the whole clip.
+        let span = max(1e-3, Double((backlog.last?.ptsNs ?? first.ptsNs).subtractingClamped(first.ptsNs)) / 1e9)
+        let perSecond = Double(backlog.reduce(0) { $0 + $1.size }) / span
+        let estimate = UInt64(clamped: perSecond * (settings.pre + settings.post), to: 0...UInt64.max)
+        guard folder.makeRoom(for: estimate) else {
+            return "the clips folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete"
+        }
+        s.clips += 1
+        let name = ClipRecorder.fileName(source: source, ptsNs: first.ptsNs, number: s.clips)
+        switch folder.start(name, source: source, event: events[0].kind, label: events[0].label) {
+        case .success(let fd):
+            let hardEnd = first.ptsNs.addingClamped(Int64(settings.maxSeconds * 1e9))
+            let until = min(hardEnd, events.map(\.ptsNs).max()!.addingClamped(Int64(settings.post * 1e9)))
+            s.clip = OpenClip(name: name, descriptor: fd, until: max(until, last.ptsNs), hardEnd: hardEnd, events: events.map(\.id))
+            // The writer, then the pre-roll, queued under the lock: before any packet that comes next.
+            queue.async { [self] in
+                do throws(ClipWriter.Failure) {
+                    let writer = try ClipWriter(descriptor: fd, format: first.format, frameDuration: frameDuration)
+                    state.withLock { $0.writer = (name, writer) }
+                } catch {
+                    fail(error, clip: name)
+                }
+            }
+            queueWrite(backlog)
+            return nil
+        case .failure(let e):
+            return "cannot make a clip in \(folder.path): \(e)"
+        }
     }
 
     private func queueWrite(_ packets: [EncodedPacket]) {

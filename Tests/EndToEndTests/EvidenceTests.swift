@@ -284,6 +284,17 @@ struct EvidenceTests {
         #expect((try? Tool.check("ffmpeg", ["-v", "error", "-xerror", "-i", path, "-f", "null", "-"])) != nil)
     }
 
+    @Test("an event before a raw input's encoder has made its first keyframe (a result on frame 0) still gets its clip, from that keyframe (a slow VM's encoder lost it)")
+    func eventBeforeFirstKeyframe() throws {
+        let clips = Self.folder + "/raw-first-clips"
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: [0]), "--input", "testsrc:320x240@30", "--max-frames", "60",
+                                      "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1"], timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let saved = try #require(r.events("clip.saved").first?["data"] as? [String: Any], "\(r.stderr)")
+        #expect((saved["packets"] as? Int ?? 0) > 0 && (saved["events"] as? [String])?.count == 1, "\(saved)")
+        #expect((saved["start_pts"] as? Double ?? 9) < 0.5, "from the first keyframe: \(saved)")
+    }
+
     @Test("a full disk under the clips (a 2 MB tmpfs): a clip too large for it is not begun, one that fills it is deleted; each said once, no partial file left; the run goes on, exit 0",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func diskFull() throws {

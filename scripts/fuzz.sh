@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of bytes that someone else wrote (fuzz/targets/FuzzTarget.swift: plugin
 # files, results, config files, plugin options, stdin commands, /controls bodies, worker messages,
-# MJPEG frames, spool segments, RTSP packets with arrival times) with libFuzzer and AddressSanitizer, each target for SECONDS (default 60), starting
+# MJPEG frames, spool segments, RTSP packets with arrival times, plugin results through the analytics and
+# evidence, evidence indexes, snapshot regions) with libFuzzer and AddressSanitizer, each target for SECONDS (default 60), starting
 # from its seeds in fuzz/corpus/TARGET.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]        JOBS=2 scripts/fuzz.sh 600   (two targets at once)
 # A finding (a crash, a trap such as an overflow, a memory error, an input that takes over 10 s,
@@ -15,7 +16,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 shift || true
-all=(plugin-file json-result config-file plugin-options stdin-commands controls-body worker-message mjpeg-frame spool-record rtsp-packets)
+all=(plugin-file json-result config-file plugin-options stdin-commands controls-body worker-message mjpeg-frame spool-record rtsp-packets
+     result-stages evidence-index snapshot-region)
 targets=("${@:-${all[@]}}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target '$t': the targets are ${all[*]}" >&2; exit 64; }

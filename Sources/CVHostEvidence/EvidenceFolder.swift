@@ -21,12 +21,12 @@ import Glibc
 ///
 /// An index of the first format (one line a file: NAME BYTES MADE_NS PARTIAL SOURCE EVENT LABEL,
 /// no header) is read too, and written anew in this one.
-final class EvidenceFolder: @unchecked Sendable {
+package final class EvidenceFolder: @unchecked Sendable {
     // @unchecked Sendable: the index and the journal's descriptor are behind a lock; the folder's
     // descriptor is only read.
-    struct Entry: Equatable, Sendable {
-        let name: String
-        var bytes: UInt64
+    package struct Entry: Equatable, Sendable {
+        package let name: String
+        package var bytes: UInt64
         /// Wall clock, ns since the epoch.
         let madeNs: Int64
         /// Being written: named `.partial-NAME` until whole.
@@ -37,14 +37,11 @@ final class EvidenceFolder: @unchecked Sendable {
         var label = ""
     }
 
-    /// What the folder holds: `snapshots` or `clips`, written in its index's header.
-    enum Kind: String, Sendable {
-        case snapshots, clips
-    }
-
     let path: String
     let budget: EvidenceSettings.Budget
+    /// What it holds (written in its index's header).
     let kind: Kind
+    package typealias Kind = EvidenceSettings.Kind
     private let files: PrivateFolder
 
     private struct Index {
@@ -62,12 +59,12 @@ final class EvidenceFolder: @unchecked Sendable {
     private let deletions = Locked(0)
     var deleted: Int { deletions.withLock { $0 } }
 
-    static let indexName = ".cvhost-evidence"
+    package static let indexName = ".cvhost-evidence"
     static let format = 2
     /// A source's or a label's text is kept up to this many characters (a plugin's label can be any length).
     static let maxField = 200
     /// A file's size as the index may say it: more is a damaged line (16 TiB).
-    static let maxBytes: UInt64 = 1 << 44
+    package static let maxBytes: UInt64 = 1 << 44
     /// Lines longer than this are damaged (a line of this format is a few hundred bytes).
     static let maxLine = 4096
     /// Files an index may name: lines past it are counted as damaged.
@@ -76,7 +73,7 @@ final class EvidenceFolder: @unchecked Sendable {
     /// Opens (or makes) the folder, takes it for this run, and reads its index: a file the index
     /// names that is gone is forgotten; one left half written by an earlier run (a kill) is
     /// deleted; damaged lines are skipped (said once, with how many).
-    init(_ path: String, kind: Kind, role: String, setting: String, budget: EvidenceSettings.Budget) throws(EvidenceError) {
+    package init(_ path: String, kind: Kind, role: String, setting: String, budget: EvidenceSettings.Budget) throws(EvidenceError) {
         self.path = path
         self.budget = budget
         self.kind = kind
@@ -124,7 +121,7 @@ final class EvidenceFolder: @unchecked Sendable {
     /// of cvhost's files until the folder holds at most `maxBytes` with it and its disk keeps
     /// `minFreeBytes` free. - Returns: false when that cannot be (nothing of cvhost's left to
     /// delete): the caller drops what it would write.
-    func makeRoom(for bytes: UInt64) -> Bool {
+    package func makeRoom(for bytes: UInt64) -> Bool {
         sweep()
         return index.withLock { i in
             while true {
@@ -140,7 +137,7 @@ final class EvidenceFolder: @unchecked Sendable {
 
     /// Deletes cvhost's files older than `maxAge` (the timer's sweep). - Returns: how many.
     @discardableResult
-    func sweep(nowNs: Int64 = HostClock.wallNs()) -> Int {
+    package func sweep(nowNs: Int64 = HostClock.wallNs()) -> Int {
         guard let maxAge = budget.maxAge else { return 0 }
         let cutoff = nowNs.subtractingClamped(Int64(clamped: maxAge * 1e9, to: 0...Int64.max))
         return index.withLock { i in
@@ -198,7 +195,7 @@ final class EvidenceFolder: @unchecked Sendable {
     }
 
     /// Writes `bytes` as the file `name`, whole or not at all. - Returns: nil, or the error.
-    func write(_ name: String, bytes: [UInt8], source: String = "", event: String = "", label: String = "") -> Errno? {
+    package func write(_ name: String, bytes: [UInt8], source: String = "", event: String = "", label: String = "") -> Errno? {
         let fd: Int32
         switch start(name, source: source, event: event, label: label) {
         case .success(let d): fd = d
@@ -214,11 +211,11 @@ final class EvidenceFolder: @unchecked Sendable {
     }
 
     /// cvhost's whole files here, newest first.
-    var entries: [Entry] { index.withLock { $0.entries.filter { !$0.partial }.reversed() } }
+    package var entries: [Entry] { index.withLock { $0.entries.filter { !$0.partial }.reversed() } }
 
     /// One of cvhost's whole files here, opened to be read (never through a link, never a FIFO or
     /// a device: PrivateFolder.open). - Returns: its descriptor and size.
-    func open(_ name: String) -> (descriptor: Int32, size: UInt64)? {
+    package func open(_ name: String) -> (descriptor: Int32, size: UInt64)? {
         guard Self.isOwnName(name), index.withLock({ $0.entries.contains { $0.name == name && !$0.partial } }),
               case .success(let fd) = files.open(name, O_RDONLY) else { return nil }
         var st = stat()
@@ -230,10 +227,10 @@ final class EvidenceFolder: @unchecked Sendable {
     }
 
     /// The bytes of cvhost's files here.
-    var bytesHeld: UInt64 { index.withLock { $0.held } }
+    package var bytesHeld: UInt64 { index.withLock { $0.held } }
 
     /// Lines in the index now (what compaction bounds).
-    var indexLines: Int { index.withLock { $0.lines } }
+    package var indexLines: Int { index.withLock { $0.lines } }
 
     private func forget(_ name: String) {
         index.withLock { i in
@@ -407,7 +404,7 @@ final class EvidenceFolder: @unchecked Sendable {
 
     /// A name cvhost gives its files: letters, digits, `-`, `_`, `.`, not starting with a dot (no
     /// path, never the index): an index edited by hand cannot make cvhost delete something else.
-    static func isOwnName(_ name: String) -> Bool {
+    package static func isOwnName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 200 && !name.hasPrefix(".")
             && name.unicodeScalars.allSatisfy { ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || "-_.".unicodeScalars.contains($0) }
     }

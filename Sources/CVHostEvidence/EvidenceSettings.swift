@@ -19,6 +19,12 @@ public struct EvidenceSettings: Equatable, Sendable {
         public var maxBytes: UInt64
         public var maxAge: Double?
         public var minFreeBytes: UInt64
+
+        package init(maxBytes: UInt64, maxAge: Double?, minFreeBytes: UInt64) {
+            self.maxBytes = maxBytes
+            self.maxAge = maxAge
+            self.minFreeBytes = minFreeBytes
+        }
     }
 
     public struct Problem: Error, CustomStringConvertible {

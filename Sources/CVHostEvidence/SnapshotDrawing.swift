@@ -10,10 +10,10 @@ import Foundation
 /// plugin's label cannot reach the graph's grammar.
 ///
 /// Not thread-safe: the snapshot writer's queue uses it.
-final class SnapshotDrawing {
-    struct Mark {
-        let region: JPEGEncoder.Region
-        let label: String
+package final class SnapshotDrawing {
+    package struct Mark {
+        package let region: JPEGEncoder.Region
+        package let label: String
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -22,7 +22,7 @@ final class SnapshotDrawing {
 
     static let fontFile = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
     /// A label is drawn up to this many characters: a plugin's 200 KB label would fill no picture.
-    static let maxLabel = 80
+    package static let maxLabel = 80
     private let reader = DecodedFrameReader()
 
     /// `pixels` (I420) with `marks` drawn, as a new buffer.

@@ -8,7 +8,7 @@ import Foundation
 /// plugin ran here, in a worker or in Python), the last few of each input; the event's line gets
 /// the snapshot's path (`snapshot`) before any output sees it, and the JPEG is encoded and written
 /// on a queue of its own.
-final class SnapshotRecorder: @unchecked Sendable {
+package final class SnapshotRecorder: @unchecked Sendable {
     // @unchecked Sendable: the state is behind a lock; the encoder is used on `queue` only.
     private let settings: EvidenceSettings
     private let on: Set<String>
@@ -142,7 +142,7 @@ final class SnapshotRecorder: @unchecked Sendable {
     }
 
     /// A result's box and its label as drawn: "person #12 87%".
-    static func mark(_ result: OutputLine.Result, track: Int?) -> SnapshotDrawing.Mark {
+    package static func mark(_ result: OutputLine.Result, track: Int?) -> SnapshotDrawing.Mark {
         let b = result.fields.bounds ?? ResultFields.Bounds(x: 0, y: 0, width: 0, height: 0)
         let score = result.fields.confidence.map { " \(Int(clamped: $0 * 100, .toNearestOrAwayFromZero, to: -9999...9999))%" } ?? ""
         let label = String((result.fields.label ?? result.type).prefix(SnapshotDrawing.maxLabel)) + (track.map { " #\($0)" } ?? "") + score
@@ -152,7 +152,7 @@ final class SnapshotRecorder: @unchecked Sendable {
     /// A plugin's box (Doubles) as pixels, rounded outward and clamped: `ResultFields.boundsProblem`
     /// refuses a box past any frame before it comes here; this keeps the arithmetic from trapping
     /// whatever comes (a crop's margin around a box at the edge of the allowed).
-    static func region(x: Double, y: Double, width: Double, height: Double) -> JPEGEncoder.Region {
+    package static func region(x: Double, y: Double, width: Double, height: Double) -> JPEGEncoder.Region {
         let limit = -(1 << 24)...(1 << 24)
         return JPEGEncoder.Region(x: Int(clamped: x, .down, to: limit), y: Int(clamped: y, .down, to: limit),
                                   width: Int(clamped: width, .up, to: limit), height: Int(clamped: height, .up, to: limit))

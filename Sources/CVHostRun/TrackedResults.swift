@@ -44,7 +44,7 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
     func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
         var detections: [Detection] = [], at: [Int] = []
         for (i, line) in lines.enumerated() {
-            guard let result = line.result, let d = Self.detection(result) else { continue }
+            guard let result = line.result, let d = Detection(result) else { continue }
             detections.append(d)
             at.append(i)
         }
@@ -150,21 +150,20 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         o.label = event.label
         return o.line()
     }
+}
 
+extension Detection {
     /// The box of a result, if it has one: `bounds` {x, y, width, height}; its label (else the
     /// result's type) and confidence (else 1), as the validator noted them. A result that has a
     /// `track_id` of its own is left alone, and so is a box that is no box in any frame: a side of
-    /// none or past `largestCoordinate` (whose x + width may overflow, and which would start a
-    /// track of its own on every frame).
-    static func detection(_ result: OutputLine.Result) -> Detection? {
+    /// none or past `ResultFields.maxCoordinate` (refused when the plugin emitted it; here too,
+    /// for a result that came another way: its x + width could overflow, and it would start a track
+    /// of its own on every frame).
+    package init?(_ result: OutputLine.Result) {
         let f = result.fields
         guard !f.hasTrackID, let b = f.bounds, b.width > 0, b.height > 0,
-              [b.x, b.y, b.width, b.height].allSatisfy({ abs($0) <= largestCoordinate })
+              [b.x, b.y, b.width, b.height].allSatisfy({ abs($0) <= ResultFields.maxCoordinate })
         else { return nil }
-        return Detection(box: Box(x: b.x, y: b.y, width: b.width, height: b.height), label: f.label ?? result.type,
-                         confidence: f.confidence ?? 1)
+        self.init(box: Box(x: b.x, y: b.y, width: b.width, height: b.height), label: f.label ?? result.type, confidence: f.confidence ?? 1)
     }
-
-    /// No frame is larger than this, in pixels (a side of FFmpeg's largest picture is 2^16).
-    static let largestCoordinate = 1e7
 }

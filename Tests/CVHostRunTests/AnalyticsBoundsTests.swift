@@ -29,8 +29,8 @@ struct AnalyticsBoundsTests {
             let fields = try JSONValidator.checkedResult("{\"bounds\":\(bounds)}").fields
             return OutputLine.Result(type: "object", fields: fields, dataStart: 0)
         }
-        #expect(try TrackedResults.detection(result(#"{"x":10,"y":20,"width":30,"height":40}"#)) != nil)
-        #expect(try TrackedResults.detection(result(#"{"x":1e308,"y":0,"width":1e308,"height":40}"#)) == nil)
-        #expect(try TrackedResults.detection(result(#"{"x":10,"y":20,"width":3e7,"height":40}"#)) == nil)
+        #expect(try Detection(result(#"{"x":10,"y":20,"width":30,"height":40}"#)) != nil)
+        #expect(try Detection(result(#"{"x":1e308,"y":0,"width":1e308,"height":40}"#)) == nil)
+        #expect(try Detection(result(#"{"x":10,"y":20,"width":3e7,"height":40}"#)) == nil)
     }
 }

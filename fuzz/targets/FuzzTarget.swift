@@ -1,3 +1,6 @@
+import CVHostAnalytics
+import CVHostCore
+import CVHostEvidence
 import CVHostLines
 import CVHostOutput
 import CVHostPlugins
@@ -37,6 +40,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// An RTSP camera's packets with their arrival times, joined into frames as they arrive
     /// (AccessUnitJoiner: the gap, the slice layout, late packets, a frame without end).
     case rtspPackets = "rtsp-packets"
+    /// A plugin's result (as it emitted it) through the host's check, the analytics (a track, a
+    /// zone and a line) and the evidence (a snapshot's box, its drawn mark): no number traps.
+    case resultStages = "result-stages"
+    /// An evidence folder's index as found on disk (EvidenceFolder: a journal of any lines).
+    case evidenceIndex = "evidence-index"
+    /// A snapshot's region from any box, margin and frame size (SnapshotRecorder.region, fitted).
+    case snapshotRegion = "snapshot-region"
 
     /// Runs the target on one input.
     public func run(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -51,6 +61,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .mjpegFrame: Self.mjpegFrame(bytes)
         case .spoolRecord: Self.spoolRecord(bytes)
         case .rtspPackets: Self.rtspPackets(bytes)
+        case .resultStages: Self.resultStages(bytes)
+        case .evidenceIndex: Self.evidenceIndex(bytes)
+        case .snapshotRegion: Self.snapshotRegion(bytes)
         }
     }
 
@@ -182,11 +195,87 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    static func resultStages(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let type = Array("object".utf8)
+        guard let checked = type.withUnsafeBufferPointer({ try? EmittedResult.check(type: $0, json: bytes) }) else { return }
+        if let b = checked.fields.bounds {
+            check([b.x, b.y, b.width, b.height].allSatisfy { abs($0) <= ResultFields.maxCoordinate }, "a box past any frame let through: \(b)")
+        }
+        let line = checked.line(source: "s", plugin: "p", pluginIndex: 0)
+        guard let result = line.result else { return }
+        // The evidence's view of it: the mark drawn and the crop, fitted to frames of a few sizes.
+        let mark = SnapshotRecorder.mark(result, track: 7)
+        for (w, h) in [(1, 1), (7, 1), (640, 480)] {
+            if let r = mark.region.fitted(width: w, height: h) {
+                check(r.x >= 0 && r.y >= 0 && r.x + r.width <= max(2, w) && r.y + r.height <= max(2, h), "a region \(r) outside \(w)x\(h)")
+            }
+        }
+        // The analytics' view: a track, a zone and a line over three frames of the same box.
+        guard let detection = Detection(result) else { return }
+        let analytics = ResultStages.analytics()
+        for frame in 0..<3 {
+            _ = analytics.update([detection], time: Double(frame) / 10, width: 640, height: 480, between: frame == 2 ? [0.15] : [])
+        }
+        _ = analytics.finish()
+    }
+
+    static func evidenceIndex(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let dir = EvidenceIndexFolder.path
+        for name in PathText.contents(ofFolder: dir) ?? [] { unlink(dir + "/" + name) }
+        let fd = open(dir + "/" + EvidenceFolder.indexName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        if let base = bytes.baseAddress, fd >= 0 { _ = write(fd, base, bytes.count) }
+        close(fd)
+        // A file the index may name, there on disk.
+        let kept = open(dir + "/a.mp4", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        close(kept)
+        let budget = EvidenceSettings.Budget(maxBytes: 1 << 20, maxAge: 60, minFreeBytes: 0)
+        guard let folder = try? EvidenceFolder(dir, kind: .clips, role: "the clips folder", setting: "--clips", budget: budget) else { return }
+        let entries = folder.entries
+        check(entries.allSatisfy { EvidenceFolder.isOwnName($0.name) && $0.bytes <= EvidenceFolder.maxBytes }, "an entry that is not cvhost's")
+        check(folder.bytesHeld == entries.map(\.bytes).clampedSum(), "held \(folder.bytesHeld), the entries \(entries.map(\.bytes))")
+        _ = folder.makeRoom(for: 1)
+        _ = folder.sweep(nowNs: Int64.max)
+        _ = folder.sweep(nowNs: Int64.min)
+        check(folder.write("b.mp4", bytes: [1, 2]) == nil, "a file could not be written after the index was read")
+        check(folder.entries.contains { $0.name == "b.mp4" }, "the file written is not in the index")
+    }
+
+    static func snapshotRegion(_ bytes: UnsafeBufferPointer<UInt8>) {
+        // Four doubles (x, y, width, height, any bits), a frame's sides of 1 to 4096.
+        guard bytes.count >= 36 else { return }
+        let raw = UnsafeRawBufferPointer(bytes)
+        let d = (0..<4).map { raw.loadUnaligned(fromByteOffset: $0 * 8, as: Double.self) }
+        let w = 1 + Int(raw.loadUnaligned(fromByteOffset: 32, as: UInt16.self) % 4096)
+        let h = 1 + Int(raw.loadUnaligned(fromByteOffset: 34, as: UInt16.self) % 4096)
+        let region = SnapshotRecorder.region(x: d[0], y: d[1], width: d[2], height: d[3])
+        guard let r = region.fitted(width: w, height: h) else { return }
+        check(r.width >= 1 && r.height >= 1 && r.x >= 0 && r.y >= 0 && r.x + r.width <= w && r.y + r.height <= h,
+              "\(region) fitted to \(w)x\(h) is \(r)")
+        check((w < 2 || (r.width % 2 == 0 && r.x % 2 == 0)) && (h < 2 || (r.height % 2 == 0 && r.y % 2 == 0)), "odd region \(r) in \(w)x\(h)")
+    }
+
     static func mjpegFrame(_ bytes: UnsafeBufferPointer<UInt8>) {
         // The seeds are 64x48 frames: a frame of another size must be refused, not misread.
         guard case .frame(let buffer) = MJPEGFrames.decoder.decode(UnsafeRawBufferPointer(bytes)) else { return }
         check(buffer.width == 64 && buffer.height == 48, "a \(buffer.width)x\(buffer.height) frame from a 64x48 camera")
     }
+}
+
+/// The analytics the result-stages target feeds: a track, a zone and a line (a new one each input).
+private enum ResultStages {
+    static func analytics() -> BoxAnalytics {
+        BoxAnalytics(tracker: TrackerSettings(), zones: [try! AnalyticsSpec.zone("z=100,100 500,100 500,400 100,400")],
+                     lines: [try! AnalyticsSpec.line("l=320,0 320,480")])
+    }
+}
+
+/// The evidence-index target's folder (0700, in memory), emptied for each input.
+private enum EvidenceIndexFolder {
+    static let path: String = {
+        let p = "/dev/shm/cvhost-fuzz-evidence-\(getpid())"
+        mkdir(p, 0o700)
+        return p
+    }()
 }
 
 /// One decoder for every input, as a camera has one for all its frames.

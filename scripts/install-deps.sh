@@ -46,6 +46,8 @@ packages+=(libavfilter-dev fonts-dejavu-core)
 # Swift runtime, dpkg-shlibdeps (dpkg-dev) finds the package's Depends; its test installs the .deb
 # into a fresh Debian root made by debootstrap and checks the unit with systemd-analyze (systemd).
 packages+=(patchelf dpkg-dev debootstrap systemd)
+# scripts/test.sh --loaded and benchmarks/load_soak.py: stress-ng keeps the cores busy beside the suite.
+packages+=(stress-ng)
 # --benchmarks: what the benchmarks compare cvhost with (zbarimg, GStreamer's zbar element), the live
 # RTSP camera of the latency benchmark (x264enc, in plugins-ugly), and libjpeg-turbo's cjpeg (webcam-like
 # MJPEG frames for the MJPEG benchmark).

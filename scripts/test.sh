@@ -4,15 +4,25 @@
 #   scripts/test.sh            everything (what CI runs: the .deb, the vivid VM, every server)
 #   scripts/test.sh --quick    the unit tests of every module and the fuzz seeds alone: no VM,
 #                              no .deb, no end-to-end run of the binary (a few minutes)
+#   scripts/test.sh --loaded   everything, beside stress-ng keeping twice the cores busy (what a
+#                              shared CI machine does to the suite): a test must pass there too
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=false
+loaded=false
 case "${1:-}" in
   "") ;;
   --quick) quick=true ;;
-  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 64 ;;
+  --loaded) loaded=true ;;
+  *) echo "usage: scripts/test.sh [--quick|--loaded]" >&2; exit 64 ;;
 esac
 scripts/install-deps.sh
+if $loaded; then
+  stress-ng --cpu "$((2 * $(nproc)))" --timeout 0 --quiet &
+  stress=$!
+  trap 'kill "$stress" 2>/dev/null || true' EXIT
+  echo "test.sh: beside stress-ng --cpu $((2 * $(nproc))) (pid $stress)" >&2
+fi
 swift build
 if $quick; then
   # Swift Testing only: XCTest would print a second, empty summary.

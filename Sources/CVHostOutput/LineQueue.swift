@@ -40,6 +40,18 @@ final class LineQueue: @unchecked Sendable {
         if wasEmpty { wake() }
     }
 
+    /// Adds a line at the back only if it fits. - Returns: false when the queue is full (nothing dropped).
+    func pushIfRoom(_ line: OutputLine) -> Bool {
+        let (added, wasEmpty) = lock.run { () -> (Bool, Bool) in
+            guard storage.count - head < capacity else { return (false, false) }
+            let empty = storage.count == head
+            storage.append(line)
+            return (true, empty)
+        }
+        if wasEmpty { wake() }
+        return added
+    }
+
     /// Drops the oldest lines until `n` more fit without a drop: taken before lines whose
     /// metrics must already count every drop they cause (an input's final lines).
     func makeRoom(for n: Int) {

@@ -212,7 +212,9 @@ struct PythonWorkerBoundsTests {
             """)
         for mode in ["count", "bytes"] {
             // Live: frames go on while the worker restarts; stopped once the new one has written a result.
-            let r = try CVHostBinary.run(["run", "--plugin", "\(path):mode=\(mode)", "--input", "testsrc:160x120@30", "--metrics-interval", "0"],
+            // timeout_ms: a loaded machine may take longer than 5 s to emit 20,000 results (then the call is "hung", not too big).
+            let r = try CVHostBinary.run(["run", "--plugin", "\(path):mode=\(mode),timeout_ms=120000", "--input", "testsrc:160x120@30",
+                                          "--metrics-interval", "0"],
                                          timeout: 90, environment: Self.python, withStdin: true) { running in
                 #expect(running.wait { $0.contains("plugin.restarted") })
                 let before = running.stdout.components(separatedBy: "\"ok\"").count

@@ -88,10 +88,11 @@ if [ "$mode" = webcam ]; then
   # vivid's output node stands for the metadata nodes UVC cameras add (/dev/video1 and so on).
   step not-capture 60 "$cvhost" run --device /dev/video1 --plugin null --max-frames 1
   # Busy: a second reader of a streaming camera.
-  timeout 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 > /tmp/first.out 2>&1 &
+  # The first must be streaming before the second tries: emulated and loaded, that can take minutes.
+  timeout 400 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 > /tmp/first.out 2>&1 &
   first=$!
-  wait_for /tmp/first.out '"event":"result"'
-  step busy 60 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --max-frames 1
+  wait_for /tmp/first.out '"event":"result"' 300
+  step busy 90 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null --max-frames 1
   kill -INT $first; wait $first
   vivid_reload
   live_controls

@@ -21,34 +21,22 @@ import tempfile
 import time
 import urllib.request
 
+from benchlib import free_port
+from soak import open_files, rss_kb
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CVHOST = os.environ.get("CVHOST", os.path.join(ROOT, ".build/release/cvhost"))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def status_kb(pid, key="VmRSS:"):
+def threads(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith(key):
+                if line.startswith("Threads:"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
-
-
-def open_files(pid):
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return 0
 
 
 def request(port, method, path, body=None):
@@ -123,7 +111,7 @@ def main():
                 request(http, "GET", "/snapshots")
                 changes += 1
             if int(now - start) % 10 == 0:
-                s = (now - start, status_kb(run.pid), open_files(run.pid), status_kb(run.pid, "Threads:"))
+                s = (now - start, rss_kb(run.pid), open_files(run.pid), threads(run.pid))
                 samples.append(s)
                 print(f"load_soak: {s[0]:5.0f} s  RSS {s[1] / 1024:6.1f} MB  descriptors {s[2]}", flush=True)
         crashed = run.poll()

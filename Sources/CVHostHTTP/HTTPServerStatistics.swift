@@ -45,37 +45,28 @@ public final class HTTPServerStatistics: Sendable {
     func count(_ closing: Closing) { counts.withLock { $0.closed[closing, default: 0] += 1 } }
 
     /// Takes a place for a new connection. - Returns: false when `max` are open (the connection is refused).
-    func open(max: Int) -> Bool {
-        counts.withLock { c in
-            guard c.open < max else { return false }
-            c.open += 1
-            return true
-        }
-    }
+    func open(max: Int) -> Bool { take(\.open, max: max) }
 
     func closed() { counts.withLock { $0.open -= 1 } }
 
     /// Takes a place for a file being sent. - Returns: false when `max` are being sent.
-    func startFileAnswer(max: Int) -> Bool {
-        counts.withLock { c in
-            guard c.fileAnswers < max else { return false }
-            c.fileAnswers += 1
-            return true
-        }
-    }
+    func startFileAnswer(max: Int) -> Bool { take(\.fileAnswers, max: max) }
 
     func fileAnswerDone() { counts.withLock { $0.fileAnswers -= 1 } }
 
     /// Takes a place for a viewer of the live picture. - Returns: false when `max` watch.
-    func startViewer(max: Int) -> Bool {
+    func startViewer(max: Int) -> Bool { take(\.viewers, max: max) }
+
+    func viewerDone() { counts.withLock { $0.viewers -= 1 } }
+
+    /// One more of `what`, unless `max` are there already.
+    private func take(_ what: WritableKeyPath<Counts, Int>, max: Int) -> Bool {
         counts.withLock { c in
-            guard c.viewers < max else { return false }
-            c.viewers += 1
+            guard c[keyPath: what] < max else { return false }
+            c[keyPath: what] += 1
             return true
         }
     }
-
-    func viewerDone() { counts.withLock { $0.viewers -= 1 } }
 
     public var fileAnswers: Int { counts.withLock { $0.fileAnswers } }
 

@@ -287,6 +287,8 @@ struct LiveViewTests {
         func delivered() -> Double? {
             (try? Self.http(port, "/metrics")).flatMap { Self.sample($0.body, "cvhost_output_lines_delivered_total", ["output": "stdout"]) }
         }
+        // Listening first: a loaded machine takes a while to start (a scrape before it is no answer, not the defect).
+        for _ in 0..<240 where ((try? Self.http(port, "/healthz"))?.status ?? 0) == 0 { usleep(500_000) }
         var last: Double? = nil
         var stuck = false
         for _ in 0..<60 {

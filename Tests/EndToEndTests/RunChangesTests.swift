@@ -307,6 +307,10 @@ struct RunChangesTests {
                 ["click": PageProbe.centre(of: "draw-save"), "then": "drawing === null || document.getElementById('draw-save').disabled"],
                 ["wait": "\(counts).includes('door: in 1') && \(counts).includes('bay: ') && ({ line: window.lineDrawn, zone: window.zoneDrawn, counts: \(counts) })"],
             ], timeout: 180)
+            // The walker's next lap enters the zone saved last: waited for, not assumed (a loaded machine is slow to get there).
+            _ = run.wait(timeout: 120) { out in
+                out.split(separator: "\n").contains { $0.contains("\"event\":\"zone.entered\"") && $0.contains("\"zone\":\"bay\"") }
+            }
         }
         #expect(r.exitCode == 0, "\(r.stderr)")
         let value = try #require(seen, "the probe gave nothing: \(r.stderr.suffix(2000))")

@@ -22,21 +22,10 @@ import time
 import urllib.request
 
 from benchlib import free_port
-from soak import open_files, rss_kb
+from soak import open_files, rss_kb, status_field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CVHOST = os.environ.get("CVHOST", os.path.join(ROOT, ".build/release/cvhost"))
-
-
-def threads(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def request(port, method, path, body=None):
@@ -111,7 +100,7 @@ def main():
                 request(http, "GET", "/snapshots")
                 changes += 1
             if int(now - start) % 10 == 0:
-                s = (now - start, rss_kb(run.pid), open_files(run.pid), threads(run.pid))
+                s = (now - start, rss_kb(run.pid), open_files(run.pid), status_field(run.pid, "Threads:"))
                 samples.append(s)
                 print(f"load_soak: {s[0]:5.0f} s  RSS {s[1] / 1024:6.1f} MB  descriptors {s[2]}", flush=True)
         crashed = run.poll()

@@ -39,15 +39,20 @@ def family(pid):
     return pids
 
 
-def rss_kb(pid):
+def status_field(pid, key):
+    """A number of /proc/PID/status (`VmRSS:` in KiB, `Threads:`), 0 when the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kb(pid):
+    return status_field(pid, "VmRSS:")
 
 
 def open_files(pid):

@@ -142,7 +142,7 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
     /// Starts a clip at the ring's packet `start` (a keyframe) for `events`, the pre-roll queued.
     /// Called with the lock held. - Returns: why it was not started, or nil.
     private func begin(_ s: inout State, from start: Int, events: [PendingEvent]) -> String? {
-        guard let last = events.last else { return nil }
+        guard !events.isEmpty else { return nil }
         let backlog = Array(s.ring[start...])
         let first = backlog[0]
         let frameDuration = ClipRecorder.frameDuration(backlog)
@@ -158,8 +158,8 @@ final class ClipRecorder: EncodedPacketObserver, @unchecked Sendable {
         switch folder.start(name, source: source, event: events[0].kind, label: events[0].label) {
         case .success(let fd):
             let hardEnd = first.ptsNs.addingClamped(Int64(settings.maxSeconds * 1e9))
-            let until = min(hardEnd, events.map(\.ptsNs).max()!.addingClamped(Int64(settings.post * 1e9)))
-            s.clip = OpenClip(name: name, descriptor: fd, until: max(until, last.ptsNs), hardEnd: hardEnd, events: events.map(\.id))
+            let until = events.map(\.ptsNs).max()!.addingClamped(Int64(settings.post * 1e9))
+            s.clip = OpenClip(name: name, descriptor: fd, until: until, hardEnd: hardEnd, events: events.map(\.id))
             // The writer, then the pre-roll, queued under the lock: before any packet that comes next.
             queue.async { [self] in
                 do throws(ClipWriter.Failure) {

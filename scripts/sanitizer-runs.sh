@@ -72,12 +72,12 @@ run hang-held-stop 20 --plugin "$fixtures/libcvhost-hang.so" --plugin null:resul
 # (A few frames: a quarter turn is made in Swift, which the sanitizer slows a hundredfold.)
 run scaled-frames 0 --plugin "$fixtures/libcvhost-sized.so:instances=2" --plugin "$fixtures/libcvhost-sized.so:isolation=process,rotate=90" \
   --input examples/demo/codes.mp4 --max-frames 12
-# The detect plugin (onnxruntime in .venv-onnx, scripts/install-deps.sh) on a test model, two instances.
+# The detect plugin (onnxruntime in .venv-onnx, scripts/install-deps.sh --tests) on a test model, two instances.
 if [ -x .venv-onnx/bin/python3 ]; then
   /usr/bin/python3 Tests/Fixtures/detect_models.py "$log"
   CVHOST_PYTHON=.venv-onnx/bin/python3 run detect 0 --plugin "detect:model=$log/yolov8.onnx,instances=2" --input examples/demo/codes.mp4
 else
-  echo "FAIL detect: no .venv-onnx (run scripts/install-deps.sh)"
+  echo "FAIL detect: no .venv-onnx (run scripts/install-deps.sh --tests)"
   failed=1
 fi
 # free_port: a loopback port nobody listens on now.

@@ -3,7 +3,8 @@
 # every test (unit tests of each module, end-to-end tests of the cvhost binary).
 #   scripts/test.sh            everything (what CI runs: the .deb, the vivid VM, every server)
 #   scripts/test.sh --quick    the unit tests of every module and the fuzz seeds alone: no VM,
-#                              no .deb, no end-to-end run of the binary (a few minutes)
+#                              no .deb, no end-to-end run of the binary; on a tree already built
+#                              it installs nothing first (under a minute)
 #   scripts/test.sh --loaded   everything, beside stress-ng keeping twice the cores busy (what a
 #                              shared CI machine does to the suite): a test must pass there too
 set -euo pipefail
@@ -16,7 +17,9 @@ case "${1:-}" in
   --loaded) loaded=true ;;
   *) echo "usage: scripts/test.sh [--quick|--loaded]" >&2; exit 64 ;;
 esac
-scripts/install-deps.sh
+# The quick tier on a tree already built needs nothing the build did not: it skips the installer
+# (which checks every test package and the virtual environments).
+if ! $quick || [ ! -x .build/debug/cvhost ]; then scripts/install-deps.sh --tests; fi
 if $loaded; then
   stress-ng --cpu "$((2 * $(nproc)))" --timeout 0 --quiet &
   stress=$!

@@ -1,4 +1,4 @@
-/* The JSON objects the barcode plugin emits (documented in the README and the JSON Schema). */
+/* The JSON objects the barcode plugin emits (documented in docs/plugins.md and the JSON Schema). */
 #ifndef BARCODE_JSON_H
 #define BARCODE_JSON_H
 #include <stdbool.h>

@@ -6,7 +6,7 @@ import CYUV
 /// the centre of the luma pixels it covers, as swscale and JPEG site it), then the range and
 /// matrix applied in fixed point (CColourMatrix, vectorized). Within 2 levels of the exact
 /// (floating point) conversion everywhere, at about a sixth of swscale's accurate path's time
-/// (a 1280x720 frame: 0.6 ms against 3.9 ms; README, "Colour").
+/// (a 1280x720 frame: 0.6 ms against 3.9 ms; docs/inputs.md, "Colour").
 enum YUVToRGB {
     static func converts(_ source: PixelFormat, to target: PixelFormat) -> Bool {
         [.i420, .nv12, .yuyv].contains(source) && target.isRGB

@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// The routes of `--http` (the README's "Live view and control" lists them for users):
+/// The routes of `--http` (docs/http-and-live-view.md lists them for users):
 ///
 ///     GET  /              the page (web/index.html, view.js, view.css; no token needed)
 ///     GET  /stream.mjpg   the live picture, multipart/x-mixed-replace of JPEGs (?source=ID)

@@ -1,5 +1,5 @@
 import CVHostLines
-/// The MQTT topic layout, a contract with subscribers (README, "Fleets"):
+/// The MQTT topic layout, a contract with subscribers (docs/outputs.md, "Outputs and fleets"):
 ///
 ///     PREFIX/HOST/SOURCE/PLUGIN/EVENT    every line; the payload is the line itself
 ///     PREFIX/HOST/status                 "online" (retained) while cvhost runs; "offline" (retained,

@@ -1,5 +1,5 @@
 import CVHostLines
-/// The NATS subject layout, a contract with consumers (README, "Fleets"):
+/// The NATS subject layout, a contract with consumers (docs/outputs.md, "Outputs and fleets"):
 ///
 ///     SUBJECT.HOST.SOURCE.PLUGIN.EVENT    every line; the payload is the line itself
 ///

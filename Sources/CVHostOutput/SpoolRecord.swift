@@ -1,7 +1,7 @@
 import CVHostLines
 /// One line as a spool keeps it on disk: framed so that a line cut short (cvhost killed while
 /// writing it; or, as the spool is never synced, written out only in part before the machine lost
-/// power: the README promises survival of cvhost's death, not of the machine's) is found and cut off
+/// power: docs/outputs.md promises survival of cvhost's death, not of the machine's) is found and cut off
 /// when the spool is opened again, damage in the middle is skipped to the next whole record, and with its route and
 /// event id beside its bytes, so that sending it again needs no parsing.
 ///

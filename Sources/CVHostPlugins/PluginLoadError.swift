@@ -1,7 +1,7 @@
 import CVHostCore
 import Glibc
 /// Why a plugin could not be loaded or started. Each kind has its own exit code, documented in
-/// `cvhost --help` and the README, so that scripts can tell them apart.
+/// `cvhost --help` and docs/running.md, so that scripts can tell them apart.
 public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case notFound = "plugin_not_found"

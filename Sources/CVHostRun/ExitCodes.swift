@@ -2,7 +2,7 @@ import CVHostCore
 import CVHostOutput
 import Glibc
 
-/// cvhost's exit codes: a contract with scripts, listed in `--help` and the README.
+/// cvhost's exit codes: a contract with scripts, listed in `--help` and docs/running.md.
 public enum ExitCodes {
     public static let success: Int32 = 0
     public static let internalError: Int32 = 1

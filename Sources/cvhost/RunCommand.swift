@@ -47,6 +47,8 @@ struct RunCommand: ParsableCommand {
               barcode   1D and 2D codes: QR, DataMatrix, EAN, Code 128... (zxing-cpp)
               face      faces (a CNN, libfacedetection): an id across frames,
                         bounds, landmarks, angles
+              detect    your own ONNX model's objects or classes (YOLO, SSD, a
+                        classifier) on onnxruntime or OpenVINO
               motion    share of pixels that changed, motion start and stop
               null      does nothing, at a chosen cost (tests, benchmarks)
             NAME is looked up as libcvhost-NAME.so in $CVHOST_PLUGIN_PATH, beside this executable, and in <prefix>/lib/cvhost/plugins; a path (./libfoo.so) loads that file; a Python file (./brightness.py) is a Python plugin, run by $CVHOST_PYTHON, $VIRTUAL_ENV's or the PATH's python3 in worker processes, and reloaded when the file changes. A plugin file that another user could change (it, or a folder above it, belongs to another user or is writable by others) is refused (exit 24) unless CVHOST_UNSAFE_PLUGIN_FILES=1. `cvhost plugins` lists them with their options. A comma inside a value is written \\,. Every plugin also takes these host options:

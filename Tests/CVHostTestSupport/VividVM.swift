@@ -7,10 +7,10 @@ public enum VividVM {
     public static let unavailableReason: String? = {
         let fm = FileManager.default
         guard ["/usr/bin/qemu-system-x86_64", "/bin/busybox", "/usr/bin/v4l2-ctl"].allSatisfy(fm.fileExists) else {
-            return "qemu-system-x86, busybox-static or v4l-utils is not installed (scripts/install-deps.sh installs them)"
+            return "qemu-system-x86, busybox-static or v4l-utils is not installed (scripts/install-deps.sh --tests installs them)"
         }
         let kernels = ((try? fm.contentsOfDirectory(atPath: "/boot")) ?? []).filter { $0.hasPrefix("vmlinuz-") }
-        guard !kernels.isEmpty else { return "no kernel in /boot (scripts/install-deps.sh installs linux-image-amd64)" }
+        guard !kernels.isEmpty else { return "no kernel in /boot (scripts/install-deps.sh --tests installs linux-image-amd64)" }
         return nil
     }()
 

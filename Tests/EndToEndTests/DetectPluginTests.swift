@@ -10,14 +10,14 @@ import Testing
 @Suite("Detect plugin: your own ONNX model")
 struct DetectPluginTests {
     static let folder = TestFolders.make("detect")
-    /// The project's virtual environment with onnxruntime (scripts/install-deps.sh makes it).
+    /// The project's virtual environment with onnxruntime (scripts/install-deps.sh --tests makes it).
     static let venvPython = PluginFixtures.packageRoot + "/.venv-onnx/bin/python3"
     static let python = ["CVHOST_PYTHON": venvPython]
 
     /// The models, built once.
     static let models: String = {
         let r = try? Tool.run("/usr/bin/python3", [PluginFixtures.packageRoot + "/Tests/Fixtures/detect_models.py", folder])
-        precondition(r?.status == 0, "building the test models failed (python3-onnx: scripts/install-deps.sh): \(r?.output ?? "")")
+        precondition(r?.status == 0, "building the test models failed (python3-onnx: scripts/install-deps.sh --tests): \(r?.output ?? "")")
         return folder
     }()
 
@@ -301,7 +301,7 @@ struct DetectPluginTests {
 
     @Test("a trained YOLOv8 (NudeNet's, from PyPI) on the corpus's photos of people: the same boxes as a reference written with onnxruntime and numpy alone")
     func realModel() throws {
-        try #require(FileManager.default.fileExists(atPath: Self.realModel), "no \(Self.realModel): run scripts/install-deps.sh")
+        try #require(FileManager.default.fileExists(atPath: Self.realModel), "no \(Self.realModel): run scripts/install-deps.sh --tests")
         try #require(Corpus.isPresent, "../shared/corpus is missing")
         // The photos as PPM, read the same by both (the reference has no JPEG decoder). At size=640
         // a 640x480 photo is letterboxed without scaling, so both feed the model the same pixels:
@@ -352,7 +352,7 @@ struct DetectPluginTests {
 
     @Test("runtime=openvino: NudeNet's YOLOv8n on the corpus's photos finds what onnxruntime finds (f32: the same scores within 1e-3; OpenVINO's own precision, bf16 on this CPU, within 0.03), and says the runtime at start")
     func openVINO() throws {
-        try #require(FileManager.default.fileExists(atPath: Self.realModel), "no \(Self.realModel): run scripts/install-deps.sh")
+        try #require(FileManager.default.fileExists(atPath: Self.realModel), "no \(Self.realModel): run scripts/install-deps.sh --tests")
         try #require(Corpus.isPresent, "../shared/corpus is missing")
         let photos = Corpus.path("faces/images/640x480") + "/*.jpg"
         func objects(_ extra: String) throws -> (CommandResult, [String: [Object]]) {

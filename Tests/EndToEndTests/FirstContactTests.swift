@@ -17,7 +17,7 @@ struct FirstContactTests {
         }
     }
 
-    @Test("every --plugin in cvhost --help, cvhost run --help and the README's command lines is accepted as written")
+    @Test("every --plugin in cvhost --help, cvhost run --help, the README's and the guides' command lines is accepted as written")
     func examplePluginSpecs() throws {
         // The help's command lines (its prose names options too: "--plugin runs in a worker...").
         let helpText = try CVHostBinary.run(["--help"]).stdout + (try CVHostBinary.run(["run", "--help"]).stdout)
@@ -27,16 +27,18 @@ struct FirstContactTests {
             if text.hasPrefix("cvhost run ") || continued { help += text + "\n" }
             continued = (text.hasPrefix("cvhost run ") || continued) && text.hasSuffix("\\")
         }
-        let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
-        // The README's shell blocks only (its prose quotes options, not command lines).
-        let blocks = readme.components(separatedBy: "```sh").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+        // The README and the guides in docs/: their shell blocks only (their prose quotes options, not command lines).
+        let guides = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/docs").filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        #expect(guides.count >= 10, "\(guides)")
+        let texts = try (["README.md"] + guides).map { try String(contentsOfFile: Self.root + "/" + $0, encoding: .utf8) }
+        let blocks = texts.flatMap { $0.components(separatedBy: "```sh").dropFirst().compactMap { $0.components(separatedBy: "```").first } }
         var specs = Set(Self.pluginSpecs(in: help) + blocks.flatMap { Self.pluginSpecs(in: $0) })
         // Files the README makes in its own steps (a plugin built from an example) are not here.
         specs = specs.filter { spec in
             let head = String(spec.prefix { $0 != ":" })
             return !head.contains("/") || FileManager.default.fileExists(atPath: Self.root + "/" + head)
         }
-        #expect(specs.count >= 6, "\(specs.sorted())")
+        #expect(specs.count >= 8, "\(specs.sorted())")
         for spec in specs.sorted() {
             // The detect plugin's commands name the user's model files: test models stand in for them, run by onnxruntime's Python.
             let detect = spec.hasPrefix("detect:")
@@ -45,6 +47,58 @@ struct FirstContactTests {
                                          inFolder: detect ? DetectPluginTests.readmeFiles : Self.root)
             #expect([0, 22].contains(r.exitCode), "--plugin \(spec): exit \(r.exitCode): \(r.stderr)")
         }
+    }
+
+    @Test("cvhost run --help's PLUGINS section names every plugin cvhost finds beside it")
+    func helpListsEveryPlugin() throws {
+        let help = try CVHostBinary.run(["run", "--help"]).stdout
+        let section = try #require(help.components(separatedBy: "PLUGINS (--plugin").dropFirst().first?.components(separatedBy: "NAME is looked up").first)
+        let named = Set(section.split(separator: "\n").compactMap { $0.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) })
+        let found = try CVHostBinary.run(["plugins", "--json"]).stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.compactMap { $0["plugin"] as? String }
+        #expect(found.count >= 5, "\(found)")
+        for plugin in found { #expect(named.contains(plugin), "run --help's PLUGINS leaves out \(plugin)") }
+    }
+
+    /// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`.
+    static func anchor(_ heading: String) -> String {
+        String(heading.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || "-_ ".unicodeScalars.contains($0) }
+            .map { $0 == " " ? "-" : Character($0) })
+    }
+
+    @Test("every link of the README and the guides in docs/ to a file of the repository or a section leads there")
+    func guideLinks() throws {
+        let guides = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/docs").filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        var headings: [String: Set<String>] = [:]
+        func sections(_ file: String) throws -> Set<String> {
+            if let known = headings[file] { return known }
+            var found = Set<String>(), inBlock = false
+            for line in try String(contentsOfFile: Self.root + "/" + file, encoding: .utf8).split(separator: "\n") {
+                if line.hasPrefix("```") { inBlock.toggle() }
+                if !inBlock, line.hasPrefix("#") { found.insert(Self.anchor(String(line.drop { $0 == "#" }.dropFirst()))) }
+            }
+            headings[file] = found
+            return found
+        }
+        var links = 0
+        for file in ["README.md", "CHANGELOG.md"] + guides {
+            let text = try String(contentsOfFile: Self.root + "/" + file, encoding: .utf8)
+            let folder = (file as NSString).deletingLastPathComponent
+            for part in text.components(separatedBy: "](").dropFirst() {
+                guard let end = part.firstIndex(of: ")") else { continue }
+                let target = String(part[..<end])
+                if target.hasPrefix("http://") || target.hasPrefix("https://") || target.contains(" ") { continue }
+                links += 1
+                let pieces = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let path = pieces[0].isEmpty ? file : ((folder as NSString).appendingPathComponent(pieces[0]) as NSString).standardizingPath
+                #expect(FileManager.default.fileExists(atPath: Self.root + "/" + path), "\(file): a link to \(target): no \(path)")
+                if pieces.count == 2, path.hasSuffix(".md"), FileManager.default.fileExists(atPath: Self.root + "/" + path) {
+                    #expect(try sections(path).contains(pieces[1]), "\(file): a link to \(target): \(path) has no such section")
+                }
+            }
+        }
+        #expect(links >= 40)
     }
 
     @Test("the config file example of cvhost run --help runs (its plugins and keys as written; a test pattern for its inputs)")

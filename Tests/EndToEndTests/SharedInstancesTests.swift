@@ -99,7 +99,7 @@ struct SharedInstancesTests {
     @Test("a batch of frames of three inputs through NudeNet's YOLOv8n (its batch left open) gives what the same frames give one by one: labels, scores within 1e-4, boxes within 0.01 px (onnxruntime, and OpenVINO at f32)",
           arguments: ["runtime=onnxruntime", "runtime=openvino,precision=f32"])
     func batchEqualsOneByOne(runtime: String) throws {
-        try #require(FileManager.default.fileExists(atPath: DetectPluginTests.realModel), "no \(DetectPluginTests.realModel): run scripts/install-deps.sh")
+        try #require(FileManager.default.fileExists(atPath: DetectPluginTests.realModel), "no \(DetectPluginTests.realModel): run scripts/install-deps.sh --tests")
         try #require(Corpus.isPresent, "../shared/corpus is missing")
         let photos = Corpus.path("faces/images/640x480")
         // The corpus's seven photos of people, split among three inputs.

@@ -102,7 +102,7 @@
  *   or exit() in a plugin ends the whole run: the host names the plugin and the frame (stderr, and a
  *   session.error line with code plugin_crashed or plugin_exited) and exits with code 19. In a
  *   worker process (isolation=process) the same gives a plugin.crashed line; the plugin is restarted
- *   and the run goes on (see the README). Never call exit(); signal handlers installed by a plugin
+ *   and the run goes on (see docs/writing-plugins.md). Never call exit(); signal handlers installed by a plugin
  *   are not supported.
  * ---------------------------------------------------------------------------
  */

@@ -41,6 +41,16 @@ def request(port, method, path, body=None):
         return 0
 
 
+def lines_waiting(port):
+    """Lines the outputs hold in memory now (their queues), from cvhost's /metrics."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return -1
+    return int(sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith("cvhost_output_lines_queued")))
+
+
 def stream_messages(monitor):
     """Messages the JetStream server stores, from its monitoring endpoint (/jsz)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/jsz", timeout=10) as r:
@@ -100,9 +110,10 @@ def main():
                 request(http, "GET", "/snapshots")
                 changes += 1
             if int(now - start) % 10 == 0:
-                s = (now - start, rss_kb(run.pid), open_files(run.pid), status_field(run.pid, "Threads:"))
+                s = (now - start, rss_kb(run.pid), open_files(run.pid), status_field(run.pid, "Threads:"), lines_waiting(http))
                 samples.append(s)
-                print(f"load_soak: {s[0]:5.0f} s  RSS {s[1] / 1024:6.1f} MB  descriptors {s[2]}", flush=True)
+                print(f"load_soak: {s[0]:5.0f} s  RSS {s[1] / 1024:6.1f} MB  descriptors {s[2]}  threads {s[3]}  "
+                      f"lines waiting in memory {s[4]}", flush=True)
         crashed = run.poll()
         if crashed is None:
             run.send_signal(signal.SIGTERM)

@@ -2,13 +2,14 @@ import CVHostCore
 import CVHostLines
 import Dispatch
 
-/// The evidence room of a run (`--snapshots`, `--clips`): what it keeps of what cvhost saw. It
-/// sees every line before the outputs do (`annotate`: an event's snapshot path goes into its line;
-/// an event starts or extends its input's clip), each input's encoded packets (`observer`), and
-/// the frames the plugins processed (`frameProcessed`); it writes `clip.saved` lines to the
-/// outputs (`connect`). Its disk use stays within each folder's budget; a full disk drops what
-/// would be written (counted, said once) and the run goes on.
-public final class Evidence: @unchecked Sendable {
+/// The evidence room of a run (`--snapshots`, `--clips`): what it keeps of what cvhost saw. Each
+/// runner hands it every frame's results before they are written (a `FrameStage`: the frame and
+/// its lines together, so an event's snapshot is of its own frame; its path goes into its line, and
+/// an event starts or extends its input's clip); it sees each input's encoded packets (`observer`)
+/// and writes `clip.saved` lines to the outputs it is given (`connect`), as the runners write
+/// theirs. Its disk use stays within each folder's budget; a full disk drops what would be written
+/// (counted, said once) and the run goes on.
+public final class Evidence: FrameStage, @unchecked Sendable {
     // @unchecked Sendable: the folders and settings are made at init; the rest is behind locks.
     private let snapshots: SnapshotRecorder?
     private let clipSettings: EvidenceSettings?
@@ -89,19 +90,27 @@ public final class Evidence: @unchecked Sendable {
         return encoder.output
     }
 
-    /// A frame of `source` a plugin processed (its results and events are about to be written).
-    public func frameProcessed(source: String, sample: SampleBuffer) {
-        snapshots?.frameProcessed(source: source, sample: sample)
+    /// One frame's results, before they are written: an event's clip started or extended, its
+    /// snapshot taken of the frame it came with.
+    public func frame(_ results: inout FrameResults) {
+        for line in results.lines { clipEvent(line) }
+        snapshots?.annotate(&results, urlBase: urlBase.withLock { $0 })
     }
 
-    /// Sees a line before the outputs: returns it (with its snapshot's path, if one is taken).
-    public func annotate(_ line: OutputLine) -> OutputLine {
-        guard line.route.event != "clip.saved" else { return line }
-        if !clipEvents.isEmpty, clipEvents.contains(line.route.event), let source = line.route.source, let pts = line.ptsNs,
-           let recorder = recorders.withLock({ $0[source] }) {
-            recorder.event(id: line.eventID ?? "", kind: line.route.event, label: line.label ?? "", ptsNs: pts)
-        }
-        return snapshots?.annotate(line, urlBase: urlBase.withLock { $0 }) ?? line
+    /// The lines that close an input (its tracks' ends).
+    public func finish(_ lines: inout [OutputLine], last: ProcessedFrame?) {
+        for line in lines { clipEvent(line) }
+        snapshots?.annotate(closing: &lines, last: last, urlBase: urlBase.withLock { $0 })
+    }
+
+    /// Snapshots of events between two frames a plugin processed are of their own frames.
+    public var needsPassedOverPictures: Bool { snapshots != nil }
+
+    /// An event clips are kept of: its input's clip started or extended.
+    private func clipEvent(_ line: OutputLine) {
+        guard !clipEvents.isEmpty, clipEvents.contains(line.route.event), let source = line.route.source, let pts = line.ptsNs,
+              let recorder = recorders.withLock({ $0[source] }) else { return }
+        recorder.event(id: line.eventID ?? "", kind: line.route.event, label: line.label ?? "", ptsNs: pts)
     }
 
     /// The input `source` stopped: its open clip is finished with what it has (its clip.saved written).
@@ -112,7 +121,7 @@ public final class Evidence: @unchecked Sendable {
 
     /// The inputs ended or the run stops: open clips are finished with what they have, every
     /// snapshot queued is written. Call before the outputs close (the clip.saved lines go to them);
-    /// again, it does nothing more. It lets go of the outputs (which hold it as their line stage).
+    /// again, it does nothing more. It lets go of the outputs.
     public func finish() {
         for r in recorders.withLock({ Array($0.values) }) { r.drain() }
         snapshots?.drain()

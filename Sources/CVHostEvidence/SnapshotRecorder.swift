@@ -4,10 +4,11 @@ import Foundation
 
 /// Snapshots: a JPEG of the frame an event came from (or of the event's box, with a margin), for
 /// the events named; for `track.ended`, the track's best frame instead (FrameQuality: score, area,
-/// sharpness; the frame it ends on no longer shows it), kept as a JPEG in memory while the track lasts. The frames are those the plugins processed (the host's own copy, whether the
-/// plugin ran here, in a worker or in Python), the last few of each input; the event's line gets
-/// the snapshot's path (`snapshot`) before any output sees it, and the JPEG is encoded and written
-/// on a queue of its own.
+/// sharpness; the frame it ends on no longer shows it), kept as a JPEG in memory while the track
+/// lasts. The frame is the one the event's line came with (`FrameResults`: the frame a plugin
+/// processed, or one passed over before it), the host's own copy whether the plugin ran here, in a
+/// worker or in Python; the event's line gets the snapshot's path (`snapshot`) before any output
+/// sees it, and the JPEG is encoded and written on a queue of its own.
 package final class SnapshotRecorder: @unchecked Sendable {
     // @unchecked Sendable: the state is behind a lock; the encoder is used on `queue` only.
     private let settings: EvidenceSettings
@@ -19,11 +20,6 @@ package final class SnapshotRecorder: @unchecked Sendable {
     private let said: (String) -> Void
 
     private struct State {
-        /// The frames last processed, per input (newest last).
-        var frames: [String: [SampleBuffer]] = [:]
-        /// The boxes of the newest frame with results, per input: an event's box (by its track), and
-        /// every box with its label (drawn with draw=true).
-        var boxes: [String: (sequence: UInt64, byTrack: [Int: ResultFields.Bounds], marks: [SnapshotDrawing.Mark])] = [:]
         var queued = 0
         var saved = 0
         var bytes: UInt64 = 0
@@ -35,8 +31,6 @@ package final class SnapshotRecorder: @unchecked Sendable {
     }
     private let state = Locked(State())
 
-    /// Frames kept per input: the results and events of a frame come right after it is processed.
-    static let framesKept = 4
     /// Snapshots waiting to be encoded at most: past it, an event's snapshot is dropped (counted).
     static let mostQueued = 32
 
@@ -47,42 +41,63 @@ package final class SnapshotRecorder: @unchecked Sendable {
         self.said = said
     }
 
-    func frameProcessed(source: String, sample: SampleBuffer) {
-        state.withLock { s in
-            var kept = s.frames[source] ?? []
-            guard kept.last.map({ $0.sequence < sample.sequence }) ?? true else { return }
-            kept.append(sample)
-            if kept.count > Self.framesKept { kept.removeFirst(kept.count - Self.framesKept) }
-            s.frames[source] = kept
+    /// The boxes of one frame's results (after the analytics gave them their tracks): an event's
+    /// box by its track, and every box with its label (drawn with draw=true).
+    private struct FrameBoxes {
+        var sequence: UInt64
+        var byTrack: [Int: ResultFields.Bounds] = [:]
+        var marks: [SnapshotDrawing.Mark] = []
+
+        init(_ results: FrameResults) {
+            sequence = results.frame.sequence
+            for line in results.lines where line.sequence == sequence {
+                guard let result = line.result, result.fields.bounds != nil else { continue }
+                if let track = line.track { byTrack[track] = result.fields.bounds }
+                marks.append(SnapshotRecorder.mark(result, track: line.track))
+            }
         }
     }
 
-    /// The line, with the path of its snapshot when it is an event snapshots are kept of (and
-    /// its URL under `urlBase`, the live view's address, when it runs).
-    func annotate(_ line: OutputLine, urlBase: String? = nil) -> OutputLine {
+    /// One frame's lines (and those of the frames passed over before it), with the paths of their
+    /// snapshots when they are events snapshots are kept of (and their URLs under `urlBase`, the
+    /// live view's address, when it runs).
+    func annotate(_ results: inout FrameResults, urlBase: String? = nil) {
+        let boxes = FrameBoxes(results)
+        for i in results.lines.indices { results.lines[i] = annotate(results.lines[i], in: results, boxes: boxes, urlBase: urlBase) }
+    }
+
+    /// The lines that close an input (its tracks' ends: their best frames), after `last`, the last
+    /// frame processed.
+    func annotate(closing lines: inout [OutputLine], last: ProcessedFrame?, urlBase: String? = nil) {
+        guard let last else {
+            for i in lines.indices where lines[i].route.event == "track.ended" { lines[i] = annotate(lines[i], in: nil, boxes: nil, urlBase: urlBase) }
+            return
+        }
+        var results = FrameResults(frame: last, lines: lines)
+        for i in lines.indices { results.lines[i] = annotate(lines[i], in: results, boxes: nil, urlBase: urlBase) }
+        lines = results.lines
+    }
+
+    private func annotate(_ line: OutputLine, in results: FrameResults?, boxes: FrameBoxes?, urlBase: String?) -> OutputLine {
         guard let source = line.route.source else { return line }
         if line.route.event == "track.ended", on.contains("track.ended"), let track = line.track {
             return bestSnapshot(line, source: source, track: track, urlBase: urlBase)
         }
-        guard let sequence = line.sequence else { return line }
-        if on.contains("track.ended") { considerBest(line, source: source, sequence: sequence) }
-        let picked = state.withLock { s -> (SampleBuffer, ResultFields.Bounds?, [SnapshotDrawing.Mark])? in
-            if let result = line.result, let bounds = result.fields.bounds {
-                if s.boxes[source]?.sequence != sequence { s.boxes[source] = (sequence, [:], []) }
-                if let track = line.track { s.boxes[source]?.byTrack[track] = bounds }
-                s.boxes[source]?.marks.append(Self.mark(result, track: line.track))
-            }
-            guard on.contains(line.route.event), let sample = s.frames[source]?.last(where: { $0.sequence == sequence }) else { return nil }
+        guard let sequence = line.sequence, let sample = results?.frame(sequence: sequence)?.sample else { return line }
+        if on.contains("track.ended") { considerBest(line, source: source, sample: sample) }
+        guard on.contains(line.route.event) else { return line }
+        let taken = state.withLock { s -> Bool in
             guard s.queued < Self.mostQueued else {
                 s.droppedBusy += 1
-                return nil
+                return false
             }
             s.queued += 1
-            let box = line.result?.fields.bounds ?? line.track.flatMap { t in s.boxes[source].flatMap { $0.sequence == sequence ? $0.byTrack[t] : nil } }
-            let marks = settings.draw ? (s.boxes[source].flatMap { $0.sequence == sequence ? $0.marks : nil } ?? []) : []
-            return (sample, box, marks)
+            return true
         }
-        guard let (sample, box, marks) = picked else { return line }
+        guard taken else { return line }
+        let inFrame = boxes.flatMap { $0.sequence == sequence ? $0 : nil }
+        let box = line.result?.fields.bounds ?? line.track.flatMap { inFrame?.byTrack[$0] }
+        let marks = settings.draw ? (inFrame?.marks ?? []) : []
         let name = Self.fileName(source: source, sequence: sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
         // A box outside its frame (a plugin's mistake) gets the whole frame: the line names a file that is made.
         let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: sample.pixelBuffer.width, height: sample.pixelBuffer.height) } : nil
@@ -103,15 +118,14 @@ package final class SnapshotRecorder: @unchecked Sendable {
 
     /// A tracked result whose score x area beats its track's best tried so far: its frame is
     /// measured (sharpness) and, if it is the best, encoded and kept in memory, on the queue.
-    private func considerBest(_ line: OutputLine, source: String, sequence: UInt64) {
+    private func considerBest(_ line: OutputLine, source: String, sample: SampleBuffer) {
         guard let result = line.result, let b = result.fields.bounds, let track = line.track else { return }
-        let key = "\(source)#\(track)", score = (result.fields.confidence ?? 1) * b.width * b.height
-        guard let sample = state.withLock({ s -> SampleBuffer? in
-            guard score > (s.tried[key] ?? 0) * 1.05, s.queued < Self.mostQueued,
-                  let sample = s.frames[source]?.last(where: { $0.sequence == sequence }) else { return nil }
+        let key = "\(source)#\(track)", score = (result.fields.confidence ?? 1) * b.width * b.height, sequence = sample.sequence
+        guard state.withLock({ s -> Bool in
+            guard score > (s.tried[key] ?? 0) * 1.05, s.queued < Self.mostQueued else { return false }
             s.tried[key] = score
             s.queued += 1
-            return sample
+            return true
         }) else { return }
         let box = Self.region(x: b.x, y: b.y, width: b.width, height: b.height)
         let region = settings.crop ? cropRegion(b) : nil

@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostLines
 import NIOCore
 
 /// One encoded picture of the live view, and the frame it shows.
@@ -26,11 +27,11 @@ public struct PreviewPicture: Sendable {
 /// waiting) and encodes JPEG on its own thread only while someone watches, at most `maxFPS`
 /// times a second (wall clock), at most `maxWidth` pixels wide.
 ///
-/// The stream's pictures are frames the drawn plugin processed (`processed`), so that the page
+/// The stream's pictures are frames the drawn plugin processed (its runner hands them on: a FrameStage), so that the page
 /// draws each frame's boxes over its own picture, not over a newer one the plugin never saw (a
 /// detector at 5 frames a second on a 30 fps camera); while that plugin processes nothing for
 /// `followSeconds` (paused, or slower than that), the newest frame is shown instead.
-public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
+public final class LivePreview: VideoDataOutputDelegate, FrameStage, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is behind Locked values; the encoder is used under its lock.
     public struct Settings: Sendable {
         public var maxFPS: Double
@@ -74,10 +75,15 @@ public final class LivePreview: VideoDataOutputDelegate, @unchecked Sendable {
     /// How long the stream waits for the drawn plugin's next frame before it shows the newest frame.
     static let followSeconds = 1.0
 
-    /// A frame the drawn plugin has processed (its results on their way): the stream's next picture.
-    /// Called on the plugin's delivery threads: it only keeps the frame (the camera's buffer, for
-    /// as long as the next picture is due), and only while someone watches.
-    public func processed(_ sample: SampleBuffer) {
+    /// A frame the drawn plugin has processed, with its results on their way: the stream's next
+    /// picture. Called on the plugin's delivery threads: it only keeps the frame (the camera's
+    /// buffer, for as long as the next picture is due), and only while someone watches.
+    public func frame(_ results: inout FrameResults) {
+        guard results.succeeded, let sample = results.frame.sample else { return }
+        processed(sample)
+    }
+
+    func processed(_ sample: SampleBuffer) {
         guard viewers.count > 0 else { return }
         state.withLock { s in
             if (s.processed?.sequence ?? 0) <= sample.sequence { s.processed = sample }

@@ -15,8 +15,6 @@ public final class OutputRouter: OutputSink {
     /// Sinks that see every line but are not outputs (the live view's event stream): they are
     /// not counted in the metrics' output section and have no end to wait for.
     private let taps: [OutputSink]
-    /// What sees each line before any output (the evidence room: a snapshot's path goes into its event's line).
-    private let lineStage: (@Sendable (OutputLine) -> OutputLine)?
     private let relay: StatusRelay
     private let finished = Locked<[SinkStatistics]?>(nil)
     private let requiredFailureText: Locked<String?>
@@ -39,9 +37,8 @@ public final class OutputRouter: OutputSink {
     ///   broker that cannot be reached.
     public init(destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink] = [],
                 stdoutSelection: StdoutSelection = .everything, onStdoutClosed: @escaping @Sendable () -> Void,
-                onRequiredFailed: @escaping @Sendable () -> Void = {}, lineStage: (@Sendable (OutputLine) -> OutputLine)? = nil) throws(OutputError) {
+                onRequiredFailed: @escaping @Sendable () -> Void = {}) throws(OutputError) {
         selection = stdoutSelection
-        self.lineStage = lineStage
         let requiredFailureBox = Locked<String?>(nil)
         requiredFailureText = requiredFailureBox
         let relay = StatusRelay()
@@ -104,7 +101,6 @@ public final class OutputRouter: OutputSink {
 
     /// Writes to every sink but the one named `except`.
     fileprivate func write(_ line: OutputLine, except name: String?) {
-        let line = lineStage?(line) ?? line
         if let stdout {
             if let selected = selection.select(line) {
                 if case .field = selection { fieldSeen.withLock { $0.seen = true } }

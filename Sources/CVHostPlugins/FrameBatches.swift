@@ -35,6 +35,9 @@ final class FrameBatches<Item, Outcome>: @unchecked Sendable {
     /// The figures so far: calls made, items they carried.
     var counts: (calls: UInt64, items: UInt64) { lock.withLock { (calls, items) } }
 
+    /// Calls waiting for a lane now (not yet taken into a batch).
+    var waitingCount: Int { lock.withLock { waiting.count } }
+
     /// `item`'s outcome: from `body` run by this caller on a free lane with the items at the front
     /// of the queue (this one first), or by another caller whose batch took this item.
     /// - Parameter body: runs the items on the lane; returns an outcome for each, in their order.

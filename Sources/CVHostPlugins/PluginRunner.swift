@@ -40,18 +40,19 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     /// For the ordered stage: the instances' ordered() calls in frame order.
     private let turns = OrderedTurns()
     let sink: OutputSink
-    /// What each frame's results go through before they are written (the analytics stage), if anything.
-    public let resultStage: FrameResultStage?
     private let finishing = Locked<(workers: Int, lines: [OutputLine])>((0, []))
     private let failures: RepeatedWarning
-    private let processedWatchers = Locked<[@Sendable (SampleBuffer) -> Void]>([])
+    /// Where each frame's results go once in frame order: the run's stages, then the sink.
+    private let after: RunnerStages
 
-    /// Calls `watcher` with each frame the plugin processed without failing, just before its
-    /// results are handed on (the live view shows the pictures whose results it draws; the
-    /// evidence room keeps the frames its events' snapshots are of). Set before the session
-    /// starts; on the delivery threads, so it must not wait.
-    public func watchProcessedFrames(_ watcher: @escaping @Sendable (SampleBuffer) -> Void) {
-        processedWatchers.withLock { $0.append(watcher) }
+    /// The rooms each frame's results are handed to (`FrameResults`: the frame, its results, the
+    /// frames passed over before it), in the order they were added, before they are written.
+    public var stages: [FrameStage] { after.stages }
+
+    /// Adds a room after those there: it is handed each frame the plugin processes, with its
+    /// results (the evidence room, the live view). Before the session starts.
+    public func subscribe(_ stage: FrameStage) {
+        after.add(stage)
     }
 
     /// Creates the plugin's instances and its output.
@@ -62,19 +63,18 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
     ///   - queueDepth, backpressure: the session-wide defaults (`--queue-depth`, `--backpressure`).
     /// - Throws: `PluginLoadError` (.unknownOption, .badOptionValue, .createFailed, .notSharedObject).
     ///   - isolation: the run-wide default (`--isolation`), for a plugin whose options do not say.
-    ///   - resultStage: what each frame's results go through before they are written (the analytics stage), if anything.
+    ///   - stage: the first room each frame's results go through before they are written (the analytics), if any.
     ///   - shared: the plugin's instances that every input shares (`share`), instead of instances of its own.
     public init(plugin: PluginInfo, source: String, logPrefix: String? = nil, index: Int, options: [(key: String, value: String)], queueDepth: Int,
                 backpressure: BackpressurePolicy?, isolation: PluginIsolation = .none, sink: OutputSink,
-                resultStage: FrameResultStage? = nil, shared: SharedInstances? = nil) throws {
+                stage: FrameStage? = nil, shared: SharedInstances? = nil) throws {
         self.plugin = plugin
-        self.resultStage = resultStage
         self.source = source
         self.index = index
         self.sink = sink
-        sequencer = ResultSequencer(write: { [sink, resultStage] lines, frame in
-            (frame.flatMap { f in resultStage?.frame(lines, f) } ?? lines).forEach { sink.write($0) }
-        })
+        let after = RunnerStages(first: stage, sink: sink)
+        self.after = after
+        sequencer = ResultSequencer(write: { lines, frame, succeeded in after.write(lines, frame: frame, succeeded: succeeded) })
         let name = index == 0 ? plugin.name : "\(plugin.name)#\(index)"
         let label = [logPrefix, name].compactMap { $0 }.joined(separator: " ")
         configuration = try PluginConfiguration(plugin: plugin, options: options, isolation: isolation, warn: {
@@ -157,18 +157,18 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
                                                   results: lines.count, failed: !outcome.succeeded))
             }
         }
-        if outcome.succeeded { processedWatchers.withLock { $0 }.forEach { $0(sample) } }
         sequencer.submit(ticket: context.ticket, lines: lines,
-                         frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
+                         frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight), succeeded: outcome.succeeded)
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {
         // Counted by the output itself (DeliveryStatistics.dropped). A frame passed over by the
-        // frame-rate cap is still a frame of the input for the analytics (tracks placed in it).
-        guard reason == .frameRateCap, let resultStage else { return }
+        // frame-rate cap is still a frame of the input for the stages (tracks placed in it, their
+        // events' snapshots of it).
+        guard reason == .frameRateCap else { return }
         let captured = sample.pixelBuffer
         let placement = output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format)
-        resultStage.passedOver(ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight))
+        after.passedOver(sample, width: placement.sourceWidth, height: placement.sourceHeight)
     }
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
@@ -192,8 +192,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             release! += shared
         }
         release?.forEach { sink.write($0) }
-        // After the input's last frame and its flush: what the result stage still has open.
-        if release != nil { resultStage?.finish().forEach { sink.write($0) } }
+        // After the input's last frame and its flush: what the stages still have open.
+        if release != nil { after.finish() }
     }
 
     // MARK: - Metrics

@@ -27,7 +27,7 @@ final class AnalyticsRules: Sendable {
 
     /// The slots of runners destroyed while the run goes on (an input removed): no longer changed.
     func forget(_ runners: [PluginRunner]) {
-        let gone = runners.compactMap { $0.resultStage as? TrackingSlot }
+        let gone = runners.compactMap { $0.trackingSlot }
         state.withLock { s in s.slots.removeAll { slot in gone.contains { $0 === slot } } }
     }
 

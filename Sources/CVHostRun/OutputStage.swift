@@ -13,7 +13,8 @@ final class OutputStage: Sendable {
     let liveView: RunLiveView?
     /// Where the plugins' lines go: the outputs, or with --oneshot the gate that stops the run at the first result.
     let pluginSink: OutputSink
-    /// `--snapshots`, `--clips`: it sees every line before the outputs, and writes clip.saved to them.
+    /// `--snapshots`, `--clips`: every runner hands it its frames' results (SourceRun), and it
+    /// writes clip.saved to the outputs.
     let evidence: Evidence?
 
     /// - Throws: exit 5 naming the output that cannot be opened or reached, or an evidence folder that cannot be used.
@@ -28,15 +29,12 @@ final class OutputStage: Sendable {
             }
         }
         evidence = room
-        var annotate: (@Sendable (OutputLine) -> OutputLine)?
-        if let room { annotate = { line in room.annotate(line) } }
         // A stdout reader that went away ends the run quietly; lost lines end it with exit 4 (RunOutput.finish).
         // (The stop, weakly: it holds stdout in turn, through its listener below.)
         output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
                                     taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
                                     onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) },
-                                    onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) },
-                                    lineStage: annotate)
+                                    onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) })
         room?.connect(output)
         lines = RunLines(output: output, sources: sources)
         pluginSink = s.oneshot ? OneShotGate(output: output, stop: stop) : output
@@ -51,8 +49,7 @@ final class OutputStage: Sendable {
     /// The outputs deliver what was written (each for at most its drain= seconds; at the normal
     /// end RunOutput.finish has done so already, and this returns its answer).
     func close() {
-        // Every way a run ends: the evidence room's last clips and snapshots first (and the cycle
-        // between it and the outputs cut).
+        // Every way a run ends: the evidence room's last clips and snapshots first.
         evidence?.finish()
         _ = output.finish()
     }

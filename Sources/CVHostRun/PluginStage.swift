@@ -104,7 +104,7 @@ final class PluginStage: Sendable {
                                sink: OutputSink, rules: AnalyticsRules, shared: SharedInstances?) throws -> PluginRunner {
         try PluginRunner(plugin: f.plugin, source: id, logPrefix: logPrefix, index: index, options: f.options, queueDepth: s.queueDepth,
                          backpressure: s.backpressure, isolation: s.isolation, sink: sink,
-                         resultStage: rules.stage(plugin: f.plugin.name, index: index, source: id, live: live, confidence: f.confidence),
+                         stage: rules.stage(plugin: f.plugin.name, index: index, source: id, live: live, confidence: f.confidence),
                          shared: shared)
     }
 

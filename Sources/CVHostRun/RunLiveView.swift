@@ -46,7 +46,7 @@ final class RunLiveView: LiveViewService {
         try? s.session.addOutput(p.output)
         s.session.commitConfiguration()
         if let drawn = s.runners.first(where: { $0.tracked != nil }) ?? s.runners.first {
-            drawn.watchProcessedFrames { [weak p] in p?.processed($0) }
+            drawn.subscribe(p)
         }
         return p
     }

@@ -45,11 +45,10 @@ public enum RunOutput {
     /// Opens every output. - Throws: exit 5 naming the output that cannot be opened or reached.
     static func open(_ destinations: [OutputDestination], stdoutDescriptor: Int32, connectTimeout: Double, taps: [OutputSink],
                      stdoutSelection: StdoutSelection, onStdoutClosed: @escaping @Sendable () -> Void,
-                     onRequiredFailed: @escaping @Sendable () -> Void, lineStage: (@Sendable (OutputLine) -> OutputLine)? = nil) throws -> OutputRouter {
+                     onRequiredFailed: @escaping @Sendable () -> Void) throws -> OutputRouter {
         do {
             return try OutputRouter(destinations: destinations, stdoutDescriptor: stdoutDescriptor, connectTimeout: connectTimeout,
-                                    taps: taps, stdoutSelection: stdoutSelection, onStdoutClosed: onStdoutClosed, onRequiredFailed: onRequiredFailed,
-                                    lineStage: lineStage)
+                                    taps: taps, stdoutSelection: stdoutSelection, onStdoutClosed: onStdoutClosed, onRequiredFailed: onRequiredFailed)
         } catch {
             throw fail(error.description, code: ExitCodes.outputUnavailable)
         }

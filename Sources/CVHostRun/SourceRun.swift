@@ -17,7 +17,7 @@ final class SourceRun: Sendable {
     var runners: [PluginRunner] { report.runners }
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
-    /// - Parameter evidence: sees the input's encoded packets (clips) and the frames its plugins processed (snapshots).
+    /// - Parameter evidence: sees the input's encoded packets (clips) and each frame's results of its plugins (snapshots, clips' events).
     init(id: String, spec: InputSpec, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
          deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool, evidence: Evidence? = nil) throws {
         self.id = id
@@ -36,7 +36,7 @@ final class SourceRun: Sendable {
     }
 
     /// The evidence room sees the input's encoded packets (clips; a raw input's frames encoded for
-    /// them) and the frames its plugins processed (snapshots).
+    /// them) and each frame's results of its plugins, after their analytics (snapshots, clips' events).
     private func keepEvidence(_ evidence: Evidence, tagLogs: Bool) throws {
         if let encoded = device as? EncodedStreamSource {
             encoded.packetObserver = evidence.observer(forInput: id)
@@ -47,7 +47,7 @@ final class SourceRun: Sendable {
         } else if evidence.keepsClips {
             Log.warning("--clips: \(id) is still images: no clips of it; its snapshots are kept (--snapshots)", source: tagLogs ? id : nil)
         }
-        for r in runners { r.watchProcessedFrames { [id] in evidence.frameProcessed(source: id, sample: $0) } }
+        for r in runners { r.subscribe(evidence) }
     }
 
     var isStopped: Bool { session.waitUntilStopped(timeout: 0) }

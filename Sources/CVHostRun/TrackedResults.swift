@@ -10,16 +10,12 @@ import CVHostPlugins
 /// was not given (its `max_fps`) are seen by the zones and lines too, with each track placed
 /// between the frames around them (BoxAnalytics.update's `between`): their events are written
 /// before the next frame's results, with their own frame's seq and time.
-final class TrackedResults: FrameResultStage, @unchecked Sendable {
-    // @unchecked Sendable: the runner calls frame() and finish() one at a time (its sequencer's
-    // lock); `last` is behind a lock all the same.
+final class TrackedResults: @unchecked Sendable {
+    // @unchecked Sendable: its slot hands it one frame at a time (the runner's sequencer's lock).
     let analytics: BoxAnalytics
     private let source: String, plugin: String, pluginIndex: Int
+    /// The last frame it was handed (its time alone): what the events that close it are stamped with.
     private let last = Locked<ProcessedFrame?>(nil)
-    /// Frames passed over since the last frame processed (told from the capture thread), in order.
-    private let passedOver = Locked<[ProcessedFrame]>([])
-    /// The most frames passed over kept while the plugin is behind (a second at 120 fps and more).
-    static let mostPassedOver = 256
     /// The time the analytics count in (the frames' media time, kept monotonic).
     private let clock: Locked<AnalyticsClock>
 
@@ -33,26 +29,15 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         self.pluginIndex = pluginIndex
     }
 
-    /// A frame the plugin is not given (its frame-rate cap). Called on the capture thread, in frame order.
-    func passedOver(_ frame: ProcessedFrame) {
-        passedOver.withLock { frames in
-            if frames.count >= Self.mostPassedOver { frames.removeFirst() }
-            frames.append(frame)
-        }
-    }
-
-    func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
+    /// One frame's results, with the frames passed over before it (the zones and lines see them
+    /// first): its results get their tracks' ids, the events come after them.
+    func frame(_ results: inout FrameResults) {
+        let lines = results.lines, frame = results.frame, between = results.passedOver
         var detections: [Detection] = [], at: [Int] = []
         for (i, line) in lines.enumerated() {
             guard let result = line.result, let d = Detection(result) else { continue }
             detections.append(d)
             at.append(i)
-        }
-        // The frames passed over before this one (the zones and lines see them first).
-        let between = passedOver.withLock { frames in
-            let before = frames.prefix { $0.sequence < frame.sequence }
-            frames.removeFirst(before.count)
-            return Array(before)
         }
         // Every frame's media time, those passed over first: a file's own clock, a live source's from
         // its start (what `lost` and `dwell` count in), never running backwards; the first jump
@@ -75,11 +60,13 @@ final class TrackedResults: FrameResultStage, @unchecked Sendable {
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
         }
-        last.withLock { $0 = frame }
+        last.withLock { $0 = frame.withoutPicture }
         let passed = zip(between, outcome.betweenEvents).flatMap { f, events in events.map { line($0, f) } }
-        return passed + out + (jumped + outcome.events).map { line($0, frame) }
+        results.lines = passed + out + (jumped + outcome.events).map { line($0, frame) }
     }
 
+    /// After the input's last frame, or when it is replaced: what is still open, closed (stamped
+    /// with the last frame it was handed).
     func finish() -> [OutputLine] {
         let frame = last.withLock { $0 }
         return analytics.finish().map { line($0, frame) }

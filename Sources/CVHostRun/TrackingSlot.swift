@@ -6,7 +6,7 @@ import CVHostPlugins
 /// fills, replaces or empties: `--track PLUGIN` added, changed or removed (AnalyticsRules). Empty,
 /// a frame's results pass through as they are. What a replaced stage still had open (its tracks'
 /// ends, its summary) is written before the next frame's results.
-final class TrackingSlot: FrameResultStage, Sendable {
+final class TrackingSlot: FrameStage, Sendable {
     let source: String, plugin: String, pluginIndex: Int
     /// A camera or a network stream (the analytics clock measures its jumps against this host's).
     let live: Bool
@@ -34,28 +34,26 @@ final class TrackingSlot: FrameResultStage, Sendable {
         }
     }
 
-    func frame(_ lines: [OutputLine], _ frame: ProcessedFrame) -> [OutputLine] {
+    func frame(_ results: inout FrameResults) {
         state.withLock { s in
-            let out = s.pending + (s.tracked?.frame(lines, frame) ?? lines)
+            if let tracked = s.tracked { tracked.frame(&results) }
+            results.lines = s.pending + results.lines
             s.pending = []
-            return out
         }
     }
 
-    func passedOver(_ frame: ProcessedFrame) {
-        tracked?.passedOver(frame)
-    }
-
-    func finish() -> [OutputLine] {
+    func finish(_ lines: inout [OutputLine], last: ProcessedFrame?) {
         state.withLock { s in
-            let out = s.pending + (s.tracked?.finish() ?? [])
+            lines += s.pending + (s.tracked?.finish() ?? [])
             s.pending = []
-            return out
         }
     }
 }
 
 extension PluginRunner {
+    /// This runner's analytics slot (every runner has one: --track may be added while running).
+    var trackingSlot: TrackingSlot? { stages.lazy.compactMap { $0 as? TrackingSlot }.first }
+
     /// This runner's analytics, when its plugin's boxes are followed (--track).
-    var tracked: TrackedResults? { (resultStage as? TrackingSlot)?.tracked }
+    var tracked: TrackedResults? { trackingSlot?.tracked }
 }

@@ -9,7 +9,7 @@ struct ResultSequencerTests {
     func reorders() {
         let written = Locked<[String]>([])
         // Each ticket's lines together, and empty tickets too (a frame with no results is a frame).
-        let s = ResultSequencer { lines, _ in written.withLock { $0.append(lines.map { String(decoding: $0.bytes, as: UTF8.self) }.joined(separator: "+")) } }
+        let s = ResultSequencer { lines, _, _ in written.withLock { $0.append(lines.map { String(decoding: $0.bytes, as: UTF8.self) }.joined(separator: "+")) } }
         s.submit(ticket: 2, lines: [line("c")], frame: nil)
         s.submit(ticket: 1, lines: [], frame: nil)
         #expect(written.withLock { $0 }.isEmpty)

@@ -196,6 +196,64 @@ struct EvidenceTests {
         #expect(still.exitCode == 0 && still.stderr.contains("is still images: no clips of it"), "\(still.stderr)")
     }
 
+    /// 8 s at 30 fps, 320x240, whose frame N shows N in binary: 8 columns 40 pixels wide, white for a 1.
+    static func numbered() throws -> String {
+        try MediaFixtures.make("numbered.mp4", ["-f", "lavfi", "-i", "color=black:size=320x240:rate=30", "-t", "8",
+                                                "-vf", "geq=lum='if(mod(floor(N/pow(2\\,floor(X/40)))\\,2)\\,235\\,16)':cb=128:cr=128",
+                                                "-c:v", "libx264", "-preset", "ultrafast", "-crf", "4", "-pix_fmt", "yuv420p"])
+    }
+
+    /// The frame number each snapshot of `numbered()` shows, by its path (Debian's python3 and OpenCV).
+    static func numbers(of snapshots: [String]) throws -> [String: Int] {
+        let script = folder + "/frame_number.py"
+        try """
+            import sys, cv2
+            for path in sys.argv[1:]:
+                g = cv2.imread(path, cv2.IMREAD_GRAYSCALE)
+                print(path, sum(1 << i for i in range(8) if g[g.shape[0] // 2, 20 + 40 * i] > 128))
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let out = try Tool.run("/usr/bin/python3", [script] + snapshots)
+        #expect(out.status == 0, "\(out.output)")
+        var numbers: [String: Int] = [:]
+        for line in out.output.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let n = Int(parts[1]) { numbers[String(parts[0])] = n }
+        }
+        return numbers
+    }
+
+    @Test("results travel with their frame: with two instances shared, beside a faster plugin, every result's snapshot is of the frame it came from (the frame's number drawn in it)")
+    func snapshotOfItsOwnFrame() throws {
+        let snaps = Self.folder + "/own-frame"
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,delay_ms=3,instances=2,share=true", "--plugin", "null:results=1",
+                                      "--input", try Self.numbered(), "--max-frames", "90", "--metrics-interval", "0",
+                                      "--snapshots", snaps + ":on=result"], timeout: 120)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let results = r.events("result")
+        #expect(results.count == 180)
+        let taken = results.compactMap { line in (line["snapshot"] as? String).map { ($0, line["seq"] as? Int ?? -1, line["plugin_index"] as? Int ?? -1) } }
+        // Only a snapshot queue that is full drops one (counted): most are taken, of both plugins.
+        #expect(taken.count >= 90 && Set(taken.map(\.2)) == [0, 1], "\(taken.count) snapshots")
+        let numbers = try Self.numbers(of: taken.map(\.0))
+        for (path, seq, _) in taken { #expect(numbers[path] == seq, "\(path): frame \(numbers[path] ?? -1), its line's seq \(seq)") }
+    }
+
+    @Test("an event between two frames the plugin processed (max_fps) has a snapshot of its own frame, not of the frame processed after it")
+    func snapshotBetweenDetections() throws {
+        let snaps = Self.folder + "/between"
+        // At 5 a second the walker's plugin processes frames 0, 6, ... 66, 72; its box (2 pixels a
+        // frame) is counted across the line at frame 69, between two of them.
+        let r = try CVHostBinary.run(["run", "--plugin", try AnalyticsTests.walker(step: 2) + ":max_fps=5", "--input", try Self.numbered(),
+                                      "--max-frames", "90", "--metrics-interval", "0", "--track", "walker", "--line", "door=154,0 154,240",
+                                      "--snapshots", snaps + ":on=line.crossed"], timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let crossed = try #require(r.events("line.crossed").first)
+        let seq = try #require(crossed["seq"] as? Int)
+        #expect(seq % 6 != 0, "crossed at a frame processed: \(seq)")
+        let snapshot = try #require(crossed["snapshot"] as? String, "\(crossed)")
+        #expect(try Self.numbers(of: [snapshot])[snapshot] == seq)
+    }
+
     @Test("a plugin's numbers cannot end the run: boxes at x 1e300 and -1e30 are refused (counted as invalid, said), a confidence of 1e300 is drawn; frames 1 pixel across get their snapshot")
     func hostileNumbers() throws {
         let path = Self.folder + "/hostile.py"

@@ -113,9 +113,13 @@ public final class Evidence: FrameStage, @unchecked Sendable {
         recorder.event(id: line.eventID ?? "", kind: line.route.event, label: line.label ?? "", ptsNs: pts)
     }
 
-    /// The input `source` stopped: its open clip is finished with what it has (its clip.saved written).
+    /// The input `source` stopped: its open clip is finished with what it has (its clip.saved
+    /// written), and what served its clips is let go (an input added and removed every few seconds
+    /// for a month leaves nothing behind; one opened again under its name gets new ones).
     public func finishInput(_ source: String) {
-        recorders.withLock { $0[source] }?.drain()
+        let recorder = recorders.withLock { $0.removeValue(forKey: source) }
+        recorder?.drain()
+        encoders.withLock { $0.removeAll { $0.source == source } }
         snapshots?.drain()
     }
 

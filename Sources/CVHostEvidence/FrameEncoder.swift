@@ -10,6 +10,8 @@ import CVHostCore
 final class FrameEncoder: VideoDataOutputDelegate, @unchecked Sendable {
     // @unchecked Sendable: the codec is used on the output's one worker thread only.
     let output: VideoDataOutput
+    /// The input it encodes.
+    let source: String
     private let observer: EncodedPacketObserver
     private let said: (String) -> Void
     private var context: UnsafeMutablePointer<AVCodecContext>?
@@ -25,6 +27,7 @@ final class FrameEncoder: VideoDataOutputDelegate, @unchecked Sendable {
     static let bitsPerPixel = 0.1
 
     init(source: String, observer: EncodedPacketObserver, said: @escaping (String) -> Void) {
+        self.source = source
         self.observer = observer
         self.said = said
         output = VideoDataOutput(label: "clips of \(source)")

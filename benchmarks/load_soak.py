@@ -127,14 +127,24 @@ def main():
                 if '"event":"output.' not in line:
                     written += 1
         stored = stream_messages(monitor)
-        warm = [s for s in samples if s[0] >= args.minutes * 6]
+        # The warm-up: a fifth of the run, at least two minutes (each raw input's H.264 encoder for
+        # its clips and the allocator's arenas reach their size in the first minute or two).
+        warm = [s for s in samples if s[0] >= max(args.minutes * 12, min(120, args.minutes * 30))]
         print(f"load_soak: {args.inputs} inputs, {args.minutes:g} min{'' if args.no_stress else ' beside stress-ng'}: "
               f"exit {code}{' (crashed while running)' if crashed is not None else ''}; {changes} changes ({refused} refused)")
         print(f"load_soak: lines written {written}, stored by JetStream {stored}, lost {max(0, written - stored)}")
         if warm:
             first, last = warm[0], warm[-1]
-            print(f"load_soak: after the warm-up RSS {first[1] / 1024:.1f} -> {last[1] / 1024:.1f} MB (max {max(s[1] for s in warm) / 1024:.1f}), "
-                  f"descriptors {first[2]} -> {last[2]}, threads {first[3]} -> {last[3]}")
+            # The trend of RSS after the warm-up (least squares, MB a minute): the extra input added and
+            # removed every change moves it up and down by its encoder; a leak is a slope.
+            n = len(warm)
+            mt = sum(s[0] for s in warm) / n
+            mr = sum(s[1] for s in warm) / n
+            den = sum((s[0] - mt) ** 2 for s in warm) or 1
+            slope = sum((s[0] - mt) * (s[1] - mr) for s in warm) / den * 60 / 1024
+            print(f"load_soak: after the warm-up ({warm[0][0]:.0f} s on) RSS {first[1] / 1024:.1f} -> {last[1] / 1024:.1f} MB "
+                  f"(between {min(s[1] for s in warm) / 1024:.1f} and {max(s[1] for s in warm) / 1024:.1f}; trend {slope:+.2f} MB a minute), "
+                  f"descriptors {first[2]} -> {last[2]} (at most {max(s[2] for s in warm)}), threads {first[3]} -> {last[3]}")
         errors = [l for l in open(f"{work}/stderr") if "error" in l or "fatal" in l.lower()]
         print(f"load_soak: {len(errors)} error lines on stderr" + (f", the first: {errors[0].strip()}" if errors else ""))
     finally:

@@ -25,7 +25,7 @@ import Dispatch
 /// Each failure is said once, by the first lane to see it (`plugin.crashed`, and
 /// `plugin.quarantined` with the fifth within the window); each restart is `plugin.restarted`.
 /// While the plugin is not running, its lanes drop their frames (reason `restarting` or
-/// `quarantined`). The backoff before a restart grows with the recent failures: 0.1 s doubling to 10 s.
+/// `quarantined`). When to restart and when to give up is `RestartPolicy`'s (a value, tested alone).
 final class WorkerSupervisor: Sendable {
     /// What the configuration allows a worker.
     struct Limits: Sendable {
@@ -37,13 +37,8 @@ final class WorkerSupervisor: Sendable {
         var maxRSSBytes: UInt64
     }
 
-    static let quarantineAfter = 5
-    static let quarantineWindowNs: UInt64 = 60_000_000_000
     /// The wait before another try when a restart failed for want of a descriptor or memory.
     static let shortageRetryNs: UInt64 = 1_000_000_000
-    static func backoffNs(failuresInWindow n: Int) -> UInt64 {
-        min(10_000_000_000, 100_000_000 << UInt64(max(0, min(n - 1, 10))))
-    }
 
     private enum Phase {
         case running
@@ -56,7 +51,8 @@ final class WorkerSupervisor: Sendable {
         var worker: WorkerProcess?
         var phase = Phase.running
         var generation: UInt64 = 0
-        var recentFailures: [UInt64] = []
+        /// When a failed worker is started again, and when it is given up.
+        var policy = RestartPolicy()
         var crashes = 0, timeouts = 0, memoryKills = 0, restarts = 0
         var lastRSSCheckNs: UInt64 = 0
         var downSinceNs: UInt64 = 0
@@ -302,14 +298,14 @@ final class WorkerSupervisor: Sendable {
             case .memory: s.memoryKills += 1
             case .closed, .protocolError, .startFailed: s.crashes += 1
             }
-            s.recentFailures = s.recentFailures.filter { now - $0 < Self.quarantineWindowNs } + [now]
-            let recent = s.recentFailures.count
-            if recent >= Self.quarantineAfter {
+            switch s.policy.failed(atNs: now) {
+            case .quarantine(let failures):
                 s.phase = .quarantined
-            } else {
-                s.phase = .restarting(atNs: now + Self.backoffNs(failuresInWindow: recent))
+                return (s.crashes + s.timeouts + s.memoryKills, true, failures)
+            case .restart(let at):
+                s.phase = .restarting(atNs: at)
+                return (s.crashes + s.timeouts + s.memoryKills, false, s.policy.recentFailures.count)
             }
-            return (s.crashes + s.timeouts + s.memoryKills, recent >= Self.quarantineAfter, recent)
         }
         var e = event("plugin.crashed", sequence: sequence)
         e.set("reason", failure.reason(termination))
@@ -320,9 +316,9 @@ final class WorkerSupervisor: Sendable {
         guard quarantined else { return }
         var q = event("plugin.quarantined", sequence: sequence)
         q.set("crashes", recent)
-        q.set("window_s", Double(Self.quarantineWindowNs) / 1e9, decimals: 0)
+        q.set("window_s", Double(RestartPolicy.windowNs) / 1e9, decimals: 0)
         report(q)
-        Log.error("plugin \(pluginName) crashed \(recent) times within \(Self.quarantineWindowNs / 1_000_000_000) s: quarantined, the run goes on without it",
+        Log.error("plugin \(pluginName) crashed \(recent) times within \(RestartPolicy.windowNs / 1_000_000_000) s: quarantined, the run goes on without it",
                   source: hello.label)
     }
 

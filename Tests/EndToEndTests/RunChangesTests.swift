@@ -40,8 +40,19 @@ struct RunChangesTests {
         return (threads, fds, children)
     }
 
-    @Test("one input, eight more added one by one (files, RTSP, the test pattern), three removed, one changed: the first goes on without a gap, each ends cleanly, nothing is left behind")
-    func addChangeRemove() throws {
+    /// One run that the tests below look at: one input, eight more added one by one over HTTP
+    /// (files, RTSP, the test pattern), refusals, three removed, one changed, the rest removed;
+    /// what the process held before and after. Made once, by the first test that asks.
+    struct AddChangeRemove: @unchecked Sendable {
+        var r: CommandResult
+        var answers: [String: (Int, [String: Any])]
+        var before: (threads: Int, fds: Int, children: Int)
+        var after: (threads: Int, fds: Int, children: Int)
+        var stdoutDuring: String
+        var all: [[String: Any]] { RunChangesTests.lines(r.stdout) }
+    }
+
+    static let addChangeRemove = Result { () throws -> AddChangeRemove in
         let clip = try StreamFixtures.longCodes(times: 10)
         let server = try TestServer("rtsp_server.py", ["--file", clip])
         defer { server.stop() }
@@ -86,10 +97,23 @@ struct RunChangesTests {
             answers["again"] = try? Self.send(port, "DELETE", "/inputs/t2")
             answers["get gone"] = try? Self.send(port, "GET", "/inputs/t2")
             answers["get base"] = try? Self.send(port, "GET", "/inputs/base")
-            usleep(1_500_000)  // dispatch's idle threads end
-            after = Self.holdings(run.pid)
+            // What the removed inputs held is let go as their threads end (dispatch's idle ones
+            // within a few seconds): looked at until it is, or 60 s have passed.
+            let deadline = Date() + 60
+            repeat {
+                after = Self.holdings(run.pid)
+                if after.children == before.children && after.fds <= before.fds + 2 && after.threads <= before.threads + 4 { break }
+                usleep(100_000)
+            } while Date() < deadline
             stdoutDuring = run.stdout
         }
+        return AddChangeRemove(r: r, answers: answers, before: before, after: after, stdoutDuring: stdoutDuring)
+    }
+
+    @Test("inputs added, changed and removed over HTTP are each answered as they should be: 201, 200, the limit and a name taken 409, an input that cannot be opened or a plugin the run lacks 422, another site's page 403, a form 415")
+    func addChangeRemoveAnswers() throws {
+        let run = try Self.addChangeRemove.get()
+        let (r, answers, stdoutDuring) = (run.r, run.answers, run.stdoutDuring)
         #expect(r.exitCode == 0, "\(r.stderr.suffix(3000))")
         #expect(!stdoutDuring.isEmpty)
         for name in ["f1", "f2", "r1", "t1", "f3", "r2", "t2", "f4"] { #expect(answers[name]?.0 == 201, "\(name): \(answers[name].map { "\($0.1)" } ?? "none")") }
@@ -106,6 +130,11 @@ struct RunChangesTests {
         let listed = (answers["list"]?.1["result"] as? [String: Any])?["inputs"] as? [[String: Any]] ?? []
         #expect(listed.compactMap { $0["name"] as? String }.sorted() == ["base", "f1", "f2", "f3", "f4", "t2"], "\(listed)")
 
+    }
+
+    @Test("while eight inputs come and go, the first goes on: one session, every frame's result in order without a gap, stopped by the signal; one run session throughout")
+    func addChangeRemoveFirstGoesOn() throws {
+        let r = try Self.addChangeRemove.get().r
         let all = Self.lines(r.stdout)
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
         // The first input: one session, every frame's result in order without a gap, stopped by the signal.
@@ -114,6 +143,11 @@ struct RunChangesTests {
         #expect(Self.of(all, "session.started", source: "base").count == 1)
         #expect(Self.of(all, "session.stopped", source: "base").map { $0["reason"] as? String } == ["signal"])
         #expect(Set(all.compactMap { $0["session"] as? String }).count == 1)
+    }
+
+    @Test("each input added starts with input.added and session.started and delivers; each removed ends with its final metrics and session.stopped (removed); the changed one starts again at its new size")
+    func addChangeRemoveEachInput() throws {
+        let all = try Self.addChangeRemove.get().all
         // Each added input: input.added, then its session.started, its results.
         for name in ["f1", "f2", "r1", "t1", "f3", "r2", "t2", "f4"] {
             let mine = all.filter { $0["source"] as? String == name }
@@ -133,6 +167,12 @@ struct RunChangesTests {
         let t2 = Self.of(all, "session.started", source: "t2")
         #expect(t2.count == 2 && ((t2.last?["format"] as? [String: Any])?["width"] as? Int) == 320, "\(t2)")
         #expect(Self.of(all, "session.stopped", source: "t2").first?["reason"] as? String == "removed")
+    }
+
+    @Test("what the eight added inputs held is let go: threads, descriptors and worker processes as with the first input alone")
+    func addChangeRemoveNothingLeft() throws {
+        let run = try Self.addChangeRemove.get()
+        let (before, after) = (run.before, run.after)
         // What the eight held is let go: threads, descriptors and worker processes as with the first input alone.
         #expect(after.children == before.children, "worker processes: \(before) then \(after)")
         #expect(after.fds <= before.fds + 2, "descriptors: \(before) then \(after)")

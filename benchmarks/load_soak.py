@@ -63,6 +63,7 @@ def main():
     ap.add_argument("--inputs", type=int, default=8)
     ap.add_argument("--change-every", type=float, default=5, help="seconds between run-time changes")
     ap.add_argument("--no-stress", action="store_true", help="without stress-ng beside it")
+    ap.add_argument("--without", default="", help="parts left out, joined by +: snapshots, clips, nats, changes (to find what grows)")
     args = ap.parse_args()
     if not os.access(CVHOST, os.X_OK):
         sys.exit(f"load_soak: no {CVHOST}: swift build -c release (or CVHOST=path)")
@@ -83,10 +84,15 @@ def main():
         if not args.no_stress:
             procs.append(subprocess.Popen(["stress-ng", "--cpu", str(2 * (os.cpu_count() or 2)), "--timeout", "0", "--quiet"]))
         lines = f"{work}/lines.jsonl"
-        cmd = [CVHOST, "run", "--plugin", "motion:report=every", "--max-inputs", str(args.inputs + 4),
-               "--output", f"nats://127.0.0.1:{nats_port}/cvhost?spool={work}/spool", "--output", f"file:{lines}",
-               "--snapshots", f"{work}/snaps:on=result,max_gb=0.2", "--clips", f"{work}/clips:on=result,pre=1,post=2,max=20,max_gb=0.5",
+        without = set(filter(None, args.without.split("+")))
+        cmd = [CVHOST, "run", "--plugin", "motion:report=every", "--max-inputs", str(args.inputs + 4), "--output", f"file:{lines}",
                "--http", f"127.0.0.1:{http}", "--metrics-interval", "5"]
+        if "nats" not in without:
+            cmd += ["--output", f"nats://127.0.0.1:{nats_port}/cvhost?spool={work}/spool"]
+        if "snapshots" not in without:
+            cmd += ["--snapshots", f"{work}/snaps:on=result,max_gb=0.2"]
+        if "clips" not in without:
+            cmd += ["--clips", f"{work}/clips:on=result,pre=1,post=2,max=20,max_gb=0.5"]
         for i in range(args.inputs):
             cmd += ["--input", f"cam{i}=testsrc:160x120@10"]
         run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(f"{work}/stderr", "w"))
@@ -99,7 +105,7 @@ def main():
         while time.time() < end and run.poll() is None:
             time.sleep(1)
             now = time.time()
-            if now >= next_change:
+            if now >= next_change and "changes" not in without:
                 next_change = now + args.change_every
                 if added:
                     refused += request(http, "DELETE", "/inputs/extra") != 200
@@ -126,7 +132,7 @@ def main():
             for line in f:
                 if '"event":"output.' not in line:
                     written += 1
-        stored = stream_messages(monitor)
+        stored = stream_messages(monitor) if "nats" not in without else written
         # The warm-up: a fifth of the run, at least two minutes (each raw input's H.264 encoder for
         # its clips and the allocator's arenas reach their size in the first minute or two).
         warm = [s for s in samples if s[0] >= max(args.minutes * 12, min(120, args.minutes * 30))]

@@ -18,19 +18,8 @@ public struct RunConfigFile {
 
     public enum Kind: Sendable { case list, string, number, integer, flag, invertedFlag }
 
-    /// Every option of `cvhost run` but --config itself (a test checks this against `run --help`).
-    public static let keys: [String: Kind] = [
-        "input": .list, "device": .list, "plugin": .list, "output": .list, "control": .list, "http-allow-host": .list,
-        "track": .list, "zone": .list, "line": .list,
-        "format": .string, "pixel-format": .string, "rtsp-transport": .string, "backpressure": .string,
-        "isolation": .string, "http": .string, "http-token-file": .string, "field": .string, "state": .string, "snapshots": .string, "clips": .string,
-        "allow-inputs": .string,
-        "open-timeout": .number, "duration": .number, "metrics-interval": .number, "preview-fps": .number,
-        "http-linger": .number,
-        "max-frames": .integer, "max-image-pixels": .integer, "max-inputs": .integer, "queue-depth": .integer, "preview-width": .integer,
-        "reconnect": .flag, "verbose": .flag, "quiet": .flag, "oneshot": .flag, "results-only": .flag, "events": .flag,
-        "stdin-commands": .invertedFlag,
-    ]
+    /// Every option of `cvhost run` but --config itself (RunOptions: a test checks them against `run --help`).
+    public static var keys: [String: Kind] { RunOptions.keys }
     // Lines under 80 columns: ArgumentParser wraps longer ones badly.
     public static let helpText = """
         CONFIG FILE (--config FILE)

@@ -13,7 +13,7 @@ enum RunReload {
     static func apply(_ new: RunSettings, started: RunSettings, commands: LiveCommands) {
         guard let changes = commands.changes, let rules = commands.rules else { return }
         var done: [String] = []
-        let later = waiting(new, started)
+        let later = RunOptions.needingRestart(new, started)
         if !later.isEmpty {
             Log.warning("reload: \(later.joined(separator: ", ")) changed in the config: that takes a restart; the rest is applied")
         }
@@ -68,20 +68,5 @@ enum RunReload {
         } catch {
             Log.error("reload: cannot \(what): \(error)")
         }
-    }
-
-    /// The settings that changed but take a restart.
-    private static func waiting(_ new: RunSettings, _ old: RunSettings) -> [String] {
-        var out: [String] = []
-        if new.plugins != old.plugins { out.append("plugin") }
-        if new.outputs != old.outputs { out.append("output") }
-        if new.liveView != old.liveView { out.append("http") }
-        if new.snapshots != old.snapshots { out.append("snapshots") }
-        if new.clips != old.clips { out.append("clips") }
-        if new.maxInputs != old.maxInputs { out.append("max-inputs") }
-        if new.queueDepth != old.queueDepth || new.backpressure != old.backpressure || new.isolation != old.isolation { out.append("queue-depth, backpressure or isolation") }
-        if new.format != old.format || new.pixelFormat != old.pixelFormat || new.controls != old.controls { out.append("format, pixel-format or control") }
-        if new.state?.path != old.state?.path { out.append("state") }
-        return out
     }
 }

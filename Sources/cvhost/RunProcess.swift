@@ -11,7 +11,8 @@ import Glibc
 ///
 /// Set up, in this order: the log level and FFmpeg's, SIGPIPE ignored (a closed stdout ends the
 /// run quietly), stdout claimed for the JSON lines (what plugins write to descriptor 1 goes to
-/// stderr), the crash guard (a plugin crashing the process is named, exit 19), and the signals.
+/// stderr), the crash guard (a plugin crashing the process is named, exit 19), freed memory given
+/// back to the system every 30 s (FreedMemoryReturn), and the signals.
 enum RunProcess {
     /// Runs `settings` and returns normally for exit 0; exits the process itself for the endings
     /// that must not wait for anything (a stop before anything ran, a hung plugin, a second signal).
@@ -28,6 +29,7 @@ enum RunProcess {
         cvhost_guard_set_producer(String(decoding: JSONObject.crashLineProducerFields, as: UTF8.self))
         cvhost_guard_install(ExitCodes.pluginCrashed, toStdout ? results : -1)
         if !toStdout { close(results) }
+        FreedMemoryReturn.start()
         let run = HostRun(settings, resultsDescriptor: results)
         let reload: (@Sendable () -> Void)? = reread.map { reread in
             nonisolated(unsafe) let reread = reread

@@ -103,6 +103,8 @@ enum AnalyticsJSON {
         o.set("tracks", array: s.tracked.map(json))
         o.set("zones", array: s.zones.map(json))
         o.set("lines", array: s.lines.map(json))
+        // Zones and lines of an input removed while an earlier run went on, set aside at start.
+        if !s.setAside.isEmpty { o.set("set_aside", strings: s.setAside) }
         return o
     }
 }

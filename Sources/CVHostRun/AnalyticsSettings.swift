@@ -8,13 +8,17 @@ public struct AnalyticsSettings: Sendable {
     public var tracked: [AnalyticsSpec.Tracked] = []
     public var zones: [ZoneSettings] = []
     public var lines: [LineSettings] = []
+    /// Zones and lines set aside at start ("zone bay"): they watch an input removed while an earlier run went on.
+    public private(set) var setAside: [String] = []
 
     public init() {}
 
     /// - Parameters:
-    ///   - inputs: the run's inputs (their source ids), when known: a zone or line naming another is refused.
+    ///   - inputs: the run's inputs (their source ids), when known: a zone or line naming another is refused,
+    ///   - removed: unless it is one of these, inputs removed while an earlier run went on (--state):
+    ///     its zones and lines are set aside, said once each, so that a restart never fails for a change.
     ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
-    public init(track: [String], zones: [String], lines: [String], inputs: [String]? = nil,
+    public init(track: [String], zones: [String], lines: [String], inputs: [String]? = nil, removed: Set<String> = [],
                 origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
         func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
             var out: [T] = []
@@ -37,10 +41,26 @@ public struct AnalyticsSettings: Sendable {
         self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
         self.lines = try parsed("line", lines, AnalyticsSpec.line)
         if let inputs {
-            let named = zip(zones, self.zones.map(\.input)).map { ("zone", $0, $1) } + zip(lines, self.lines.map(\.input)).map { ("line", $0, $1) }
-            for (key, text, input) in named {
+            // Of an input removed while running (and kept so by --state): set aside, said.
+            var aside: [String] = []
+            func gone(_ key: String, _ name: String, _ input: String?) -> Bool {
+                guard let input, !inputs.contains(input), removed.contains(input) else { return false }
+                Log.warning("--\(key) \(name) watches input \(input), which was removed while cvhost ran (--state): it is set aside "
+                            + "(add the input again, or remove the \(key) with DELETE /\(key)s/\(name))")
+                aside.append("\(key) \(name)")
+                return true
+            }
+            var keptZones = self.zones, keptLines = self.lines
+            keptZones.removeAll { gone("zone", $0.name, $0.input) }
+            keptLines.removeAll { gone("line", $0.name, $0.input) }
+            self.zones = keptZones
+            self.lines = keptLines
+            setAside = aside
+            let named = self.zones.map { ("zone", $0.name, $0.input) } + self.lines.map { ("line", $0.name, $0.input) }
+            for (key, name, input) in named {
                 guard let input, !inputs.contains(input) else { continue }
                 let why = Self.noSuchInput(input, among: inputs)
+                let text = (key == "zone" ? zones : lines).first { $0.hasPrefix(name + "=") } ?? name
                 throw UsageError(origin(key, text).map { "\($0): \(why)" } ?? "--\(key) \(text): \(why)")
             }
         }

@@ -291,8 +291,10 @@ struct RunCommand: ParsableCommand {
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration?.value, metricsInterval: metricsInterval.value,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
+        // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
+        let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
         settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines,
-                                                   inputs: settings.inputs.map { $0.sourceID() }, origin: origin)
+                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, origin: origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)

@@ -369,7 +369,7 @@ struct RunChangesTests {
         #expect(r.events("zone.entered").contains { ($0["data"] as? [String: Any])?["zone"] as? String == "bay" })
     }
 
-    @Test("--state keeps the changes made while running for the next start; SIGHUP reloads the config file: only what changed is applied, a config with an error is refused and the run goes on")
+    @Test("--state keeps the changes made while running for the next start (a zone of an input removed is set aside, said); SIGHUP reloads the config file: only what changed is applied, a config with an error is refused and the run goes on")
     func stateAndReload() throws {
         let folder = TestFolders.make("state")
         let state = folder + "/kept/state.json", config = folder + "/gate.yaml"
@@ -379,7 +379,7 @@ struct RunChangesTests {
                 plugin: ["null:results=1"]
                 input: ["base=testsrc:160x120@10", "side=testsrc:160x120@10"]
                 track: ["null"]
-                zone: ["bay=0,0 50,0 50,50"]
+                zone: ["bay=0,0 50,0 50,50", "edge=0,0 20,0 20,20:input=side"]
                 http: 127.0.0.1:\(port)
                 metrics-interval: 0
                 state: \(state)
@@ -436,6 +436,8 @@ struct RunChangesTests {
         let base = Self.of(all, "result", source: "base").compactMap { $0["seq"] as? Int }
         #expect(base == Array(0..<base.count) && base.count > 4, "\(base.prefix(30))")
         #expect(second.stderr.contains("reload: ") && second.stderr.contains("the run goes on as it was"), "\(second.stderr)")
+        // The zone of the input the first run removed is set aside, said, not refused (exit 64 before).
+        #expect(second.stderr.contains("--zone edge watches input side, which was removed while cvhost ran (--state): it is set aside"), "\(second.stderr)")
         // The line kept from the first run is there from the start.
         let summary = (all.first { $0["event"] as? String == "session.started" }?["plugins"] as? [[String: Any]])?.first?["analytics"] as? [String: Any]
         #expect((summary?["lines"] as? [[String: Any]])?.first?["name"] as? String == "door", "\(summary ?? [:])")

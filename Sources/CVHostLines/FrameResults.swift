@@ -75,7 +75,8 @@ public protocol FrameStage: AnyObject, Sendable {
     /// this one made them; it may add more or change them), after the last frame processed.
     func finish(_ lines: inout [OutputLine], last: ProcessedFrame?)
     /// Whether it needs the pictures of frames passed over (a snapshot of an event between two
-    /// frames processed); without, they carry their time alone.
+    /// frames processed), and of the last frame processed when the input closes; without, they
+    /// carry their time alone.
     var needsPassedOverPictures: Bool { get }
 }
 

@@ -1,6 +1,7 @@
 import CVHostCore
 import CVHostEvidence
 import CVHostPlugins
+import CVHostSources
 import CVHostV4L2
 
 /// The run's third stage: every input opened (a file, images, a stream, a camera set up as asked)
@@ -25,6 +26,10 @@ struct InputStage: Sendable {
                     Log.warning("skipped \(path): \(reason)")
                     lines.write(SessionEventLines.inputSkipped(source: id, path: path, reason: reason))
                 })
+                // A camera down at start, with --reconnect: it starts interrupted; the others run.
+                if let why = (device as? NetworkStreamDevice)?.unreachableAtStart {
+                    Log.warning("\(why): --reconnect tries again while the run's other inputs go on", source: s.inputs.count > 1 ? id : nil)
+                }
                 sources.append(try SourceRun(id: id, spec: spec, device: device, session: sessions[i], runners: runners[i], lines: lines,
                                              deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
                                              evidence: evidence))

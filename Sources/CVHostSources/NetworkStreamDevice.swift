@@ -32,10 +32,15 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedS
         set { observer.withLock { $0 = newValue } }
     }
     private let observer = Locked<EncodedPacketObserver?>(nil)
-    private let format: DeviceFormat
+    /// Its format, as the first connection found it (nil: not connected yet).
+    private let format: DeviceFormat?
     /// The decoder opened to learn the format, handed to the first stream: standard input and
     /// pipes cannot be opened twice, and a camera need not be asked twice.
     private let probe: Locked<SendableDecoder?>
+    /// Why the first connection failed, when `reconnect` waits for the stream: a camera that is
+    /// down when cvhost starts is an input that starts interrupted and connects when it can, while
+    /// the run's other inputs go on.
+    public let unreachableAtStart: String?
     /// Bounds and cancels the blocking calls of the probe and of the stream that takes it over.
     private let interrupt = InterruptDeadline()
     /// Damaged packets skipped while reading (FFmpeg conceals what it can).
@@ -50,25 +55,38 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedS
     /// Network streams are live. A pipe's writer can wait for cvhost (the pipe fills and it
     /// blocks), so pipes are read like files: nothing dropped unless --backpressure drop-late.
     public var isLive: Bool { location.scheme != nil }
-    public var formats: [DeviceFormat] { [format] }
+    public var formats: [DeviceFormat] { format.map { [$0] } ?? [] }
     public var activeFormat: DeviceFormat? { format }
 
-    /// Connects and reads the stream's format.
+    /// Connects and reads the stream's format. With `reconnect`, a network stream that cannot be
+    /// reached now (refused, no such host, no answer) is not an error: it starts unconnected
+    /// (`unreachableAtStart`), its health away, and connects when it can.
     /// - Throws: `.inputUnavailable` (refused, not found, unauthorized, no answer within the open
     ///   timeout) or `.unsupportedInput` (no video FFmpeg decodes), with a message that names the
     ///   location without its password.
     public init(location: StreamLocation, options: StreamOptions = StreamOptions()) throws {
         self.location = location
         self.options = options
-        let decoder = try NetworkStreamDevice.open(location, options, interrupt: interrupt)
-        modelID = "ffmpeg-\(decoder.codecName)"
-        format = decoder.deviceFormat
-        probe = Locked(SendableDecoder(decoder))
+        do {
+            let decoder = try NetworkStreamDevice.open(location, options, interrupt: interrupt)
+            modelID = "ffmpeg-\(decoder.codecName)"
+            format = decoder.deviceFormat
+            probe = Locked(SendableDecoder(decoder))
+            unreachableAtStart = nil
+        } catch let error as CaptureError where options.reconnect && location.scheme != nil && error.code == .inputUnavailable {
+            modelID = "ffmpeg"
+            format = nil
+            probe = Locked(nil)
+            unreachableAtStart = error.message
+            connectionHealth.away(error.message, nextTryWallNs: HostClock.wallNs())
+        }
     }
 
     public func setActiveFormat(_ format: DeviceFormat) throws {
         try configurationLock.require(for: "the active format", deviceName: localizedName)
-        guard format == self.format else { throw CaptureError(.unsupported, "\(localizedName) offers only \(self.format)") }
+        guard format == self.format else {
+            throw CaptureError(.unsupported, "\(localizedName) offers only \(self.format.map(\.description) ?? "the format it sends once connected")")
+        }
     }
 
     public func applyCaptureHints(_ hints: CaptureHints) throws -> [SettingReport] {
@@ -83,7 +101,13 @@ public final class NetworkStreamDevice: CaptureDevice, DamageReporting, EncodedS
         }
         interrupt.reset()
         let stream = NetworkFrameStream(device: self, interrupt: interrupt, damage: damage)
-        stream.start(with: try first ?? NetworkStreamDevice.open(location, options, interrupt: interrupt))
+        if let first {
+            stream.start(with: first)
+        } else if let why = unreachableAtStart {
+            stream.startUnconnected(why)
+        } else {
+            stream.start(with: try NetworkStreamDevice.open(location, options, interrupt: interrupt))
+        }
         return stream
     }
 
@@ -169,7 +193,20 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         self.decoder = decoder
     }
 
+    /// The stream could not be reached at start (`why`): its first read says it is interrupted,
+    /// the next ones connect with backoff, as after a lost connection.
+    func startUnconnected(_ why: String) {
+        notConnectedYet = why
+    }
+
+    /// Why the stream is not connected at start, until its first read has said so.
+    private var notConnectedYet: String?
+
     func next() throws -> CapturedFrame? {
+        if let why = notConnectedYet {
+            notConnectedYet = nil
+            throw CaptureInterruption(reason: "\(why); reconnecting")
+        }
         while !interrupt.isCancelled {
             guard let decoder = try connected() else { continue }
             do {

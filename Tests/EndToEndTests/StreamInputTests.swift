@@ -167,6 +167,36 @@ struct StreamInputTests {
         #expect(once.events.last?["event"] as? String == "session.stopped")
     }
 
+    @Test("a camera down when cvhost starts, with --reconnect: the other input runs from the start; the camera's input starts interrupted (its format null) and streams once its server is up; without --reconnect, exit 3")
+    func downAtStart() throws {
+        let clip = try StreamFixtures.longCodes(times: 10)
+        let port = freeLoopbackPort()
+        let url = "rtsp://127.0.0.1:\(port)/codes"
+        let server = Box<TestServer?>(nil)
+        defer { server.value?.stop() }
+        let r = try CVHostBinary.run(["run", "--plugin", "barcode", "--input", "base=testsrc:160x120@10", "--input", "cam=" + url, "--reconnect",
+                                      "--metrics-interval", "0"], timeout: 90, withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            // The other input goes on while the camera is away.
+            guard run.wait(until: { RunChangesTests.of(RunChangesTests.lines($0), "session.interrupted", source: "cam").count == 1 }) else { return }
+            server.value = try? TestServer("rtsp_server.py", ["--file", clip, "--port", "\(port)"])
+            _ = run.wait(timeout: 60) { RunChangesTests.of(RunChangesTests.lines($0), "result", source: "cam").count >= 3 }
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(server.value != nil, "the server started on its port")
+        #expect(r.stderr.contains("Connection refused: --reconnect tries again while the run's other inputs go on"), "\(r.stderr)")
+        let cam = r.events.filter { $0["source"] as? String == "cam" }.compactMap { $0["event"] as? String }
+        #expect(Array(cam.prefix(2)) == ["session.started", "session.interrupted"], "\(cam.prefix(5))")
+        let ended = try #require(cam.firstIndex(of: "session.interruption_ended"), "\(cam.prefix(8))")
+        #expect(cam[ended...].contains("result"), "the camera's codes once it streams")
+        let started = try #require(r.events.first { $0["event"] as? String == "session.started" && $0["source"] as? String == "cam" })
+        #expect(started["format"] is NSNull, "\(started)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        // Without --reconnect a camera that cannot be reached is exit 3, as before.
+        let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", "rtsp://127.0.0.1:\(freeLoopbackPort())/x", "--max-frames", "1"], timeout: 60)
+        #expect(refused.exitCode == 3 && refused.stderr.contains("Connection refused"), "\(refused.stderr)")
+    }
+
     @Test("HTTP: an MJPEG multipart stream as IP cameras serve it, and an HLS playlist")
     func http() throws {
         let root = MediaFixtures.folder + "/http"

@@ -253,6 +253,12 @@ public final class CaptureSession: @unchecked Sendable {
             do {
                 frame = try stream.next()
             } catch let interruption as CaptureInterruption {
+                // A stream that cvhost's own stop broke off may take it for a lost connection:
+                // the stop is why it ended, and a stop is never said to be an interruption.
+                if let stop = cond.withLock({ stopReason }) {
+                    reason = stop
+                    break
+                }
                 let first = cond.withLock { () -> Bool in
                     defer { interrupted = true }
                     return !interrupted

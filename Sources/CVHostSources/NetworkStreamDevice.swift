@@ -220,8 +220,12 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
                 if interrupt.isCancelled || !device.location.endMeansDisconnect { return nil }
                 try lost("\(device.location.display) ended the stream")
             } catch let stall as StreamStalled {
+                if interrupt.isCancelled { return nil }
                 throw CaptureInterruption(reason: "no data from \(device.location.display) for \(formatSeconds(stall.seconds))")
             } catch let error as CaptureError where error.code == .streamFailed {
+                // A read that cvhost's own stop broke off (its interrupt) is the end, not a lost
+                // connection: a stop is never reported as an interruption or an error.
+                if interrupt.isCancelled { return nil }
                 try lost(error.message)
             }
         }

@@ -126,6 +126,26 @@ struct CaptureSessionTests {
         #expect(delegate.sequences == Array(0..<10))
     }
 
+    @Test("a read that the stop broke off and the stream took for a lost connection is the stop: no interruption is said, the reason is the stop's")
+    func stopIsNotAnInterruption() throws {
+        let device = BrokenOffDevice()
+        let session = CaptureSession()
+        let events = Mutex<[SessionEvent]>([])
+        session.eventHandler = { e in events.withLock { $0.append(e) } }
+        try session.addInput(CaptureDeviceInput(device: device))
+        let output = VideoDataOutput(label: "o")
+        let delegate = RecordingDelegate()
+        output.setSampleBufferDelegate(delegate)
+        try session.addOutput(output)
+        try session.startRunning()
+        device.blocking.wait()
+        session.requestStop(reason: .signal)
+        #expect(session.waitUntilStopped(timeout: 30))
+        let seen = events.withLock { $0 }
+        #expect(!seen.contains { if case .interrupted = $0 { true } else { false } }, "\(seen)")
+        #expect(seen.contains { if case .stopped(let reason, _, _) = $0 { reason == .signal } else { false } }, "\(seen)")
+    }
+
     @Test("configuration: one input, changes only while stopped, begin/commit applies together")
     func configuration() throws {
         let session = CaptureSession()

@@ -1,4 +1,5 @@
 import CVHostCore
+import Dispatch
 import Synchronization
 
 /// A device that delivers `count` small gray frames, each filled with its index, as fast as it
@@ -110,3 +111,45 @@ final class RecordingDelegate: VideoDataOutputDelegate, Sendable {
 }
 
 import Glibc
+
+/// A live device whose stream, once its first frame is read, blocks until it is cancelled and
+/// then takes the broken-off read for a lost connection (as a network stream's may): throws an
+/// interruption.
+final class BrokenOffDevice: CaptureDevice {
+    let configurationLock = ConfigurationLock()
+    var uniqueID: String { "broken-off" }
+    var localizedName: String { "broken-off device" }
+    var modelID: String { "test" }
+    var kind: CaptureDeviceKind { .stream }
+    var isConnected: Bool { true }
+    var isLive: Bool { true }
+    var formats: [DeviceFormat] { [] }
+    var activeFormat: DeviceFormat? { nil }
+    /// Signalled when the stream blocks, waiting to be cancelled.
+    let blocking = DispatchSemaphore(value: 0)
+
+    func setActiveFormat(_ format: DeviceFormat) throws {}
+    func applyCaptureHints(_ hints: CaptureHints) throws -> [SettingReport] { [] }
+    func openStream() throws -> FrameStream { Stream(blocking: blocking) }
+
+    final class Stream: FrameStream, @unchecked Sendable {
+        let cancelled = DispatchSemaphore(value: 0)
+        let blocking: DispatchSemaphore
+        var sent = false
+        init(blocking: DispatchSemaphore) { self.blocking = blocking }
+
+        func next() throws -> CapturedFrame? {
+            if !sent {
+                sent = true
+                let pb = PixelBuffer.allocate(format: .gray8, width: 8, height: 8, colorimetry: .jpeg) { _, _ in }
+                return CapturedFrame(pixelBuffer: pb, presentationTimeNs: 0)
+            }
+            blocking.signal()
+            cancelled.wait()
+            throw CaptureInterruption(reason: "reading failed: Input/output error; reconnecting")
+        }
+
+        func cancel() { cancelled.signal() }
+        func close() {}
+    }
+}

@@ -197,6 +197,25 @@ struct StreamInputTests {
         #expect(refused.exitCode == 3 && refused.stderr.contains("Connection refused"), "\(refused.stderr)")
     }
 
+    @Test("a stop is a stop: two RTSP cameras with --reconnect stopped by SIGTERM, five times, never say session.interrupted or an error")
+    func cleanStops() throws {
+        let server = try TestServer("rtsp_server.py", ["--file", try StreamFixtures.longCodes(times: 10)])
+        defer { server.stop() }
+        let url = "rtsp://127.0.0.1:\(server.port)/codes"
+        for attempt in 1...5 {
+            let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "a=" + url, "--input", "b=" + url, "--reconnect",
+                                          "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
+                defer { kill(run.pid, SIGTERM) }
+                _ = run.wait(until: { out in ["a", "b"].allSatisfy { !RunChangesTests.of(RunChangesTests.lines(out), "result", source: $0).isEmpty } })
+            }
+            #expect(r.exitCode == 0, "stop \(attempt): \(r.stderr)")
+            let events = r.events.compactMap { $0["event"] as? String }
+            #expect(!events.contains("session.interrupted") && !events.contains("session.error"), "stop \(attempt): \(events.filter { $0.hasPrefix("session") })")
+            #expect(r.events("session.stopped").map { $0["reason"] as? String } == ["signal", "signal"], "stop \(attempt)")
+            #expect(!r.stderr.contains("reconnecting"), "stop \(attempt): \(r.stderr)")
+        }
+    }
+
     @Test("HTTP: an MJPEG multipart stream as IP cameras serve it, and an HLS playlist")
     func http() throws {
         let root = MediaFixtures.folder + "/http"

@@ -106,7 +106,8 @@ public struct AnalyticsSettings: Sendable {
     /// boxes are not followed.
     func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?) -> TrackedResults? {
         guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
-        let analytics = BoxAnalytics(tracker: t.settings.following(confidence: confidence), zones: zones(on: source), lines: lines(on: source))
-        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live)
+        let tracker = t.settings.following(confidence: confidence)
+        let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source))
+        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live, high: tracker.high)
     }
 }

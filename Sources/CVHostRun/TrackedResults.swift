@@ -18,10 +18,18 @@ final class TrackedResults: @unchecked Sendable {
     private let last = Locked<ProcessedFrame?>(nil)
     /// The time the analytics count in (the frames' media time, kept monotonic).
     private let clock: Locked<AnalyticsClock>
+    /// The tracker's threshold to start a track, and the best score of the boxes seen while none
+    /// started (said once when boxes keep coming and none can start a track).
+    private let high: Double
+    private let unstarted = Locked<(best: Double, said: Bool)>((0, false))
+    /// Boxes that start no track before that is said.
+    static let unstartedBoxesSaid = 20
 
     /// - Parameter live: the input is a camera or a network stream (its timestamps' jumps are
     ///   measured against arrival on this host).
-    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int, live: Bool) {
+    /// - Parameter high: the tracker's threshold to start a track.
+    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int, live: Bool, high: Double = 0.4) {
+        self.high = high
         self.analytics = analytics
         clock = Locked(AnalyticsClock(live: live))
         self.source = source
@@ -56,6 +64,7 @@ final class TrackedResults: @unchecked Sendable {
             jumped.append(AnalyticsEvent.timeJumped(fromNs: jump.fromNs, toNs: jump.toNs))
         }
         let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes)
+        sayIfNoTrackStarts(detections)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
@@ -63,6 +72,26 @@ final class TrackedResults: @unchecked Sendable {
         last.withLock { $0 = frame.withoutPicture }
         let passed = zip(between, outcome.betweenEvents).flatMap { f, events in events.map { line($0, f) } }
         results.lines = passed + out + (jumped + outcome.events).map { line($0, frame) }
+    }
+
+    /// A plugin whose boxes all fall under `high` counts nothing, silently but for
+    /// `untracked_results`: said once, with the fix, when `unstartedBoxesSaid` boxes came and
+    /// started no track.
+    private func sayIfNoTrackStarts(_ detections: [Detection]) {
+        guard !detections.isEmpty else { return }
+        let say = unstarted.withLock { u -> Double? in
+            guard !u.said else { return nil }
+            u.best = max(u.best, detections.map(\.confidence).max() ?? 0)
+            let c = analytics.counts
+            guard c.tracksStarted == 0, c.untracked >= Self.unstartedBoxesSaid else { return nil }
+            u.said = true
+            return u.best
+        }
+        guard let best = say else { return }
+        Log.warning("--track \(plugin): \(Self.unstartedBoxesSaid) boxes and no track: the best score so far is \(JSONObject.number(best, decimals: 2)), "
+                    + "under high=\(JSONObject.number(high, decimals: 2)), the score a box needs to start a track; nothing is counted. "
+                    + "Lower it: --track \(plugin):high=\(JSONObject.number(max(0.01, (best * 0.9 * 100).rounded(.down) / 100), decimals: 2))",
+                    source: source)
     }
 
     /// After the input's last frame, or when it is replaced: what is still open, closed (stamped

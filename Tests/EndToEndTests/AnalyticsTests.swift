@@ -111,6 +111,33 @@ struct AnalyticsTests {
         }
     }
 
+    @Test("a plugin whose boxes all fall under the tracker's high (0.3 of 0.4) is said once, with the fix: its best score and a high that lets its boxes start tracks")
+    func boxesUnderHigh() throws {
+        let plugin = Self.folder + "/faint.py"
+        try """
+            import cvhost
+
+            class Faint(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "faint"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("object", {"label": "person", "confidence": 0.3, "bounds": {"x": 10 + frame.sequence, "y": 10, "width": 30, "height": 60}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:160x120@10:unpaced", "--max-frames", "40", "--metrics-interval", "0",
+                                      "--track", "faint"], timeout: 90, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let said = r.stderr.components(separatedBy: "boxes and no track").count - 1
+        #expect(said == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("the best score so far is 0.3, under high=0.4") && r.stderr.contains("--track faint:high=0.27"), "\(r.stderr)")
+        // With that high, the same boxes are one track, and nothing is said.
+        let fixed = try CVHostBinary.run(["run", "--plugin", plugin, "--input", "testsrc:160x120@10:unpaced", "--max-frames", "40", "--metrics-interval", "0",
+                                          "--track", "faint:high=0.27"], timeout: 90, environment: Self.python)
+        #expect(fixed.exitCode == 0 && !fixed.stderr.contains("boxes and no track"), "\(fixed.stderr)")
+        #expect(fixed.events("track.started").count == 1)
+    }
+
     @Test("/metrics counts tracks, crossings by line, label and direction, and zones' occupancy and entries (promtool checks it)")
     func metrics() throws {
         let port = freeLoopbackPort()

@@ -83,8 +83,10 @@ package final class SnapshotRecorder: @unchecked Sendable {
         if line.route.event == "track.ended", on.contains("track.ended"), let track = line.track {
             return bestSnapshot(line, source: source, track: track, urlBase: urlBase)
         }
-        guard let sequence = line.sequence, let sample = results?.frame(sequence: sequence)?.sample else { return line }
-        if on.contains("track.ended") { considerBest(line, source: source, sample: sample) }
+        // The frame, with its picture: encoded as the plugin saw it (turned as it was: what its
+        // boxes are in), on the queue.
+        guard let sequence = line.sequence, let frame = results?.frame(sequence: sequence), frame.sample != nil else { return line }
+        if on.contains("track.ended") { considerBest(line, source: source, frame: frame) }
         guard on.contains(line.route.event) else { return line }
         let taken = state.withLock { s -> Bool in
             guard s.queued < Self.mostQueued else {
@@ -100,12 +102,13 @@ package final class SnapshotRecorder: @unchecked Sendable {
         let marks = settings.draw ? (inFrame?.marks ?? []) : []
         let name = Self.fileName(source: source, sequence: sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
         // A box outside its frame (a plugin's mistake) gets the whole frame: the line names a file that is made.
-        let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: sample.pixelBuffer.width, height: sample.pixelBuffer.height) } : nil
+        let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: frame.width, height: frame.height) } : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
+            guard let pixels = frame.picture(in: .i420) else { return }
             let jpeg: [UInt8]
             do {
-                jpeg = try encoder.encode(drawn(sample.pixelBuffer, marks), maxWidth: 1 << 16, region: region)
+                jpeg = try encoder.encode(drawn(pixels, marks), maxWidth: 1 << 16, region: region)
             } catch {
                 said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
                 return
@@ -118,9 +121,9 @@ package final class SnapshotRecorder: @unchecked Sendable {
 
     /// A tracked result whose score x area beats its track's best tried so far: its frame is
     /// measured (sharpness) and, if it is the best, encoded and kept in memory, on the queue.
-    private func considerBest(_ line: OutputLine, source: String, sample: SampleBuffer) {
+    private func considerBest(_ line: OutputLine, source: String, frame: ProcessedFrame) {
         guard let result = line.result, let b = result.fields.bounds, let track = line.track else { return }
-        let key = "\(source)#\(track)", score = (result.fields.confidence ?? 1) * b.width * b.height, sequence = sample.sequence
+        let key = "\(source)#\(track)", score = (result.fields.confidence ?? 1) * b.width * b.height, sequence = frame.sequence
         guard state.withLock({ s -> Bool in
             guard score > (s.tried[key] ?? 0) * 1.05, s.queued < Self.mostQueued else { return false }
             s.tried[key] = score
@@ -131,7 +134,7 @@ package final class SnapshotRecorder: @unchecked Sendable {
         let region = settings.crop ? cropRegion(b) : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
-            let pixels = sample.pixelBuffer.format == .i420 ? sample.pixelBuffer : sample.pixelBuffer.converted(to: .i420)
+            guard let pixels = frame.picture(in: .i420) else { return }
             let quality = FrameQuality.quality(score: result.fields.confidence ?? 1, area: b.width * b.height,
                                                sharpness: FrameQuality.sharpness(pixels, box: box))
             let marks = settings.draw ? [Self.mark(result, track: track)] : []

@@ -10,29 +10,41 @@ public struct ProcessedFrame: Sendable {
     /// The picture as captured (and turned): what results' bounds are in.
     public let width: Int
     public let height: Int
-    /// The frame: nil for one passed over whose picture no room asked to keep.
+    /// The frame as captured: nil for one passed over whose picture no room asked to keep.
     public let sample: SampleBuffer?
+    /// How the plugin's frames are turned (its `mirror` and `rotate`): results' boxes are in the
+    /// turned picture.
+    public let orientation: VideoOrientation
 
-    public init(_ sample: SampleBuffer, width: Int, height: Int, keepPicture: Bool = true) {
+    public init(_ sample: SampleBuffer, width: Int, height: Int, orientation: VideoOrientation = .identity, keepPicture: Bool = true) {
         sequence = sample.sequence
         captureTimeNs = sample.captureTimeNs
         presentationTimeNs = sample.presentationTimeNs
         self.width = width
         self.height = height
+        self.orientation = orientation
         self.sample = keepPicture ? sample : nil
+    }
+
+    /// The picture as the plugin saw it (turned as it was; the size its results' boxes are in), in
+    /// `format`: made when asked for (once a frame, cached on its buffer), nil without the picture.
+    public func picture(in format: PixelFormat) -> PixelBuffer? {
+        sample.map { $0.pixelBuffer.converted(to: format, orientation: orientation) }
     }
 
     /// The same frame without its picture (the memory it holds let go).
     public var withoutPicture: ProcessedFrame {
-        ProcessedFrame(sequence: sequence, captureTimeNs: captureTimeNs, presentationTimeNs: presentationTimeNs, width: width, height: height)
+        ProcessedFrame(sequence: sequence, captureTimeNs: captureTimeNs, presentationTimeNs: presentationTimeNs, width: width, height: height,
+                       orientation: orientation)
     }
 
-    private init(sequence: UInt64, captureTimeNs: Int64, presentationTimeNs: Int64, width: Int, height: Int) {
+    private init(sequence: UInt64, captureTimeNs: Int64, presentationTimeNs: Int64, width: Int, height: Int, orientation: VideoOrientation) {
         self.sequence = sequence
         self.captureTimeNs = captureTimeNs
         self.presentationTimeNs = presentationTimeNs
         self.width = width
         self.height = height
+        self.orientation = orientation
         sample = nil
     }
 }

@@ -158,7 +158,8 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
             }
         }
         sequencer.submit(ticket: context.ticket, lines: lines,
-                         frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight), succeeded: outcome.succeeded)
+                         frame: ProcessedFrame(sample, width: placement.sourceWidth, height: placement.sourceHeight,
+                                               orientation: output.connection.videoOrientation), succeeded: outcome.succeeded)
     }
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {
@@ -168,7 +169,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         guard reason == .frameRateCap else { return }
         let captured = sample.pixelBuffer
         let placement = output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format)
-        after.passedOver(sample, width: placement.sourceWidth, height: placement.sourceHeight)
+        after.passedOver(sample, width: placement.sourceWidth, height: placement.sourceHeight, orientation: output.connection.videoOrientation)
     }
 
     public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {

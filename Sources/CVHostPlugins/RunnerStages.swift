@@ -35,12 +35,12 @@ final class RunnerStages: Sendable {
 
     /// A frame the plugin will not be given (its frame-rate cap): told on the capture thread, in
     /// frame order, before any later frame's results come to `write`.
-    func passedOver(_ sample: SampleBuffer, width: Int, height: Int) {
+    func passedOver(_ sample: SampleBuffer, width: Int, height: Int, orientation: VideoOrientation = .identity) {
         state.withLock { s in
             guard !s.stages.isEmpty else { return }
             let pictures = s.stages.contains { $0.needsPassedOverPictures }
             if s.passedOver.count >= Self.mostPassedOver { s.passedOver.removeFirst() }
-            s.passedOver.append(ProcessedFrame(sample, width: width, height: height, keepPicture: pictures))
+            s.passedOver.append(ProcessedFrame(sample, width: width, height: height, orientation: orientation, keepPicture: pictures))
             let old = s.passedOver.count - 1 - Self.mostPassedOverPictures
             if pictures, old >= 0, s.passedOver[old].sample != nil { s.passedOver[old] = s.passedOver[old].withoutPicture }
         }

@@ -254,6 +254,36 @@ struct EvidenceTests {
         #expect(try Self.numbers(of: [snapshot])[snapshot] == seq)
     }
 
+    @Test("a plugin that turns its frames (rotate=90, mirror): its snapshot is of the picture it saw, cropped to its box there (the file the line names is made)")
+    func turnedFrames() throws {
+        let plugin = Self.folder + "/corner.py"
+        // In the turned picture (120 wide, 160 high) a box low on the left, where the unturned
+        // picture (160x120) has no pixel: a crop of the frame as captured would be outside it.
+        try """
+            import cvhost
+
+            class Corner(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "corner"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    if frame.sequence == 2:
+                        self.emit("object", {"label": "thing", "confidence": 0.9, "bounds": {"x": 8, "y": 124, "width": 40, "height": 32}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        for turn in ["rotate=90", "rotate=90,mirror=true"] {
+            let snaps = Self.folder + "/turned-" + turn.replacingOccurrences(of: ",", with: "-").replacingOccurrences(of: "=", with: "")
+            let r = try CVHostBinary.run(["run", "--plugin", plugin + ":" + turn, "--input", "testsrc:160x120@10:unpaced", "--max-frames", "5",
+                                          "--metrics-interval", "0", "--snapshots", snaps + ":on=result,crop=true,margin=0"],
+                                         timeout: 90, environment: Self.python)
+            #expect(r.exitCode == 0, "\(turn): \(r.stderr)")
+            let snapshot = try #require(r.events("result").first?["snapshot"] as? String, "\(turn)")
+            #expect(FileManager.default.fileExists(atPath: snapshot), "\(turn): \(snapshot)")
+            let size = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", snapshot]).output
+            #expect(size.trimmingCharacters(in: .whitespacesAndNewlines) == "40,32", "\(turn): \(size)")
+        }
+    }
+
     @Test("a plugin's numbers cannot end the run: boxes at x 1e300 and -1e30 are refused (counted as invalid, said), a confidence of 1e300 is drawn; frames 1 pixel across get their snapshot")
     func hostileNumbers() throws {
         let path = Self.folder + "/hostile.py"

@@ -14,9 +14,10 @@ public struct AnalyticsSettings: Sendable {
     public init() {}
 
     /// - Parameters:
-    ///   - inputs: the run's inputs (their source ids), when known: a zone or line naming another is refused,
-    ///   - removed: unless it is one of these, inputs removed while an earlier run went on (--state):
-    ///     its zones and lines are set aside, said once each, so that a restart never fails for a change.
+    ///   - inputs: the run's inputs (their source ids), when known: a zone or line naming another is
+    ///     refused, unless that one is in `removed`.
+    ///   - removed: inputs removed while an earlier run went on (--state): their zones and lines are
+    ///     set aside, each said, so that a restart never fails for a change made before it.
     ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
     public init(track: [String], zones: [String], lines: [String], inputs: [String]? = nil, removed: Set<String> = [],
                 origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {

@@ -12,7 +12,7 @@ public enum PageProbe {
     }
 
     /// What a user does on the page, in order (page_probe.py's STEPS: `["wait": EXPRESSION]`,
-    /// `["click": EXPRESSION giving [x, y]]`, `["type": TEXT]`), all within `timeout` seconds; the
+    /// `["click": EXPRESSION giving [x, y]]`, `["type": TEXT]`, `["screenshot": PATH]`), all within `timeout` seconds; the
     /// last wait's value, nil when a step never came true.
     public static func steps<T>(_ url: String, _ steps: [[String: String]], timeout: Double = 60, as: T.Type = T.self) -> T? {
         guard let script = try? JSONSerialization.data(withJSONObject: steps) else { return nil }

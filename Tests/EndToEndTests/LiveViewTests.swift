@@ -118,10 +118,12 @@ struct LiveViewTests {
             let lastSeq = results.compactMap { $0["seq"] as? Int }.max()
             corners = results.filter { $0["seq"] as? Int == lastSeq }
                 .flatMap { (($0["data"] as? [String: Any])?["corners"] as? [[Double]]) ?? [] }
-            // A browser renders when it renders: a few tries, until a screenshot shows everything drawn.
-            for _ in 0..<5 {
-                _ = try? Tool.run("chromium", ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800",
-                                               "--timeout=5000", "--screenshot=\(shot)", page])
+            // A browser renders when it renders (later on a busy machine): the screenshot is taken once
+            // the page has drawn the codes over a picture it loaded; a few tries.
+            let drawn = "document.querySelectorAll('#overlay polygon').length >= 3 "
+                + "&& (p => p.complete && p.naturalWidth > 0)(document.getElementById('picture'))"
+            for _ in 0..<3 {
+                _ = PageProbe.steps(page, [["wait": drawn], ["screenshot": shot]], timeout: 60, as: Bool.self)
                 missing = LiveViewTests.undrawn(corners, in: shot)
                 if missing.isEmpty { break }
             }

@@ -13,9 +13,11 @@ STEPS is a JSON list of what a user does, in order, each within what is left of 
 released, at the [x, y] the expression gives, in the page's CSS pixels: Input.dispatchMouseEvent;
 with "then", clicked again, at the place asked anew, until CHECK is true: a page that moved between
 the asking and the click, as a busy page may, is clicked where its element now is), {"type": TEXT}
-(typed into what has the focus: Input.insertText). The value printed is the last wait's;
+(typed into what has the focus: Input.insertText), {"screenshot": PATH} (the page as it is now, a
+PNG: Page.captureScreenshot). The value printed is the last wait's;
 when a step never comes true, {"failed": "step N: ...", "page": the page's text} instead.
 """
+import base64
 import json
 import os
 import shutil
@@ -31,7 +33,7 @@ url, script = sys.argv[1], sys.argv[2]
 timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 20
 steps = json.loads(script) if script.lstrip().startswith("[") else [{"wait": script}]
 profile = tempfile.mkdtemp(prefix="cvhost-probe-")
-browser = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+browser = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800",
                             "--remote-debugging-port=0", f"--user-data-dir={profile}", url],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 value = None
@@ -74,6 +76,10 @@ try:
         text = evaluate("document.body ? document.body.innerText.slice(0, 1500) : ''")
         return {"failed": f"step {n}: {json.dumps(step)}", "page": text}
 
+    # The viewport the size of the window (headless Chromium's is smaller: its window's frame), so
+    # that a screenshot is the 1280x800 the tests measure in.
+    call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
     for n, step in enumerate(steps):
         if "wait" in step:
             value = until(step["wait"])
@@ -102,6 +108,13 @@ try:
                 break
         elif "type" in step:
             call("Input.insertText", {"text": step["type"]})
+        elif "screenshot" in step:
+            shot = call("Page.captureScreenshot", {"format": "png"}).get("data")
+            if shot is None:
+                value = failed(n, step)
+                break
+            with open(step["screenshot"], "wb") as f:
+                f.write(base64.b64decode(shot))
     ws.close()
 finally:
     browser.terminate()

@@ -57,8 +57,11 @@ public struct FrameResults: Sendable {
     /// The frame the plugin processed.
     public let frame: ProcessedFrame
     /// The frames of the input passed over since the previous one processed (the plugin's
-    /// `max_fps`), oldest first: the analytics place the tracks in them, and their events are theirs.
+    /// `max_fps`), oldest first: the analytics place the tracks in them, and their events are
+    /// theirs. At most `mostPassedOver`, the newest (a plugin far behind has more).
     public let passedOver: [ProcessedFrame]
+    /// The most frames passed over one frame's results carry (a second at 120 fps and more).
+    public static let mostPassedOver = 256
     /// The lines to write, in order: the plugin's results, and what the stages add to them.
     public var lines: [OutputLine]
     /// The plugin processed it without failing.

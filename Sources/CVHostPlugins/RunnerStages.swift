@@ -15,10 +15,10 @@ final class RunnerStages: Sendable {
     private let state = Locked(State())
     private let sink: OutputSink
 
-    /// Frames passed over kept at most while the plugin is behind (a second at 120 fps and more),
+    /// Frames passed over kept at most while the plugin is behind (FrameResults.mostPassedOver),
     /// and the newest of them that keep their pictures (what a snapshot of an event between two
     /// processed frames needs: at 30 fps and `max_fps=1`, every one).
-    static let mostPassedOver = 256
+    static let mostPassedOver = FrameResults.mostPassedOver
     static let mostPassedOverPictures = 32
 
     init(first: FrameStage?, sink: OutputSink) {

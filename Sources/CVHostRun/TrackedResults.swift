@@ -22,6 +22,8 @@ final class TrackedResults: @unchecked Sendable {
     /// started (said once when boxes keep coming and none can start a track).
     private let high: Double
     private let unstarted = Locked<(best: Double, said: Bool)>((0, false))
+    /// Whether the plugin gets the detections it asks for (said once when it does not).
+    private let rate = Locked(DetectionRateWatch(mostPassedOver: FrameResults.mostPassedOver))
     /// Boxes that start no track before that is said.
     static let unstartedBoxesSaid = 20
 
@@ -65,6 +67,7 @@ final class TrackedResults: @unchecked Sendable {
         }
         let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes)
         sayIfNoTrackStarts(detections)
+        sayIfBehind(frame, time: time, passedOver: between.count)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
@@ -91,6 +94,18 @@ final class TrackedResults: @unchecked Sendable {
         Log.warning("--track \(plugin): \(Self.unstartedBoxesSaid) boxes and no track: the best score so far is \(JSONObject.number(best, decimals: 2)), "
                     + "under high=\(JSONObject.number(high, decimals: 2)), the score a box needs to start a track; nothing is counted. "
                     + "Lower it: --track \(plugin):high=\(JSONObject.number(max(0.01, (best * 0.9 * 100).rounded(.down) / 100), decimals: 2))",
+                    source: source)
+    }
+
+    /// A plugin that falls behind its input (frames dropped as late before it sees them) counts
+    /// what it sees and misses the rest: said once, with what it got, what it asked, and the fix.
+    private func sayIfBehind(_ frame: ProcessedFrame, time: Double, passedOver: Int) {
+        guard let short = rate.withLock({ $0.processed(sequence: frame.sequence, time: time, passedOver: passedOver) }) else { return }
+        let keepsUp = max(0.1, (short.got * 0.9 * 10).rounded(.down) / 10)
+        Log.warning("--track \(plugin): the plugin processed \(JSONObject.number(short.got, decimals: 1)) frames a second where "
+                    + "\(JSONObject.number(short.asked, decimals: 1)) were asked of it (the rest came while it was busy and were dropped as late): "
+                    + "tracks, zones and lines may miss what happens between the frames it sees. Ask for what it keeps up with "
+                    + "(max_fps=\(JSONObject.number(keepsUp, decimals: 1)) on --plugin \(plugin)), give it fewer inputs, or lighter work",
                     source: source)
     }
 

@@ -138,6 +138,33 @@ struct AnalyticsTests {
         #expect(fixed.events("track.started").count == 1)
     }
 
+    @Test("a tracked plugin too slow for its live input (0.25 s a frame, 10 a second asked) is said once: what it processed, what was asked, and a max_fps it keeps up with")
+    func pluginBehind() throws {
+        let plugin = Self.folder + "/slow.py"
+        try """
+            import time
+            import cvhost
+
+            class Slow(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "slow"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    time.sleep(0.25)
+                    self.emit("object", {"label": "person", "confidence": 0.9, "bounds": {"x": 10, "y": 10, "width": 30, "height": 60}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        let said = "--track slow: the plugin processed "
+        let r = try CVHostBinary.run(["run", "--plugin", plugin + ":max_fps=10", "--input", "testsrc:160x120@20", "--metrics-interval", "0",
+                                      "--track", "slow", "-q"], timeout: 120, environment: Self.python, withStdin: false) { run in
+            run.waitForStderr(said, timeout: 90)
+            usleep(2_000_000)
+            kill(run.pid, SIGTERM)
+        }
+        #expect(r.stderr.components(separatedBy: said).count - 1 == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("were asked of it") && r.stderr.contains("on --plugin slow)"), "\(r.stderr)")
+    }
+
     @Test("/metrics counts tracks, crossings by line, label and direction, and zones' occupancy and entries (promtool checks it)")
     func metrics() throws {
         let port = freeLoopbackPort()

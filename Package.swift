@@ -4,9 +4,9 @@
 // Floors (each uses only the floors below it):
 //   cvhost (CLI)
 //   CVHostRun
-//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics, CVHostOutput
+//   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics, CVHostOutput, CVHostEvidence, CVHostEvents
 //   CVHostLines
-//   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CKafka, CNATS, CPluginGuard, CWorkerIPC, CSharedMemory)
+//   CVHostCore, CVHostPluginABI, and the C targets (CFFmpeg, CV4L2Shim, CMosquitto, CKafka, CNATS, CSQLite, CPluginGuard, CWorkerIPC, CSharedMemory)
 // Plugins under Plugins/<name>/ know only the C header in CVHostPluginABI.
 import PackageDescription
 
@@ -79,6 +79,8 @@ let package = Package(
 
         // libmosquitto, the MQTT reference client (Debian's libmosquitto-dev): the MQTT output sink.
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // SQLite (Debian's libsqlite3-dev): the event store (--events-db).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // librdkafka (Debian's librdkafka-dev): the Kafka output's idempotent producer; its variadic
         // producev as a plain function (C).
@@ -137,14 +139,18 @@ let package = Package(
         // (MP4, the input's own packets copied) around them, each folder within a disk budget.
         .target(name: "CVHostEvidence", dependencies: ["CVHostCore", "CVHostLines", "CFFmpeg", "CAVFilter"], path: "Sources/CVHostEvidence"),
 
+        // The events a user looks back at: crossings, zone entries and exits, track ends, clips and
+        // inputs' states, from the lines, in a SQLite file; queried by GET /history.
+        .target(name: "CVHostEvents", dependencies: ["CVHostCore", "CVHostLines", "CSQLite"], path: "Sources/CVHostEvents"),
+
         // `cvhost run` itself: its settings checked as a whole, the config file, opening outputs,
         // plugins and inputs in order, stopping (signals, --duration, hung plugins), the final lines,
         // commands while running (stdin, HTTP) and the exit code of every ending.
         .target(
             name: "CVHostRun",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CVHostEvidence", "CPluginGuard",
-                .product(name: "Yams", package: "Yams"),
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CVHostEvidence",
+                "CVHostEvents", "CPluginGuard", .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/CVHostRun"),
 
@@ -207,6 +213,7 @@ let package = Package(
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostLines", "CVHostTestSupport"]),
         .testTarget(name: "CVHostEvidenceTests", dependencies: ["CVHostEvidence", "CVHostCore", "CVHostLines", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostEventsTests", dependencies: ["CVHostEvents", "CVHostCore", "CVHostLines", "CVHostTestSupport"]),
         .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostLines", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostSourcesTests", dependencies: ["CVHostSources", "CVHostCore", "CVHostTestSupport"]),

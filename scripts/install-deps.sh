@@ -35,6 +35,8 @@ packages=(
   libopencv-dev opencv-data
   # The broker outputs: libmosquitto (MQTT), librdkafka (Kafka), the NATS C client (JetStream).
   libmosquitto-dev librdkafka-dev libnats-dev
+  # The event store (--events-db): SQLite.
+  libsqlite3-dev
   # Packaging (scripts/install.sh, scripts/build-deb.sh): patchelf points the binaries at the bundled
   # Swift runtime, dpkg-shlibdeps (dpkg-dev) finds the package's Depends.
   patchelf dpkg-dev
@@ -57,6 +59,8 @@ if $tests; then
   # (openssl); Kafka's topic read with kcat (the broker is librdkafka's mock cluster); nats-server
   # with JetStream.
   packages+=(mosquitto mosquitto-clients openssl kcat nats-server)
+  # The event store's tests read its file with SQLite's own shell.
+  packages+=(sqlite3)
   # The live view (--http): its tests check /metrics with promtool (Debian's prometheus), load the
   # page in headless Chromium, read the running page through the DevTools protocol with
   # websocket-client (Tests/Servers/page_probe.py), and make requests with curl (also inside the vivid VM).

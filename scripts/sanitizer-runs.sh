@@ -3,11 +3,12 @@
 # runs the representative runs under it: the bundled plugins in and out of cvhost's process,
 # parallel instances and the ordered stage, several inputs at once, frames scaled for the plugins
 # that ask (begun on other threads as they are queued), the detect plugin, tracks, zones and lines on
-# a plugin's boxes, the broken fixture plugins
+# a plugin's boxes (their events kept in the event store, on its own queue), the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
 # a reload, an RTSP camera (frames joined on a reader thread) and one that sends a frame without end,
-# an MQTT output to a real broker, and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered.
+# an MQTT output to a real broker (one with Home Assistant's discovery: states kept from every writer's
+# lines), and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered.
 # Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
@@ -60,7 +61,8 @@ faces=../shared/corpus/video/faces_1280x720.mp4  # the benchmark corpus beside t
 [ -f "$faces" ] || faces=examples/demo/codes.mp4
 run face-ordered 0 --plugin face:instances=2 --input "$faces" --max-frames 40
 # Its boxes followed (two instances, results put in order), watched by a zone and a line.
-run tracked 0 --plugin face:instances=2 --input "$faces" --max-frames 40 --track face --zone 'z=0,0 0.5,0 0.5,1 0,1' --line 'l=0.5,0 0.5,1'
+run tracked 0 --plugin face:instances=2 --input "$faces" --max-frames 40 --track face --zone 'z=0,0 0.5,0 0.5,1 0,1' --line 'l=0.5,0 0.5,1' \
+  --snapshots "$log/tracked-snapshots" --events-db "$log/events.sqlite"
 # Nothing moves in 40 frames of either input: no result, exit 22 (as for any run that finds nothing).
 run motion-two-inputs 22 --plugin motion --plugin null --input a=testsrc:320x240@30 --input b=examples/demo/codes.mp4 --max-frames 40
 run isolated 0 --plugin null:results=2,instances=2 --plugin barcode:isolation=process --input testsrc:320x240@60 --max-frames 60
@@ -129,7 +131,8 @@ port=$(free_port)
 mosquitto -p "$port" > "$log/mosquitto.log" 2>&1 &
 broker=$!
 for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-run mqtt-output 0 --plugin null:results=2 --input testsrc:320x240@30 --max-frames 90 --output "mqtt://127.0.0.1:$port/cvhost" --output -
+run mqtt-output 0 --plugin null:results=2 --input testsrc:320x240@30 --max-frames 90 --output "mqtt://127.0.0.1:$port/cvhost" --output - \
+  --output "mqtt://127.0.0.1:$port/ha?discovery=homeassistant&events=session.*+metrics"
 kill "$broker"; wait "$broker" 2>/dev/null || true
 
 # NATS JetStream and Kafka outputs with spools (a spool writer's thread beside the sender's, the

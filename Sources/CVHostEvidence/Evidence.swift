@@ -137,7 +137,8 @@ public final class Evidence: FrameStage, @unchecked Sendable {
     /// `{"clips": [{file, url, source, event, label, bytes, made}...]}`; filtered by `source`, `event`
     /// (its kind), `label`, `since` (seconds since the epoch) and `limit` (100 by default, at most 1000). nil
     /// when this run keeps none of that kind.
-    public func list(_ kind: String, query: [String: String]) -> (status: Int, json: String)? {
+    /// - Parameter events: what a file is the evidence of (the event store's rows naming it), for its entry's `events`.
+    public func list(_ kind: String, query: [String: String], events: ((String) -> [JSONObject])? = nil) -> (status: Int, json: String)? {
         guard let folder = kind == "clips" ? clipFolder : kind == "snapshots" ? snapshots?.folder : nil else { return nil }
         var limit = 100
         if let l = query["limit"] {
@@ -163,6 +164,7 @@ public final class Evidence: FrameStage, @unchecked Sendable {
             j.set("label", e.label.isEmpty ? nil : e.label)
             j.set("bytes", e.bytes)
             j.setSeconds("made", nanoseconds: e.madeNs)
+            if let events { j.set("events", array: events(e.name)) }
             return j
         })
         return (200, o.text)

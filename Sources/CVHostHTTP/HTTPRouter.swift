@@ -24,6 +24,8 @@ import NIOHTTP1
 ///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B), sent from the file (FileSender)
 ///     GET  /snapshots     the snapshots kept (--snapshots), as /clips
 ///     GET  /snapshots/NAME one snapshot (image/jpeg)
+///     GET  /history       the events kept (--events-db), newest first, paged
+///                         (?source=&event=&line=&zone=&label=&track=&since=&until=&before=&limit=)
 ///
 /// Before a route: `CrossSiteCheck` (the web pages a browser shows), then `HTTPAccess` (the
 /// token); each refusal is counted in `statistics`.
@@ -147,6 +149,13 @@ final class HTTPRouter: Sendable {
                 Self.startStream(head, on: channel, contentType: "multipart/x-mixed-replace; boundary=\(LivePreview.boundary)")
                 preview.addViewer(channel)
                 return .stream
+            }
+        case (.GET, "/history"):
+            answer(on: work) { [service, query] in
+                guard let answer = service.history(query: query) else {
+                    return respond(.error(404, "this run keeps no events (--events-db PATH keeps them)"))
+                }
+                respond(.json(answer.status, answer.json))
             }
         case (.GET, "/clips"), (.GET, "/snapshots"):
             let kind = String(path.dropFirst())

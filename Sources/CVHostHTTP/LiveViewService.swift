@@ -23,11 +23,15 @@ public protocol LiveViewService: Sendable {
     func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)?
     /// `GET /clips/NAME`, `GET /snapshots/NAME`: one of the files the run made, opened; nil when there is none of that name.
     func evidenceFile(_ kind: String, name: String) -> ServedFile?
+    /// `GET /history`: the events the run keeps (`--events-db`) that the query picks (200), or why
+    /// the query cannot be (400); nil when it keeps none (404).
+    func history(query: [String: String]) -> (status: Int, json: String)?
 }
 
 extension LiveViewService {
     public func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? { nil }
     public func evidenceFile(_ kind: String, name: String) -> ServedFile? { nil }
+    public func history(query: [String: String]) -> (status: Int, json: String)? { nil }
     public func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String) {
         (404, #"{"error":"this server changes no inputs"}"#)
     }

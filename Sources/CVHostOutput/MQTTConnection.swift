@@ -28,6 +28,8 @@ final class MQTTConnection: BrokerConnection {
     private var acknowledged: [Int64] = []
     private var topics: MQTTTopics
     private let settings: OutputDestination.MQTTSettings
+    /// The retained states (`counts=`, `discovery=`): all published again each time the connection comes up.
+    private let states: MQTTStateTopics?
 
     /// Unique per run: two cvhost processes never take over each other's connection.
     static let clientID = "cvhost-\(Producer.host.prefix(40))-\(Producer.session.prefix(8))"
@@ -39,9 +41,10 @@ final class MQTTConnection: BrokerConnection {
 
     /// Connects (blocking: the name lookup, TCP and the TLS handshake). The CONNACK comes later,
     /// through `read()`: `accepted` or `refusal`.
-    init(_ settings: OutputDestination.MQTTSettings) throws(OutputError) {
+    init(_ settings: OutputDestination.MQTTSettings, states: MQTTStateTopics? = nil) throws(OutputError) {
         _ = MQTTConnection.libraryReady
         self.settings = settings
+        self.states = states
         topics = MQTTTopics(prefix: settings.prefix, host: Producer.host)
         guard let m = mosquitto_new(MQTTConnection.clientID, true, nil) else { throw OutputError(.outOfMemory, "libmosquitto could not make a client (out of memory)") }
         mosq = m
@@ -107,13 +110,16 @@ final class MQTTConnection: BrokerConnection {
     var isUp: Bool { accepted }
 
     func publish(_ line: OutputLine) -> PublishOutcome {
-        // The payload is the line without its newline: a subscriber prints it as stdout would.
-        let (rc, mid) = publish(topic: topics.topic(for: line.route), payload: line.bytes.dropLast(), qos: settings.qos)
+        // The payload is the line without its newline: a subscriber prints it as stdout would. A
+        // retained state (MQTTStateTopics) carries its whole topic as its route's source.
+        let retained = line.route.event == MQTTStateTopics.retainedEvent
+        let topic = retained ? line.route.source ?? "" : topics.topic(for: line.route)
+        let (rc, mid) = publish(topic: topic, payload: line.bytes.dropLast(), qos: settings.qos, retain: retained)
         if rc == MOSQ_ERR_SUCCESS.rawValue { return .published(id: Int64(mid)) }
         if rc == MOSQ_ERR_PAYLOAD_SIZE.rawValue || rc == MOSQ_ERR_OVERSIZE_PACKET.rawValue { return .refused("larger than the broker takes") }
         // A topic MQTT does not take (a level the client refuses): never, however often it is tried.
         if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_MALFORMED_UTF8.rawValue || rc == MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue {
-            return .refused("the topic \(topics.topic(for: line.route)) is refused: \(String(cString: mosquitto_strerror(rc)))")
+            return .refused("the topic \(topic) is refused: \(String(cString: mosquitto_strerror(rc)))")
         }
         return .notNow  // the connection is going: the next service says why
     }
@@ -136,6 +142,11 @@ final class MQTTConnection: BrokerConnection {
 
     func cameUp() {
         _ = publish(topic: topics.status, payload: Array("online".utf8)[...], qos: 1, retain: true)
+        // A broker that restarted without its retained messages has them again (what waits in the
+        // queue is older, or newer and published after these).
+        for state in states?.all() ?? [] {
+            _ = publish(topic: state.route.source ?? "", payload: state.bytes.dropLast(), qos: 1, retain: true)
+        }
     }
 
     /// Stopping, not dying: says so (the will is for dying), then leaves.

@@ -5,7 +5,7 @@ import Glibc
 ///
 ///     - | stdout
 ///     file:PATH[?max_mb=N&keep=K]
-///     mqtt://[user[:password]@]host[:port][/prefix][?qos=0|1|2&queue=N&required=true]
+///     mqtt://[user[:password]@]host[:port][/prefix][?qos=0|1|2&queue=N&required=true&counts=true&discovery=homeassistant]
 ///     mqtts://...[?ca=FILE]     (TLS; without ca=, the system's CA certificates)
 ///     kafka://[user[:password]@]broker[:port][,broker[:port]…]/TOPIC[?compression=…&tls=true&ca=FILE&sasl=…]
 ///     nats://[user[:password]@|token@]host[:port][/subject][?stream=NAME&token=T&tls=true&ca=FILE]
@@ -14,7 +14,8 @@ import Glibc
 /// counted); `drain=S` seconds at the end to deliver what waits (10); `required=true` makes a
 /// sink that cannot be opened or reached at start end the run (exit 5) instead of being retried
 /// while the run goes on. Brokers' too: `spool=DIR` keeps every line on disk until the broker has
-/// it (`spool_mb=N`, 1024: the most it holds).
+/// it (`spool_mb=N`, 1024: the most it holds). Every output but stdout: `events=` the events it gets
+/// (`EventSelection`; all by default).
 public enum OutputDestination: Sendable, Equatable {
     case stdout
     case file(FileSettings)
@@ -43,7 +44,14 @@ public enum OutputDestination: Sendable, Equatable {
         public var qos: Int32 = 1
         /// The CA certificate(s) that signed the broker's (mqtts); nil: the system's.
         public var caFile: String?
+        /// Retained topics of each input's status, lines' and zones' totals and newest snapshot (`counts=true`; `MQTTStateTopics`).
+        public var counts = false
+        /// Home Assistant's discovery configs under this prefix (`discovery=homeassistant`, `discovery_prefix=`); implies `counts`.
+        public var discoveryPrefix: String?
         public var queue = QueueSettings()
+
+        /// Whether the output keeps retained states (`MQTTStateTopics`).
+        public var keepsStates: Bool { counts || discoveryPrefix != nil }
     }
 
     public struct KafkaSettings: Sendable, Equatable {
@@ -101,10 +109,23 @@ public enum OutputDestination: Sendable, Equatable {
         public var required = false
         /// At the end, how long waiting lines may take to be delivered (a broker coming back).
         public var drainSeconds = 10.0
+        /// The events the output gets (`events=`); nil: every line.
+        public var events: EventSelection?
     }
 
     public struct ParseError: Error, CustomStringConvertible {
         public let description: String
+    }
+
+    /// The settings of its queue (nil for stdout, which has none).
+    public var queueSettings: QueueSettings? {
+        switch self {
+        case .stdout: nil
+        case .file(let f): f.queue
+        case .mqtt(let m): m.queue
+        case .kafka(let k): k.queue
+        case .nats(let n): n.queue
+        }
     }
 
     /// How the destination is named in messages, metrics and `output.*` lines: never a password.
@@ -181,7 +202,7 @@ public enum OutputDestination: Sendable, Equatable {
             // A file is always required: one that cannot be opened stops the run before it starts (exit 5).
             case "required", "spool", "spool_mb":
                 throw ParseError(description: "--output file:\(path): \(key)= is for broker outputs (a file that cannot be opened already stops the run, exit 5)")
-            default: try queueOption(key, value, into: &f.queue, sink: "file", known: "max_mb, keep, queue, drain")
+            default: try queueOption(key, value, into: &f.queue, sink: "file", known: "max_mb, keep, queue, drain, events")
             }
         }
         return f
@@ -261,14 +282,33 @@ public enum OutputDestination: Sendable, Equatable {
             }
             m.prefix = prefix
         }
+        var discovery = false
+        var discoveryPrefix: String?
         for (key, value) in parts.options {
             switch key {
             case "qos": m.qos = Int32(try number(key, value, in: 0...2))
             case "ca":
                 guard m.tls else { throw ParseError(description: "--output \(shown): ca= is for mqtts:// (TLS)") }
                 m.caFile = value
-            default: try queueOption(key, value, into: &m.queue, sink: "mqtt", known: "qos, ca, " + brokerQueueOptions)
+            case "counts": m.counts = try flag(key, value)
+            case "discovery":
+                guard value == "homeassistant" else {
+                    throw ParseError(description: "--output option discovery=\(value): write discovery=homeassistant (Home Assistant's MQTT discovery; its prefix is discovery_prefix=)")
+                }
+                discovery = true
+            case "discovery_prefix":
+                guard !value.isEmpty, !value.contains(where: { $0 == "+" || $0 == "#" }),
+                      !value.split(separator: "/", omittingEmptySubsequences: false).contains("") else {
+                    throw ParseError(description: "--output option discovery_prefix=\(value): a topic prefix without +, # or empty levels (Home Assistant's is homeassistant)")
+                }
+                discoveryPrefix = value
+            default: try queueOption(key, value, into: &m.queue, sink: "mqtt", known: "qos, ca, counts, discovery, discovery_prefix, " + brokerQueueOptions)
             }
+        }
+        if discovery {
+            m.discoveryPrefix = discoveryPrefix ?? "homeassistant"
+        } else if discoveryPrefix != nil {
+            throw ParseError(description: "--output \(shown): discovery_prefix= is for discovery=homeassistant")
         }
         return m
     }
@@ -344,7 +384,7 @@ public enum OutputDestination: Sendable, Equatable {
         return n
     }
 
-    private static let brokerQueueOptions = "spool, spool_mb, queue, drain, required"
+    private static let brokerQueueOptions = "spool, spool_mb, queue, drain, required, events"
 
     private static func flag(_ key: String, _ value: String) throws(ParseError) -> Bool {
         guard value == "true" || value == "false" else { throw ParseError(description: "--output option \(key)=\(value): write true or false") }
@@ -356,6 +396,7 @@ public enum OutputDestination: Sendable, Equatable {
         case "queue": q.capacity = try number(key, value, in: 1...10_000_000)
         case "drain": q.drainSeconds = Double(try number(key, value, in: 0...3600))
         case "required": q.required = try flag(key, value)
+        case "events": q.events = try EventSelection(parsing: value)
         case "spool" where known.contains("spool"):
             guard !value.isEmpty else { throw ParseError(description: "--output option spool=: name a folder, e.g. spool=/var/spool/cvhost/kafka") }
             q.spool = SpoolSettings(folder: value, maxBytes: q.spool?.maxBytes ?? SpoolSettings.defaultBytes)

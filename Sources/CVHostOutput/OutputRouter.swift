@@ -12,6 +12,10 @@ public final class OutputRouter: OutputSink {
     /// What of the lines stdout gets.
     private let selection: StdoutSelection
     private let queued: [QueuedSink]
+    /// Each queued sink's `events=`, in the same order (nil: every line).
+    private let selections: [EventSelection?]
+    /// Each queued sink's retained states (an MQTT output's `counts=`, `discovery=`), in the same order.
+    private let states: [MQTTStateTopics?]
     /// Sinks that see every line but are not outputs (the live view's event stream): they are
     /// not counted in the metrics' output section and have no end to wait for.
     private let taps: [OutputSink]
@@ -45,6 +49,8 @@ public final class OutputRouter: OutputSink {
         self.relay = relay
         var stdout: JSONLineWriter?
         var queued: [QueuedSink] = []
+        var selections: [EventSelection?] = []
+        var states: [MQTTStateTopics?] = []
         var required: [BrokerSink] = []
         do throws(OutputError) {
             for d in destinations {
@@ -70,13 +76,19 @@ public final class OutputRouter: OutputSink {
                     stdout = stdout ?? JSONLineWriter(fileDescriptor: stdoutDescriptor, onClosed: onStdoutClosed)
                 case .file(let f):
                     queued.append(try FileSink(f, name: name, readerTimeout: connectTimeout))
+                    states.append(nil)
                 case .mqtt(let m):
-                    try broker(m.queue, window: MQTTConnection.windowSize) { () throws(OutputError) in try MQTTConnection(m) }
+                    let kept = m.keepsStates ? MQTTStateTopics(prefix: m.prefix, discoveryPrefix: m.discoveryPrefix) : nil
+                    try broker(m.queue, window: MQTTConnection.windowSize) { () throws(OutputError) in try MQTTConnection(m, states: kept) }
+                    states.append(kept)
                 case .kafka(let k):
                     try broker(k.queue, window: KafkaConnection.windowSize) { () throws(OutputError) in try KafkaConnection(k) }
+                    states.append(nil)
                 case .nats(let n):
                     try broker(n.queue, window: NATSConnection.windowSize) { () throws(OutputError) in try NATSConnection(n, name: name) }
+                    states.append(nil)
                 }
+                if let q = d.queueSettings { selections.append(q.events) }
             }
         } catch {
             queued.forEach { _ = $0.finish(deadlineNs: 0) }
@@ -84,6 +96,11 @@ public final class OutputRouter: OutputSink {
         }
         self.stdout = stdout
         self.queued = queued
+        self.selections = selections
+        self.states = states
+        for (sink, state) in zip(queued, states) {
+            state?.opening().forEach { sink.write($0) }
+        }
         self.taps = taps
         relay.connect(self)
         let deadline = HostClock.monotonicNs() + UInt64(connectTimeout * 1e9)
@@ -112,7 +129,10 @@ public final class OutputRouter: OutputSink {
                 }
             }
         }
-        for sink in queued where sink.name != name { sink.write(line) }
+        for ((sink, selection), state) in zip(zip(queued, selections), states) where sink.name != name {
+            if selection?.admits(line.route.event) ?? true { sink.write(line) }
+            state?.publications(after: line).forEach { sink.write($0) }
+        }
         for tap in taps { tap.write(line) }
     }
 

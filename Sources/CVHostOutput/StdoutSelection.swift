@@ -5,7 +5,7 @@ import Foundation
 /// default), the `result` lines alone, the results and the analytics' events (tracks, zones,
 /// lines, their summary), or one field of each result's data as plain text, a line each (as
 /// zbarimg's --raw: `cvhost run --plugin barcode --oneshot --field text` prints the code alone).
-/// Files and brokers always get every line: they are for programs, which pick lines themselves.
+/// Files and brokers get every line unless their own `events=` picks some (EventSelection).
 public enum StdoutSelection: Sendable, Equatable {
     case everything
     case results

@@ -15,14 +15,23 @@ public struct LiveViewSettings: Sendable, Equatable {
     public let linger: Double?
     /// What inputs added over HTTP may name (`--allow-inputs`).
     public let allowInputs: InputPolicy
+    /// The address other machines reach the server at (`--http-public-url`, without a trailing
+    /// '/'): every `snapshot_url`, clip `url` and `session.started`'s `http` start with it; nil:
+    /// the address the server listens on.
+    public let publicURL: String?
+    /// Its host: requests that come by the public address name it, and are answered.
+    let publicHost: String?
+
+    /// The names the server answers to besides its own and IP addresses.
+    public var answeredHosts: [String] { allowHosts + (publicHost.map { allowHosts.contains($0) ? [] : [$0] } ?? []) }
 
     /// nil when `http` is nil (no live view). - Throws: UsageError naming the option at fault.
     public init?(http: String?, tokenFile: String? = nil, allowHosts: [String] = [], previewFPS: Double = 5,
-                 previewWidth: Int = 640, linger: Double? = nil, allowInputs: String? = nil,
+                 previewWidth: Int = 640, linger: Double? = nil, allowInputs: String? = nil, publicURL: String? = nil,
                  environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) {
         guard let http else {
-            if tokenFile != nil || linger != nil || !allowHosts.isEmpty || allowInputs != nil {
-                throw UsageError("--http-token-file, --http-allow-host, --http-linger and --allow-inputs go with --http")
+            if tokenFile != nil || linger != nil || !allowHosts.isEmpty || allowInputs != nil || publicURL != nil {
+                throw UsageError("--http-token-file, --http-allow-host, --http-linger, --http-public-url and --allow-inputs go with --http")
             }
             return nil
         }
@@ -37,11 +46,33 @@ public struct LiveViewSettings: Sendable, Equatable {
         if let linger, linger < 0 || linger > RunSettings.maxSeconds || !linger.isFinite {
             throw UsageError("--http-linger must be 0 or more seconds, and at most 1e9")
         }
+        if let publicURL {
+            let (url, host) = try Self.parsePublicURL(publicURL)
+            self.publicURL = url
+            publicHost = host
+        } else {
+            self.publicURL = nil
+            publicHost = nil
+        }
         self.allowHosts = allowHosts
         self.previewFPS = previewFPS
         self.previewWidth = previewWidth
         self.linger = linger
         self.allowInputs = try allowInputs.map { text throws(UsageError) in try InputPolicy(parsing: text) } ?? .standard
+    }
+
+    /// `--http-public-url`: http(s)://HOST[:PORT][/PATH], no user, query or fragment. - Returns: it
+    /// without a trailing '/', and its host (lowercased, IPv6 without brackets).
+    static func parsePublicURL(_ text: String) throws(UsageError) -> (String, String) {
+        let usage = "--http-public-url: give the address other machines open, e.g. http://cam-host.lan:8080 or https://example.org/cvhost "
+            + "(http or https, a host, an optional port and path; no user, password, query or fragment)"
+        guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = c.host, !host.isEmpty, c.user == nil, c.password == nil, c.query == nil, c.fragment == nil else {
+            throw UsageError(usage)
+        }
+        var url = text
+        while url.hasSuffix("/") { url.removeLast() }
+        return (url, host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
     }
 
     /// ADDR:PORT as given (IPv6 in brackets), the address defaulting to loopback.

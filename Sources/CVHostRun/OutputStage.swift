@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvents
 import CVHostEvidence
 import CVHostLines
 import CVHostOutput
@@ -16,6 +17,8 @@ final class OutputStage: Sendable {
     /// `--snapshots`, `--clips`: every runner hands it its frames' results (SourceRun), and it
     /// writes clip.saved to the outputs.
     let evidence: Evidence?
+    /// `--events-db`: the events worth looking back at, written as the outputs get them.
+    let events: EventRecorder?
 
     /// - Throws: exit 5 naming the output that cannot be opened or reached, or an evidence folder that cannot be used.
     init(_ s: RunSettings, resultsDescriptor: Int32, sources: Int, stop: RunStop) throws {
@@ -29,10 +32,19 @@ final class OutputStage: Sendable {
             }
         }
         evidence = room
+        if let path = s.eventsDatabase {
+            do throws(EventStore.OpenError) {
+                events = EventRecorder(store: try EventStore(path: path, said: { Log.warning($0) }))
+            } catch {
+                throw fail(error.description, code: ExitCodes.outputUnavailable)
+            }
+        } else {
+            events = nil
+        }
         // A stdout reader that went away ends the run quietly; lost lines end it with exit 4 (RunOutput.finish).
         // (The stop, weakly: it holds stdout in turn, through its listener below.)
         output = try RunOutput.open(s.outputs, stdoutDescriptor: resultsDescriptor, connectTimeout: s.openTimeout,
-                                    taps: liveView.map { [$0.events] } ?? [], stdoutSelection: s.stdoutSelection,
+                                    taps: (liveView.map { [$0.events] } ?? []) + (events.map { [$0] } ?? []), stdoutSelection: s.stdoutSelection,
                                     onStdoutClosed: { [weak stop] in stop?.request(.outputClosed) },
                                     onRequiredFailed: { [weak stop] in stop?.request(.outputFailed) })
         room?.connect(output)
@@ -52,5 +64,7 @@ final class OutputStage: Sendable {
         // Every way a run ends: the evidence room's last clips and snapshots first.
         evidence?.finish()
         _ = output.finish()
+        // The last lines (clip.saved among them) are the store's too.
+        events?.finish()
     }
 }

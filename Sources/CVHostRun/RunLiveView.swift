@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostEvents
 import CVHostEvidence
 import CVHostHTTP
 import CVHostLines
@@ -13,6 +14,10 @@ final class RunLiveView: LiveViewService {
     private let options: LiveViewSettings
     /// The evidence room, when the run keeps snapshots or clips: /clips and /snapshots.
     private let evidence = Locked<Evidence?>(nil)
+    /// The event store, when the run keeps one: /history, and what each file of /clips and /snapshots is the evidence of.
+    private let store = Locked<EventStore?>(nil)
+    /// The address the lines give (--http-public-url, else the server's): the URLs /history gives.
+    private let linesURL = Locked<String?>(nil)
     private let state = Locked<(server: HTTPServer?, inputs: RunInputs?, previews: [LivePreview], output: OutputRouter?, commands: LiveCommands?)>(
         (nil, nil, [], nil, nil))
 
@@ -22,9 +27,10 @@ final class RunLiveView: LiveViewService {
 
     /// Adds a preview output to every input's session (before they start) and starts listening.
     /// - Throws: exit 6 when the address cannot be listened on.
-    func start(inputs: RunInputs, output: OutputRouter, commands: LiveCommands, evidence: Evidence? = nil) throws {
+    func start(inputs: RunInputs, output: OutputRouter, commands: LiveCommands, evidence: Evidence? = nil, eventStore: EventStore? = nil) throws {
         self.evidence.withLock { $0 = evidence }
-        let settings = HTTPServer.Settings(host: options.host, port: options.port, token: options.token, allowedHosts: options.allowHosts)
+        store.withLock { $0 = eventStore }
+        let settings = HTTPServer.Settings(host: options.host, port: options.port, token: options.token, allowedHosts: options.answeredHosts)
         let previews = inputs.all.map(preview)
         state.withLock { $0 = (nil, inputs, previews, output, commands) }
         do {
@@ -128,7 +134,32 @@ final class RunLiveView: LiveViewService {
     }
 
     func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? {
-        evidence.withLock { $0 }?.list(kind, query: query)
+        let store = store.withLock { $0 }
+        return evidence.withLock { $0 }?.list(kind, query: query, events: store.map { s in { name in s.events(ofFile: name, kind: kind) } })
+    }
+
+    func history(query: [String: String]) -> (status: Int, json: String)? {
+        guard let store = store.withLock({ $0 }) else { return nil }
+        let q: EventQuery
+        do {
+            q = try EventQuery(query: query)
+        } catch {
+            var o = JSONObject()
+            o.set("error", error.description)
+            return (400, String(decoding: o.finished(), as: UTF8.self))
+        }
+        do {
+            return (200, try store.answer(q, urlBase: linesURL.withLock { $0 } ?? url))
+        } catch {
+            var o = JSONObject()
+            o.set("error", "the event store cannot answer: \(error)")
+            return (500, String(decoding: o.finished(), as: UTF8.self))
+        }
+    }
+
+    /// The address the lines give (--http-public-url, or the server's own), once known.
+    func linesAddress(_ url: String?) {
+        linesURL.withLock { $0 = url }
     }
 
     func evidenceFile(_ kind: String, name: String) -> ServedFile? {

@@ -54,6 +54,8 @@ public struct RunSettings: Sendable {
     public private(set) var maxInputs = 32
     public var snapshots: EvidenceSettings?
     public var clips: EvidenceSettings?
+    /// `--events-db`: the event store's file (nil: none).
+    public var eventsDatabase: String?
 
     /// `--state`: where the changes made while running are kept (nil: not kept).
     public private(set) var state: RunStateFile?
@@ -84,6 +86,17 @@ public struct RunSettings: Sendable {
         } catch {
             throw UsageError(error.description)
         }
+    }
+
+    /// `--events-db` checked: its path; by default, with evidence kept, `events.sqlite` in its folder
+    /// (the snapshots', else the clips'); `off`: none.
+    public static func eventsDatabase(_ text: String?, snapshots: EvidenceSettings?, clips: EvidenceSettings?) throws(UsageError) -> String? {
+        guard let text else { return (snapshots ?? clips).map { $0.folder + "/events.sqlite" } }
+        if text == "off" { return nil }
+        guard !text.isEmpty, !text.hasSuffix("/") else {
+            throw UsageError("--events-db needs a file's path (e.g. /var/lib/cvhost/events.sqlite), or off")
+        }
+        return text
     }
 
     /// The events evidence is kept of when a setting names none: the counts' with --track, else every result.
@@ -141,7 +154,7 @@ public struct RunSettings: Sendable {
         }
         stdoutSelection = field.map { .field($0) } ?? (resultsOnly ? .results : events ? .events : .everything)
         if stdoutSelection != .everything && !self.outputs.contains(.stdout) {
-            throw UsageError("--results-only, --events and --field choose what stdout gets: add --output - (files and brokers get every line)")
+            throw UsageError("--results-only, --events and --field choose what stdout gets: add --output - (files and brokers get every line, or what their own events= picks)")
         }
         self.plugins = plugins
         self.inputs = specs

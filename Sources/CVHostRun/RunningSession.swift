@@ -45,9 +45,13 @@ final class RunningSession: Sendable {
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
         let commands = LiveCommands(inputs: inputs, changes: changes, rules: rules, lines: outputs.lines, stop: stop)
         self.commands = commands
-        try outputs.liveView?.start(inputs: inputs, output: outputs.output, commands: commands, evidence: outputs.evidence)
-        outputs.lines.liveViewURL.withLock { $0 = outputs.liveView?.url }
-        outputs.evidence?.serve(at: outputs.liveView?.url)
+        try outputs.liveView?.start(inputs: inputs, output: outputs.output, commands: commands, evidence: outputs.evidence,
+                                    eventStore: outputs.events?.store)
+        // The address lines give (other machines open it with --http-public-url).
+        let url = outputs.liveView.flatMap { _ in s.liveView?.publicURL } ?? outputs.liveView?.url
+        outputs.lines.liveViewURL.withLock { $0 = url }
+        outputs.evidence?.serve(at: url)
+        outputs.liveView?.linesAddress(url)
         if s.stdinCommands && !s.inputs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: outputs.lines) }
         // With a camera, cameras plugged in or out while running are reported (not for files).
         monitor = sources.contains { $0.device is V4L2CaptureDevice } ? Self.startDeviceMonitor(outputs.lines) : nil

@@ -18,6 +18,11 @@ struct HTTPOptions: ParsableArguments {
                                valueName: "name"))
     var allowHosts: [String] = []
 
+    @Option(name: .customLong("http-public-url"),
+            help: ArgumentHelp("The address other machines open the server at (http://cam-host.lan:8080, or a reverse proxy's https://example.org/cvhost): every snapshot_url, clip url and session.started's http start with it; its host is answered as an --http-allow-host.",
+                               valueName: "url"))
+    var publicURL: String?
+
     @Option(name: .customLong("allow-inputs"),
             help: ArgumentHelp("What an input added over HTTP (POST /inputs, PUT /inputs/NAME) may name, +-separated: network (streams cvhost connects to; the default), files, devices, listen (a URL that makes cvhost listen on a port), all, or folders (/srv/clips) files may come from. The command line, config and stdin take anything.",
                                valueName: "kinds"))
@@ -69,7 +74,7 @@ struct HTTPOptions: ParsableArguments {
     /// The settings these options give, checked. - Throws: UsageError naming the option.
     func settings() throws(UsageError) -> LiveViewSettings? {
         try LiveViewSettings(http: http, tokenFile: tokenFile, allowHosts: allowHosts, previewFPS: previewFPS,
-                             previewWidth: previewWidth, linger: linger, allowInputs: allowInputs)
+                             previewWidth: previewWidth, linger: linger, allowInputs: allowInputs, publicURL: publicURL)
     }
 
     func validate() throws {

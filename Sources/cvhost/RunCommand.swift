@@ -131,6 +131,11 @@ struct RunCommand: ParsableCommand {
         valueName: "dir"))
     var clips: String?
 
+    @Option(name: .customLong("events-db"), help: ArgumentHelp(
+        "Keep the events worth looking back at (crossings, zone entries and exits, track ends, clips, inputs' states) in a SQLite file, queried by GET /history: PATH (default with --snapshots or --clips: events.sqlite in that folder; off: none).",
+        valueName: "path"))
+    var eventsDB: String?
+
     @Option(name: .customLong("input"),
             help: ArgumentHelp("What to read: a video file, an image, a folder, a quoted glob, a stream URL (rtsp://, http://...), - for stdin, or testsrc[:WxH][@FPS]. Repeatable; NAME= in front names it.",
                                valueName: "[name=]source"))
@@ -174,11 +179,11 @@ struct RunCommand: ParsableCommand {
     var outputs: [String] = []
 
     @Flag(name: .customLong("results-only"),
-          help: "Write only result lines to stdout (no session, metrics or other events; files and brokers still get every line).")
+          help: "Write only result lines to stdout (no session, metrics or other events; files and brokers get what their own events= picks: every line by default).")
     var resultsOnly = false
 
     @Flag(name: .customLong("events"),
-          help: "Write only result lines and the analytics' events to stdout (track.*, zone.*, line.*, analytics.summary, input.time_jumped; files and brokers still get every line).")
+          help: "Write only result lines and the analytics' events to stdout (track.*, zone.*, line.*, analytics.summary, input.time_jumped; files and brokers get what their own events= picks: every line by default).")
     var events = false
 
     @Option(help: ArgumentHelp("Write only this field of each result's data to stdout, as plain text, a line each (e.g. --field text: a barcode's decoded text, as zbarimg prints it raw); results without it are skipped.",
@@ -299,6 +304,7 @@ struct RunCommand: ParsableCommand {
         try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
         settings.clips = try RunSettings.evidence(clips, .clips)
+        settings.eventsDatabase = try RunSettings.eventsDatabase(eventsDB, snapshots: settings.snapshots, clips: settings.clips)
         return settings
     }
 

@@ -81,11 +81,26 @@ struct RunSettingsTests {
             ({ try LiveViewSettings(http: "8080", previewFPS: 0, environment: [:]) }, "--preview-fps"),
             ({ try LiveViewSettings(http: "8080", previewWidth: 8, environment: [:]) }, "--preview-width"),
             ({ try LiveViewSettings(http: "8080", linger: -1, environment: [:]) }, "--http-linger"),
+            ({ try LiveViewSettings(http: nil, publicURL: "http://x", environment: [:]) }, "go with --http"),
         ]
+        for bad in ["cam-host.lan:8080", "ftp://cam-host.lan", "http://", "http://user:pw@cam-host.lan", "http://cam-host.lan/?a=1",
+                    "http://cam-host.lan/#top", "http:///path"] {
+            let message = Self.refusal { try LiveViewSettings(http: "8080", publicURL: bad, environment: [:]) }
+            #expect(message.hasPrefix("--http-public-url: give the address other machines open") && !message.contains("pw"), "\(bad): \(message)")
+        }
         for (make, expected) in cases {
             let message = Self.refusal(make)
             #expect(message.contains(expected), "\(expected): \(message)")
         }
+    }
+
+    @Test("--http-public-url: kept without its trailing /, its host answered besides the --http-allow-host names")
+    func publicURL() throws {
+        let v = try #require(try LiveViewSettings(http: "8080", allowHosts: ["proxy.lan"], publicURL: "https://Example.org/cvhost/", environment: [:]))
+        #expect(v.publicURL == "https://Example.org/cvhost" && v.allowHosts == ["proxy.lan"] && v.answeredHosts == ["proxy.lan", "example.org"])
+        let v6 = try #require(try LiveViewSettings(http: "8080", publicURL: "http://[fd00::5]:8080", environment: [:]))
+        #expect(v6.answeredHosts == ["fd00::5"] && v6.publicURL == "http://[fd00::5]:8080")
+        #expect(try LiveViewSettings(http: "8080", environment: [:])?.publicURL == nil)
     }
 
     static func folderFile(_ name: String, _ text: String) -> String {

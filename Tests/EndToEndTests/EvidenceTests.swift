@@ -398,7 +398,7 @@ struct EvidenceTests {
             // At 270 (9 s) the noise is in the pre-roll: the clip is known too large before it begins. At 120 (4 s) the
             // pre-roll is quiet and the noise comes after: the disk fills while it is written.
             let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: frames), "--input", spike, "--metrics-interval", "0",
-                                          "--clips", disk + "/clips:on=result,pre=3,post=3,min_free_gb=0"], timeout: 120, environment: Self.python)
+                                          "--clips", disk + "/clips:on=result,pre=3,post=3,min_free_gb=0", "--events-db", "off"], timeout: 120, environment: Self.python)
             #expect(r.exitCode == 0 && r.events("result").count == 1, "\(r.stderr)")
             #expect(r.stderr.components(separatedBy: said).count - 1 == 1, "\(frames): \(r.stderr)")
             #expect(r.events("clip.saved").isEmpty)

@@ -52,6 +52,7 @@ function select(source) {
   startStream(source);
   loadControls();
   drawPanel();
+  loadHistory();
 }
 
 $('source').addEventListener('change', (e) => select(e.target.value));
@@ -334,6 +335,7 @@ function onLine(line) {
     }
   }
   if (line.snapshot || line.event === 'clip.saved') addEvidence(line);
+  if (line.source === current && HISTORY_EVENTS.has(line.event)) historySoon();
   if (line.source === current && line.event !== 'result') drawPanel();
 }
 
@@ -378,6 +380,64 @@ async function loadEvidence() {
   kept.sort((a, b) => b.made - a.made);
   for (const f of kept.slice(0, EVIDENCE_SHOWN)) showEvidence(f.kind, f.file, `${f.source} ${f.event}`, true);
 }
+
+// The events the run keeps (--events-db, GET /history): the shown input's, newest first, a page
+// at a time, each with its snapshot (a thumbnail) and its clip opened at the event's moment
+// (#t=SECONDS, where in the clip the event is). A new event of the input reloads the first page.
+const HISTORY_EVENTS = new Set(['line.crossed', 'zone.entered', 'zone.exited', 'zone.dwell', 'track.ended', 'clip.saved',
+  'session.started', 'session.stopped', 'session.interrupted', 'session.interruption_ended', 'input.added', 'input.removed']);
+const HISTORY_PAGE = 20;
+let historyBefore = null;
+let historyTimer = null;
+
+async function loadHistory(more = false) {
+  if (!current) return;
+  const query = { source: current, limit: HISTORY_PAGE };
+  if ($('history-event').value) query.event = $('history-event').value;
+  if (more && historyBefore !== null) query.before = historyBefore;
+  let answer;
+  try {
+    const response = await fetch(url('history', query), { headers: authHeaders() });
+    if (!response.ok) return;  // 404: this run keeps no events
+    answer = await response.json();
+  } catch (e) { return; }
+  $('history-title').hidden = false;
+  $('history-filters').hidden = false;
+  const list = $('history');
+  if (!more) list.replaceChildren();
+  for (const row of answer.events) list.append(historyItem(row));
+  historyBefore = answer.next_before;
+  $('history-more').disabled = historyBefore === null;
+}
+
+function historySoon() {
+  clearTimeout(historyTimer);
+  historyTimer = setTimeout(() => loadHistory(), 1000);
+}
+
+function historyItem(row) {
+  const line = row.line, d = line.data || {};
+  const li = el2('li', { 'data-id': row.id, 'data-event': line.event });
+  const what = [line.event, d.line || d.zone, d.direction, d.label, d.track_id === undefined ? null : `track ${d.track_id}`]
+    .filter((x) => x !== undefined && x !== null).join(' ');
+  if (row.snapshot && row.snapshot.exists) {
+    const file = row.snapshot.path.split('/').pop();
+    const a = el2('a', { href: url(`snapshots/${file}`), class: 'history-snapshot' });
+    a.append(el2('img', { class: 'thumb', src: url(`snapshots/${file}`), alt: what, loading: 'lazy' }));
+    li.append(a, ' ');
+  }
+  li.append(`${new Date(line.ts * 1000).toLocaleString()} ${what}`);
+  if (row.clip && row.clip.exists) {
+    const offset = (row.clip.offset || 0).toFixed(1);
+    li.append(' ', el2('a', { href: `${url(`clips/${row.clip.path.split('/').pop()}`)}#t=${offset}`, class: 'history-clip' }, `clip at ${offset} s`));
+  } else if (row.snapshot && !row.snapshot.exists) {
+    li.append(' (its snapshot is no longer kept)');
+  }
+  return li;
+}
+
+$('history-event').addEventListener('change', () => loadHistory());
+$('history-more').addEventListener('click', () => loadHistory(true));
 
 /** An HTML element with attributes and text. */
 function el2(name, attributes, text) {

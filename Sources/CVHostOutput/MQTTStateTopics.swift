@@ -100,6 +100,15 @@ public final class MQTTStateTopics: Sendable {
 
     /// The retained publications a line brings about, in order (none for most lines).
     public func publications(after line: OutputLine) -> [OutputLine] {
+        var out: [OutputLine] = []
+        publish(after: line) { out.append($0) }
+        return out
+    }
+
+    /// Hands `sink` the retained publications a line brings about, with the states' lock held: two
+    /// writers' lines never put their states in the queue in the other order than they were made
+    /// (the newest value is the one left retained). `sink` must not wait (a queue's push).
+    public func publish(after line: OutputLine, to sink: (OutputLine) -> Void) {
         let event = line.route.event
         let interesting = [
             "session.started", "session.stopped", "session.interrupted", "session.interruption_ended", "input.removed",
@@ -108,10 +117,10 @@ public final class MQTTStateTopics: Sendable {
         let snapshot = Self.hasSnapshotURL(line.bytes)
         // A zone or line of no input (analytics.changed) is on every input; anything else is of one.
         guard interesting || snapshot, line.route.source != nil || event == "analytics.changed",
-              let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any] else { return [] }
+              let object = try? JSONSerialization.jsonObject(with: Data(line.bytes)) as? [String: Any] else { return }
         let data = object["data"] as? [String: Any] ?? object
         let source = line.route.source ?? ""
-        return state.withLock { s -> [OutputLine] in
+        state.withLock { s in
             var out: [Publication] = []
             switch event {
             case "session.started":
@@ -199,7 +208,7 @@ public final class MQTTStateTopics: Sendable {
                 s.inputs[source] = input
                 out.append((topic(source, "snapshot_url"), Array(url.utf8)))
             }
-            return out.map { keep($0, in: &s) }
+            for p in out { sink(keep(p, in: &s)) }
         }
     }
 

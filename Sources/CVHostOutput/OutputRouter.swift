@@ -131,7 +131,7 @@ public final class OutputRouter: OutputSink {
         }
         for ((sink, selection), state) in zip(zip(queued, selections), states) where sink.name != name {
             if selection?.admits(line.route.event) ?? true { sink.write(line) }
-            state?.publications(after: line).forEach { sink.write($0) }
+            state?.publish(after: line) { sink.write($0) }
         }
         for tap in taps { tap.write(line) }
     }

@@ -27,17 +27,18 @@ public final class EventRecorder: OutputSink, @unchecked Sendable {
 
     public func write(_ line: OutputLine) {
         guard StoredEvent.kept.contains(line.route.event) else { return }
-        let schedule = pending.withLock { p -> Bool in
+        // Whether to start a drain, and whether this is the first event dropped (said once), in one look.
+        let (schedule, firstDropped) = pending.withLock { p -> (Bool, Bool) in
             guard p.lines.count < Self.mostWaiting else {
                 p.dropped += 1
-                return false
+                return (false, p.dropped == 1)
             }
             p.lines.append(line)
             defer { p.scheduled = true }
-            return !p.scheduled
+            return (!p.scheduled, false)
         }
         if schedule { queue.async { [self] in drain() } }
-        if pending.withLock({ $0.dropped }) == 1 { once("the event store \(store.path) falls behind: events are dropped (counted at the end)") }
+        if firstDropped { once("the event store \(store.path) falls behind: events are dropped (counted at the end)") }
     }
 
     private func drain() {

@@ -98,6 +98,12 @@ public final class MQTTStateTopics: Sendable {
         state.withLock { s in s.retained.sorted { $0.key < $1.key }.map { Self.publication(topic: $0.key, payload: $0.value) } }
     }
 
+    /// The events that change a state (a set made once: every line the router writes is asked).
+    private static let stateEvents: Set<String> = [
+        "session.started", "session.stopped", "session.interrupted", "session.interruption_ended", "input.removed",
+        "line.crossed", "zone.occupancy", "analytics.changed",
+    ]
+
     /// The retained publications a line brings about, in order (none for most lines).
     public func publications(after line: OutputLine) -> [OutputLine] {
         var out: [OutputLine] = []
@@ -110,10 +116,7 @@ public final class MQTTStateTopics: Sendable {
     /// (the newest value is the one left retained). `sink` must not wait (a queue's push).
     public func publish(after line: OutputLine, to sink: (OutputLine) -> Void) {
         let event = line.route.event
-        let interesting = [
-            "session.started", "session.stopped", "session.interrupted", "session.interruption_ended", "input.removed",
-            "line.crossed", "zone.occupancy", "analytics.changed",
-        ].contains(event)
+        let interesting = Self.stateEvents.contains(event)
         let snapshot = Self.hasSnapshotURL(line.bytes)
         // A zone or line of no input (analytics.changed) is on every input; anything else is of one.
         guard interesting || snapshot, line.route.source != nil || event == "analytics.changed",

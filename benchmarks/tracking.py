@@ -2,7 +2,7 @@
 """cvhost's tracker (--track) against supervision's ByteTrack, on the same detections.
 
     scripts/install-deps.sh --benchmarks && swift build -c release
-    .venv-tracking/bin/python3 benchmarks/tracking.py [--fps 30,10,5] [--frames 600]
+    .venv-tracking/bin/python3 benchmarks/tracking.py [--fps 30,10,5,3] [--frames 600]
 
 Scripted scenes with ground truth (those of Tests/CVHostAnalyticsTests, written again here, and a
 crowd of 16 people crossing one another both ways), seen by a noisy detector (boxes jittered a few
@@ -17,7 +17,8 @@ y 100 to 600) on scenes made to break counting, against the truth: cvhost's `--l
 supervision's LineZone on its ByteTrack's tracks, with its default triggering anchors (the box's
 four corners) and with the bottom centre alone (cvhost's anchor): a car parked on the line with
 its box jittering 5 px, a walker whose label flips between two classes, a walker reported at
-0.3 (both trackers told the detector reports from 0.25), two walkers crossing. Then the time per
+0.3 (both trackers told the detector reports from 0.25), two walkers crossing, and three faces 70
+px high moving 55 or 45 px across a sloped line and back five times (less than a box height). Then the time per
 frame at 10, 50 and 200 boxes: cvhost-bench --tracking (the analytics stage, one zone and one
 line) and supervision's update_with_detections on the same kind of frame, on one core each.
 """
@@ -149,14 +150,30 @@ def score(truth, tracked, name):
 LINE = ((640, 100), (640, 600))
 
 
+SLOPE = ((400, 150), (900, 600))
+
+
+def small_moves(move):
+    """Three faces (60 x 70) seen 2 s, then moving `move` px right across SLOPE and back five times, resting 1 s at each end."""
+    faces = []
+    for k, y in enumerate([250, 380, 510]):
+        line_x = 400 + (y + 35 - 150) * 500 / 450
+        left, right = (line_x - move / 2, y), (line_x + move / 2, y)
+        points = [left, left] + [right, left] * 5
+        faces.append((60, 70, path(points, move, start=0.2 * k, pauses={i: 2 if i == 0 else 1 for i in range(len(points))})))
+    return faces
+
+
 def counting_scenes():
-    """(name, seconds, objects, truth count, jitter, confidence, labels): objects as in scenes()."""
+    """(name, seconds, objects, truth count, jitter, confidence, labels, line): objects as in scenes()."""
     person = lambda at: (60, 160, at)
     return [
-        ("parked on the line", 10, [(80, 40, path([(640, 380), (640, 381)], 120, pauses={0: 10}))], 0, 5, 0.8, None),
-        ("label flips", 9, [person(path([(300, 400), (1000, 400)], 100))], 1, 3, 0.8, [("man", 0.7), ("woman", 0.3)]),
-        ("reported at 0.3", 9, [person(path([(300, 400), (1000, 400)], 100))], 1, 3, 0.3, None),
-        ("two crossing", 9, [person(path([(300, 400), (1000, 400)], 100)), person(path([(1000, 440), (300, 440)], 100, start=0.5))], 2, 3, 0.8, None),
+        ("parked on the line", 10, [(80, 40, path([(640, 380), (640, 381)], 120, pauses={0: 10}))], 0, 5, 0.8, None, LINE),
+        ("label flips", 9, [person(path([(300, 400), (1000, 400)], 100))], 1, 3, 0.8, [("man", 0.7), ("woman", 0.3)], LINE),
+        ("reported at 0.3", 9, [person(path([(300, 400), (1000, 400)], 100))], 1, 3, 0.3, None, LINE),
+        ("two crossing", 9, [person(path([(300, 400), (1000, 400)], 100)), person(path([(1000, 440), (300, 440)], 100, start=0.5))], 2, 3, 0.8, None, LINE),
+        ("small moves 55 px", 24, small_moves(55), 30, 2, 0.8, None, SLOPE),
+        ("small moves 45 px", 24, small_moves(45), 30, 2, 0.8, None, SLOPE),
     ]
 
 
@@ -185,12 +202,12 @@ def counting_frames(objects, seconds, fps, jitter, confidence, labels, seed):
     return frames
 
 
-def count_cvhost(frames, fps, folder, weak):
+def count_cvhost(frames, fps, folder, weak, line):
     boxes = os.path.join(folder, "counting.json")
     with open(boxes, "w") as f:
         json.dump(frames, f)
     env = dict(os.environ, CVHOST_PYTHON="/usr/bin/python3")
-    (ax, ay), (bx, by) = LINE
+    (ax, ay), (bx, by) = line
     track = "replay:high=0.25" if weak else "replay"
     cmd = [CVHOST, "run", "--plugin", f"{HERE}/python/replay.py:boxes={boxes}", "--input", f"testsrc:1280x720@{fps:g}:unpaced",
            "--max-frames", str(len(frames)), "--metrics-interval", "0", "-q", "--track", track, "--line", f"door={ax},{ay} {bx},{by}",
@@ -199,10 +216,10 @@ def count_cvhost(frames, fps, folder, weak):
     return sum(1 for line in out.splitlines() if '"event":"line.crossed"' in line)
 
 
-def count_supervision(frames, fps, anchors, weak):
+def count_supervision(frames, fps, anchors, weak, line):
     tracker = sv.ByteTrack(track_activation_threshold=0.15 if weak else 0.25, frame_rate=fps, lost_track_buffer=45,
                            minimum_consecutive_frames=3)
-    (ax, ay), (bx, by) = LINE
+    (ax, ay), (bx, by) = line
     zone = sv.LineZone(start=sv.Point(ax, ay), end=sv.Point(bx, by), **({"triggering_anchors": anchors} if anchors else {}))
     names = {}
     for dets in frames:
@@ -237,15 +254,17 @@ def timing(boxes, frames=600):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fps", default="30,10,5")
+    ap.add_argument("--fps", default="30,10,5,3")
     ap.add_argument("--frames", type=int, default=600, help="frames timed at each box count")
+    ap.add_argument("--parts", default="tracking,counting,timing", help="which tables: tracking, counting, timing (comma-separated)")
     a = ap.parse_args()
+    parts = set(a.parts.split(","))
     if not os.path.exists(CVHOST) or not os.path.exists(BENCH):
         sys.exit(f"no release build at {CVHOST}: run swift build -c release first")
     print(f"supervision {sv.__version__}, motmetrics {mm.__version__}; scenes: {', '.join(s[0] for s in scenes())}")
     print("  fps  tracker       IDF1   id switches  fragmentations   MOTA")
     with tempfile.TemporaryDirectory() as folder:
-        for fps in [float(x) for x in a.fps.split(",")]:
+        for fps in [float(x) for x in a.fps.split(",")] if "tracking" in parts else []:
             accs = {"cvhost": [], "supervision": []}
             for k, (name, seconds, objects) in enumerate(scenes()):
                 truth, frames = detect(objects, seconds, fps, seed=k)
@@ -258,17 +277,17 @@ def main():
     print("counts at a line (truth; cvhost; supervision LineZone with its default corner anchors, and bottom centre alone)")
     print("  fps  scene                truth  cvhost  sv corners  sv bottom-centre")
     with tempfile.TemporaryDirectory() as folder:
-        for fps in [float(x) for x in a.fps.split(",")]:
-            for k, (name, seconds, objects, truth, jitter, confidence, labels) in enumerate(counting_scenes()):
+        for fps in [float(x) for x in a.fps.split(",")] if "counting" in parts else []:
+            for k, (name, seconds, objects, truth, jitter, confidence, labels, line) in enumerate(counting_scenes()):
                 frames = counting_frames(objects, seconds, fps, jitter, confidence, labels, seed=100 + k)
                 weak = confidence < 0.4
-                mine = count_cvhost(frames, fps, folder, weak)
-                corners = count_supervision(frames, fps, None, weak)
-                bottom = count_supervision(frames, fps, [sv.Position.BOTTOM_CENTER], weak)
+                mine = count_cvhost(frames, fps, folder, weak, line)
+                corners = count_supervision(frames, fps, None, weak, line)
+                bottom = count_supervision(frames, fps, [sv.Position.BOTTOM_CENTER], weak, line)
                 print(f"  {fps:3g}  {name:19}  {truth:5d}  {mine:6d}  {corners:10d}  {bottom:15d}")
     print("time per frame, one core (ms)")
     print("  boxes   cvhost   supervision")
-    for boxes in (10, 50, 200):
+    for boxes in (10, 50, 200) if "timing" in parts else ():
         out = subprocess.run([BENCH, "--tracking", str(boxes), str(a.frames)], capture_output=True, text=True, check=True).stdout
         mine = float(out.split(":")[1].split("ms")[0])
         print(f"  {boxes:5d}  {mine:7.3f}   {timing(boxes, a.frames):7.3f}")

@@ -16,6 +16,9 @@ public final class BoxAnalytics: @unchecked Sendable {
         var untracked = 0
         /// The time of the frame before (what frames between two are placed from).
         var lastTime: Double?
+        /// The detector's usual jitter, in box heights, from the tracks whose own is measured: a
+        /// new track's until its own is known (a track seen for a few frames may already be moving).
+        var usualJitter: Double?
         /// The zones and lines as given (in fractions, when given so), before they are placed in a frame.
         var zoneSettings: [ZoneSettings]
         var lineSettings: [LineSettings]
@@ -89,6 +92,11 @@ public final class BoxAnalytics: @unchecked Sendable {
             let step = s.tracker.update(detections, time: time)
             s.untracked += step.untracked
             s.lastTime = time
+            for (track, _) in step.seen {
+                guard let d = track.jitter.deviation, track.filter.box.height > 0 else { continue }
+                let share = d / track.filter.box.height
+                s.usualJitter = s.usualJitter.map { $0 + (share - $0) * 0.05 } ?? share
+            }
             // One list of events for each frame between (none where it lies outside the two frames' times).
             let betweenEvents = between.map { t -> [AnalyticsEvent] in
                 guard let before, t > before, t < time else { return [] }
@@ -153,12 +161,15 @@ public final class BoxAnalytics: @unchecked Sendable {
 
     /// Zones and lines see `track` at `box` at `time`.
     private static func see(_ track: Track, box: Box, time: Double, _ s: inout State, into events: inout [AnalyticsEvent]) {
-        for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: box, time: time, into: &events) }
+        let jitter = track.jitter.deviation ?? s.usualJitter.map { $0 * box.height }
+        for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: box, jitter: jitter, time: time, into: &events) }
         // Its speed so far, from the first measured zone it is in (said on a line it crosses there).
         let speed = s.zones.lazy.compactMap { z in
             z.speed(track: track.id, box: box, time: time).map { LineWatch.Speed(value: $0, unit: z.settings.speedUnit, zone: z.settings.name) }
         }.first
-        for i in s.lines.indices { s.lines[i].see(track: track.id, label: track.label, box: box, speed: speed, into: &events) }
+        for i in s.lines.indices {
+            s.lines[i].see(track: track.id, label: track.label, box: box, jitter: jitter, speed: speed, into: &events)
+        }
     }
 
     private static func end(_ t: Track, reason: String, _ s: inout State, _ events: inout [AnalyticsEvent]) {

@@ -1,7 +1,8 @@
 /// A counting line: two points, and which side of a→b is "in" (left or right as seen on the
 /// picture, facing from a to b). A track is on a side only once its anchor (of its filtered box:
 /// the Kalman filter's, not the detector's jittering one) is a band's width from the line:
-/// `minDistance` pixels, by default a quarter of its box's height. It crosses when, known on one
+/// `minDistance` pixels, by default three times the track's own measured jitter (`TrackJitter`),
+/// at least a twentieth and at most a quarter of its box's height. It crosses when, known on one
 /// side, it is seen beyond the band on the other for `minFrames` frames in a row, and its step
 /// across passes between the two points. A track that never leaves the band (a car parked on the
 /// line, its box jittering over it) is never counted, however long it stays; one that stands on the
@@ -13,10 +14,11 @@ public struct LineSettings: Equatable, Sendable {
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2
     /// The band's half width: pixels from the line a track's anchor must be, on either side, to be
-    /// on that side; nil: `bandOfHeight` of its box's height.
+    /// on that side; nil: from the track's jitter, at most `bandOfHeight` of its box's height.
     public var minDistance: Double?
-    /// The band's half width by default, in box heights: more than a detector's usual jitter (a
-    /// few pixels on a box of tens, up to 15% of its height), less than one step of a walker.
+    /// The band's widest half width by default, in box heights (a track's until its jitter is
+    /// measured): more than a detector's usual jitter (a few pixels on a box of tens, up to 15% of
+    /// its height), less than one step of a walker.
     public static let bandOfHeight = 0.25
     /// The input it watches; nil: every input.
     public var input: String?
@@ -65,11 +67,13 @@ struct LineWatch {
         let zone: String
     }
 
-    /// A track seen with `box` (its filtered box), its voted `label`; `speed`, when a measured zone knows it.
-    mutating func see(track: Int, label: String, box: Box, speed: Speed? = nil, into events: inout [AnalyticsEvent]) {
+    /// A track seen with `box` (its filtered box), its voted `label`, its boxes' `jitter` (a
+    /// deviation, pixels, when known); `speed`, when a measured zone knows it.
+    mutating func see(track: Int, label: String, box: Box, jitter: Double? = nil, speed: Speed? = nil,
+                      into events: inout [AnalyticsEvent]) {
         let p = box.point(settings.anchor)
         let offset = settings.segment.side(p)
-        let band = settings.minDistance ?? box.height * LineSettings.bandOfHeight
+        let band = settings.minDistance ?? TrackJitter.band(deviation: jitter, height: box.height, most: box.height * LineSettings.bandOfHeight)
         // Within the band it is on neither side: a box jittering over the line changes nothing.
         let side: Double = offset >= band ? 1 : offset <= -band ? -1 : 0
         guard var s = states[track], s.side != 0 else {

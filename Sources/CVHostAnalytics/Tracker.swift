@@ -69,6 +69,8 @@ struct Track {
     var lastTime: Double
     let firstBox: Box
     var lastBox: Box
+    /// How much its boxes jitter: the width of the bands it must pass to change side.
+    private(set) var jitter = TrackJitter()
 
     /// Labels a track keeps a count for (a plugin that makes a new one per frame cannot grow it).
     static let mostLabels = 16
@@ -81,6 +83,7 @@ struct Track {
         lastTime = time
         firstBox = d.box
         lastBox = d.box
+        jitter.see(d.box, time: time)
     }
 
     mutating func see(_ d: Detection, time: Double) {
@@ -92,6 +95,7 @@ struct Track {
         }
         lastTime = time
         lastBox = d.box
+        jitter.see(d.box, time: time)
     }
 }
 

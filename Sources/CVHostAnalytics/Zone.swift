@@ -1,8 +1,9 @@
 /// A zone: a polygon with, per track, whether it is inside, entered and exited once a track's
 /// anchor (of its filtered box) has been seen on the other side of its outline, beyond a band
 /// along it, `minFrames` frames in a row: a box that jitters over the edge does not flicker in
-/// and out. The band's half width is `minDistance` pixels, by default a fifth of the box's height
-/// but never more than a quarter of the zone's narrower side (a small zone can still be entered).
+/// and out. The band's half width is `minDistance` pixels, by default three times the track's own
+/// measured jitter (`TrackJitter`), at least a twentieth and at most a fifth of the box's height,
+/// and never more than a quarter of the zone's narrower side (a small zone can still be entered).
 /// Also the tracks inside per label (occupancy), and `zone.dwell` once for a track that has
 /// stayed `dwell` seconds. A zone of four points with `distances` (its sides' real lengths) measures
 /// speed (GroundPlane): a track's way on the ground from where it came in to where it went out,
@@ -12,8 +13,8 @@ public struct ZoneSettings: Equatable, Sendable {
     public var polygon: Polygon
     public var anchor = Anchor.bottomCenter
     public var minFrames = 2
-    /// The band's half width along the outline, pixels; nil: `bandOfHeight` of the box's height,
-    /// at most a quarter of the zone's narrower side.
+    /// The band's half width along the outline, pixels; nil: from the track's jitter, at most
+    /// `bandOfHeight` of the box's height and a quarter of the zone's narrower side.
     public var minDistance: Double?
     public static let bandOfHeight = 0.2
     /// Seconds after which a track inside is said to linger (zone.dwell); nil: never.
@@ -51,6 +52,11 @@ struct ZoneWatch {
     private(set) var ground: GroundPlane?
     private struct State {
         var inside = false
+        /// Whether it has been seen on a side yet, beyond the band, and when this zone first saw it:
+        /// a track that is inside from its first sight (born there, or there when the zone was
+        /// drawn) has been in since then.
+        var placed = false
+        let born: Double
         /// Consecutive frames seen on the other side of the outline.
         var other = 0
         /// When it went in (its first frame inside), and whether zone.dwell was said.
@@ -89,12 +95,14 @@ struct ZoneWatch {
         return settings.speedUnit.perSecond(from.distance(to: to) / (time - s.entryTime))
     }
 
-    /// A track seen at `time` with `box`.
-    /// A track seen at `time` with `box` (its filtered box), its voted `label`.
-    mutating func see(track: Int, label: String, box: Box, time: Double, into events: inout [AnalyticsEvent]) {
+    /// A track seen at `time` with `box` (its filtered box), its voted `label`, its boxes' `jitter`
+    /// (a deviation, pixels, when known).
+    mutating func see(track: Int, label: String, box: Box, jitter: Double? = nil, time: Double,
+                      into events: inout [AnalyticsEvent]) {
         let p = box.point(settings.anchor)
-        var s = states[track] ?? State(label: label)  // (counted under CountedLabel's key once it comes in)
-        let band = settings.minDistance ?? min(box.height * ZoneSettings.bandOfHeight, settings.polygon.narrowerSide / 4)
+        var s = states[track] ?? State(born: time, label: label)  // (counted under CountedLabel's key once it comes in)
+        let most = min(box.height * ZoneSettings.bandOfHeight, settings.polygon.narrowerSide / 4)
+        let band = settings.minDistance ?? TrackJitter.band(deviation: jitter, height: box.height, most: most)
         // Within the band along the outline it is on neither side: nothing changes.
         guard settings.polygon.distanceToOutline(p) >= band else {
             s.other = 0
@@ -104,6 +112,7 @@ struct ZoneWatch {
         let inside = settings.polygon.contains(p)
         if inside == s.inside {
             s.other = 0
+            s.placed = true
         } else {
             if s.other == 0 { s.firstOther = time }
             s.other += 1
@@ -112,7 +121,7 @@ struct ZoneWatch {
                 s.other = 0
                 if inside {
                     s.label = CountedLabel.key(label, in: entries)
-                    s.since = s.firstOther
+                    s.since = s.placed ? s.firstOther : s.born
                     s.dwelt = false
                     s.entryGround = ground?.ground(p)
                     s.entryTime = time
@@ -131,6 +140,7 @@ struct ZoneWatch {
                     exits += 1
                     change(s.label, by: -1, &events)
                 }
+                s.placed = true
             }
         }
         if s.inside, !s.dwelt, let dwell = settings.dwell, time - s.since >= dwell {

@@ -24,6 +24,8 @@ struct Scene {
     var jitter = 3.0
     var missed = 0.08
     var falseBoxesPerSecond = 1.0
+    /// The detector's noise: one scene is the same every run.
+    var seed: UInt64 = 7
     /// The frame's size at a time (a camera that changes its stream), and the scale of every box and point in it.
     var frameSize: (Double) -> (width: Int, height: Int) = { _ in (1280, 720) }
 
@@ -52,7 +54,7 @@ struct Scene {
 
     /// The detector's output at `fps`: each frame's time, boxes, and which object each box is of (nil: of nothing).
     func frames(fps: Double) -> [(time: Double, detections: [Detection], truth: [Int?])] {
-        var random = Random(seed: 7)
+        var random = Random(seed: seed)
         var out: [(Double, [Detection], [Int?])] = []
         let count = Int(seconds * fps)
         for n in 0..<count {

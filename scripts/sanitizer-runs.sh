@@ -60,9 +60,11 @@ run barcode-video 0 --plugin barcode:instances=2 --plugin null:results=1 --input
 faces=../shared/corpus/video/faces_1280x720.mp4  # the benchmark corpus beside the project, when it is there
 [ -f "$faces" ] || faces=examples/demo/codes.mp4
 run face-ordered 0 --plugin face:instances=2 --input "$faces" --max-frames 40
-# Its boxes followed (two instances, results put in order), watched by a zone and a line.
+# Its boxes followed (two instances, results put in order), watched by a zone and a line; their
+# counts kept beside a state file (the totals' thread) and set back daily.
+mkdir -p "$log/state" && chmod 700 "$log/state"
 run tracked 0 --plugin face:instances=2 --input "$faces" --max-frames 40 --track face --zone 'z=0,0 0.5,0 0.5,1 0,1' --line 'l=0.5,0 0.5,1' \
-  --snapshots "$log/tracked-snapshots" --events-db "$log/events.sqlite"
+  --snapshots "$log/tracked-snapshots" --events-db "$log/events.sqlite" --state "$log/state/state.json" --reset-counts-at 00:00
 # Nothing moves in 40 frames of either input: no result, exit 22 (as for any run that finds nothing).
 run motion-two-inputs 22 --plugin motion --plugin null --input a=testsrc:320x240@30 --input b=examples/demo/codes.mp4 --max-frames 40
 run isolated 0 --plugin null:results=2,instances=2 --plugin barcode:isolation=process --input testsrc:320x240@60 --max-frames 60

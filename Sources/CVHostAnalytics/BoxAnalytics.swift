@@ -29,8 +29,13 @@ public final class BoxAnalytics: @unchecked Sendable {
     /// The lines watched now, as given.
     public var lines: [LineSettings] { state.withLock { $0.lineSettings } }
 
-    public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = []) {
-        state = Locked(State(tracker: Tracker(tracker), zoneSettings: zones, lineSettings: lines))
+    /// - Parameter kept: counts to go on from, of a run before this one (`--state`): a zone or line
+    ///   of the name and shape they were counted on starts from them.
+    public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = [], kept: CountTotals = CountTotals()) {
+        var s = State(tracker: Tracker(tracker), zoneSettings: zones, lineSettings: lines)
+        s.zones = zones.map { ZoneWatch($0, kept: kept.entries($0)) }
+        s.lines = lines.map { LineWatch($0, kept: kept.crossings($0)) }
+        state = Locked(s)
     }
 
     /// Puts `zones` and `lines` in place of those watched, between two frames. One of the same name
@@ -39,22 +44,59 @@ public final class BoxAnalytics: @unchecked Sendable {
     /// no longer watched.
     public func replace(zones: [ZoneSettings], lines: [LineSettings]) {
         state.withLock { s in
-            if let (w, h) = s.size {
-                s.zones = zones.map { z in
-                    guard let at = s.zoneSettings.firstIndex(where: { $0.name == z.name }), s.zoneSettings[at].hasShape(of: z),
-                          var kept = s.zones.first(where: { $0.settings.name == z.name }) else { return ZoneWatch(Self.placed(z, w, h)) }
-                    kept.settings = Self.placed(z, w, h)
-                    return kept
-                }
-                s.lines = lines.map { l in
-                    guard let at = s.lineSettings.firstIndex(where: { $0.name == l.name }), s.lineSettings[at].hasShape(of: l),
-                          var kept = s.lines.first(where: { $0.settings.name == l.name }) else { return LineWatch(Self.placed(l, w, h)) }
-                    kept.settings = Self.placed(l, w, h)
-                    return kept
-                }
+            let size = s.size
+            s.zones = zones.map { z in
+                let placed = size.map { Self.placed(z, $0.width, $0.height) } ?? z
+                guard let at = s.zoneSettings.firstIndex(where: { $0.name == z.name }), s.zoneSettings[at].hasShape(of: z),
+                      var kept = s.zones.first(where: { $0.settings.name == z.name }) else { return ZoneWatch(placed) }
+                kept.settings = placed
+                return kept
+            }
+            s.lines = lines.map { l in
+                let placed = size.map { Self.placed(l, $0.width, $0.height) } ?? l
+                guard let at = s.lineSettings.firstIndex(where: { $0.name == l.name }), s.lineSettings[at].hasShape(of: l),
+                      var kept = s.lines.first(where: { $0.settings.name == l.name }) else { return LineWatch(placed) }
+                kept.settings = placed
+                return kept
             }
             s.zoneSettings = zones
             s.lineSettings = lines
+        }
+    }
+
+    /// What its lines and zones have counted, with their shapes (what a run after this one goes on from).
+    public var totals: CountTotals {
+        state.withLock { s in
+            var t = CountTotals()
+            for (settings, watch) in zip(s.lineSettings, s.lines) {
+                t.lines[settings.name] = .init(settings, labels: watch.counts.mapValues { .init(in: $0.in, out: $0.out) })
+            }
+            for (settings, watch) in zip(s.zoneSettings, s.zones) {
+                t.zones[settings.name] = .init(settings, labels: watch.entries.mapValues { .init(entered: $0) })
+            }
+            return t
+        }
+    }
+
+    /// Its lines' and zones' counts made `kept`'s, where they have the shapes `kept` counted on
+    /// (others are left as they are): an input opened anew goes on from the counts of the old.
+    public func goOn(from kept: CountTotals) {
+        state.withLock { s in
+            for (i, settings) in s.lineSettings.enumerated() where kept.lines[settings.name]?.counts(settings) == true {
+                s.lines[i].counts = kept.crossings(settings)
+            }
+            for (i, settings) in s.zoneSettings.enumerated() where kept.zones[settings.name]?.counts(settings) == true {
+                s.zones[i].entries = kept.entries(settings)
+            }
+        }
+    }
+
+    /// Counts back to 0 (`reset_counts`): of the lines and zones named (nil: every one). Who is
+    /// inside a zone now stays inside; what is known of each track stays.
+    public func resetCounts(lines: Set<String>?, zones: Set<String>?) {
+        state.withLock { s in
+            for i in s.lines.indices where lines?.contains(s.lines[i].settings.name) ?? true { s.lines[i].resetCounts() }
+            for i in s.zones.indices where zones?.contains(s.zones[i].settings.name) ?? true { s.zones[i].resetCounts() }
         }
     }
 
@@ -74,13 +116,9 @@ public final class BoxAnalytics: @unchecked Sendable {
     ///   this frame's boxes. A track seen in only one of the two is not placed between them.
     public func update(_ detections: [Detection], time: Double, width: Int, height: Int, between: [Double] = []) -> Outcome {
         state.withLock { s in
-            if s.size == nil {
-                s.size = (width, height)
-                s.zones = s.zoneSettings.map { ZoneWatch(Self.placed($0, width, height)) }
-                s.lines = s.lineSettings.map { LineWatch(Self.placed($0, width, height)) }
-            } else if s.size! != (width, height) {
-                // The frame's size changed (a camera's new stream): zones and lines in fractions
-                // are placed again in its pixels; every track's state and every count is kept.
+            if s.size == nil || s.size! != (width, height) {
+                // The first frame, or the frame's size changed (a camera's new stream): zones and
+                // lines in fractions are placed in its pixels; every track's state and every count is kept.
                 s.size = (width, height)
                 for i in s.zones.indices { s.zones[i].settings = Self.placed(s.zoneSettings[i], width, height) }
                 for i in s.lines.indices { s.lines[i].settings = Self.placed(s.lineSettings[i], width, height) }
@@ -151,10 +189,7 @@ public final class BoxAnalytics: @unchecked Sendable {
         state.withLock { s in
             var events: [AnalyticsEvent] = []
             for t in s.tracker.finish() { Self.end(t, reason: "input_ended", &s, &events) }
-            // (Before any frame, the watchers are not placed yet: their names and zero counts.)
-            let lines = s.size == nil ? s.lineSettings.map(LineWatch.init) : s.lines
-            let zones = s.size == nil ? s.zoneSettings.map(ZoneWatch.init) : s.zones
-            events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: lines, zones: zones))
+            events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: s.lines, zones: s.zones))
             return events
         }
     }

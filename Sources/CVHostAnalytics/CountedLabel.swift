@@ -11,4 +11,14 @@ enum CountedLabel {
     static func key<V>(_ label: String, in counts: [String: V]) -> String {
         counts[label] != nil || counts.count < maxLabels ? label : other
     }
+
+    /// `counts` (kept from an earlier run, which may have been edited) within the bound: the first
+    /// `maxLabels` labels by name keep their own, the rest are added into `_other`.
+    static func bounded<V>(_ counts: [String: V], adding add: (V, V) -> V) -> [String: V] {
+        guard counts.count > maxLabels else { return counts }
+        var out: [String: V] = [:]
+        for label in counts.keys.filter({ $0 != other }).sorted().prefix(maxLabels) { out[label] = counts[label] }
+        for (label, value) in counts where out[label] == nil { out[other] = out[other].map { add($0, value) } ?? value }
+        return out
+    }
 }

@@ -1,3 +1,5 @@
+import CVHostCore
+
 /// A counting line: two points, and which side of a→b is "in" (left or right as seen on the
 /// picture, facing from a to b). A track is on a side only once its anchor (of its filtered box:
 /// the Kalman filter's, not the detector's jittering one) is a band's width from the line:
@@ -54,10 +56,18 @@ struct LineWatch {
         var other = 0
     }
     private var states: [Int: State] = [:]
-    private(set) var counts: [String: (in: Int, out: Int)] = [:]
+    /// Crossings per label (at most `CountedLabel.maxLabels` and `_other`).
+    var counts: [String: (in: Int, out: Int)] = [:]
 
-    init(_ settings: LineSettings) {
+    /// - Parameter kept: counts to go on from (a run before this one's, `CountTotals`).
+    init(_ settings: LineSettings, kept: [String: (in: Int, out: Int)] = [:]) {
         self.settings = settings
+        counts = kept
+    }
+
+    /// Every count back to 0 (`reset_counts`); what it knows of each track stays.
+    mutating func resetCounts() {
+        counts = [:]
     }
 
     /// A track's speed as a measured zone it is inside says it (said on its crossing).
@@ -93,9 +103,9 @@ struct LineWatch {
                 let inward = (side > 0) == (settings.inSide == .left)
                 let key = CountedLabel.key(label, in: counts)
                 var c = counts[key] ?? (0, 0)
-                if inward { c.in += 1 } else { c.out += 1 }
+                if inward { c.in = c.in.addingClamped(1) } else { c.out = c.out.addingClamped(1) }
                 counts[key] = c
-                let total = counts.values.reduce((in: 0, out: 0)) { ($0.in + $1.in, $0.out + $1.out) }
+                let total = counts.values.reduce((in: 0, out: 0)) { ($0.in.addingClamped($1.in), $0.out.addingClamped($1.out)) }
                 events.append(.crossed(line: settings.name, track: track, label: label, direction: inward ? "in" : "out", counts: c, total: total,
                                        speed: speed))
             }

@@ -1,3 +1,5 @@
+import CVHostCore
+
 /// A zone: a polygon with, per track, whether it is inside, entered and exited once a track's
 /// anchor (of its filtered box) has been seen on the other side of its outline, beyond a band
 /// along it, `minFrames` frames in a row: a box that jitters over the edge does not flicker in
@@ -73,14 +75,24 @@ struct ZoneWatch {
     private var occupancy: [String: Int] = [:]
     /// Tracks that came in so far, per label; those that went out, zone.dwell events, and the most
     /// tracks inside at once (for the run's summary).
-    private(set) var entries: [String: Int] = [:]
+    var entries: [String: Int] = [:]
     private(set) var exits = 0
     private(set) var dwells = 0
     private(set) var peak = 0
 
-    init(_ settings: ZoneSettings) {
+    /// - Parameter kept: entries to go on from (a run before this one's, `CountTotals`).
+    init(_ settings: ZoneSettings, kept: [String: Int] = [:]) {
         self.settings = settings
         ground = Self.ground(settings)
+        entries = kept
+    }
+
+    /// Every entry count back to 0 (`reset_counts`); who is inside now stays inside.
+    mutating func resetCounts() {
+        entries = [:]
+        exits = 0
+        dwells = 0
+        peak = occupancy.values.reduce(0, +)
     }
 
     private static func ground(_ s: ZoneSettings) -> GroundPlane? {
@@ -126,7 +138,7 @@ struct ZoneWatch {
                     s.entryGround = ground?.ground(p)
                     s.entryTime = time
                     events.append(.zone(.zoneEntered, zone: settings.name, track: track, label: label))
-                    entries[s.label, default: 0] += 1
+                    entries[s.label] = (entries[s.label] ?? 0).addingClamped(1)
                     change(s.label, by: 1, &events)
                 } else {
                     // Its way from where it was seen coming in to where it is seen gone out (both a

@@ -96,6 +96,30 @@ public final class PrivateFolder: @unchecked Sendable {
         renameat(descriptor, from, descriptor, to) == 0 ? nil : .current
     }
 
+    /// Writes `bytes` as the file `name` whole, or leaves it as it was: to a file beside it
+    /// (`.NAME.new-PID`, synced), then renamed over it, so that a kill or a power cut leaves the
+    /// old file or the new one, never half of one. - Returns: the error, nil when written.
+    public func replace(_ name: String, with bytes: [UInt8]) -> Errno? {
+        let temporary = ".\(name).new-\(getpid())"
+        remove(temporary)
+        switch open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC) {
+        case .failure(let e): return e
+        case .success(let fd):
+            let (written, writeError) = bytes.withUnsafeBytes { b in SystemCall.retrying { Glibc.write(fd, b.baseAddress, b.count) } }
+            let synced = fsync(fd) == 0 ? nil : Errno.current
+            close(fd)
+            guard written == bytes.count, synced == nil else {
+                remove(temporary)
+                return writeError ?? synced ?? Errno(rawValue: ENOSPC)
+            }
+            if let e = rename(temporary, to: name) {
+                remove(temporary)
+                return e
+            }
+            return nil
+        }
+    }
+
     /// Bytes free for this user on the folder's file system.
     public var freeBytes: UInt64? {
         var info = statvfs()

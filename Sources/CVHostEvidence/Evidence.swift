@@ -189,8 +189,7 @@ public final class Evidence: FrameStage, @unchecked Sendable {
         let c = counts.withLock { $0 }
         let s = snapshots?.counts
         return EvidenceStatistics(clips: c.clips, clipBytes: c.clipBytes, clipsDropped: c.clipsDropped, snapshots: s?.saved ?? 0,
-                                  snapshotBytes: s?.bytes ?? 0, snapshotsDroppedDiskFull: s?.droppedFull ?? 0,
-                                  snapshotsDroppedBusy: s?.droppedBusy ?? 0, clipsDeleted: clipFolder?.deleted ?? 0,
+                                  snapshotBytes: s?.bytes ?? 0, snapshotsDropped: s?.dropped ?? [:], clipsDeleted: clipFolder?.deleted ?? 0,
                                   snapshotsDeleted: snapshots?.folder.deleted ?? 0)
     }
 
@@ -240,8 +239,8 @@ public struct EvidenceStatistics: Sendable, Equatable {
     public var clipsDropped = 0
     public var snapshots = 0
     public var snapshotBytes: UInt64 = 0
-    public var snapshotsDroppedDiskFull = 0
-    public var snapshotsDroppedBusy = 0
+    /// Snapshots not made, by reason (`SnapshotRecorder.dropReasons`).
+    public var snapshotsDropped: [String: Int] = [:]
     /// Files deleted to keep a folder's budget (the oldest first, or past max_age).
     public var clipsDeleted = 0
     public var snapshotsDeleted = 0

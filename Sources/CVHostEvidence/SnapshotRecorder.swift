@@ -7,8 +7,10 @@ import Foundation
 /// sharpness; the frame it ends on no longer shows it), kept as a JPEG in memory while the track
 /// lasts. The frame is the one the event's line came with (`FrameResults`: the frame a plugin
 /// processed, or one passed over before it), the host's own copy whether the plugin ran here, in a
-/// worker or in Python; the event's line gets the snapshot's path (`snapshot`) before any output
-/// sees it, and the JPEG is encoded and written on a queue of its own.
+/// worker or in Python; when that frame's picture was not kept, the nearest one that was, said by
+/// `snapshot_frame`. The event's line gets the snapshot's path (`snapshot`) before any output sees
+/// it, and the JPEG is encoded and written on a queue of its own. A snapshot not made is counted by
+/// reason (`dropped_reasons`) and said once.
 package final class SnapshotRecorder: @unchecked Sendable {
     // @unchecked Sendable: the state is behind a lock; the encoder is used on `queue` only.
     private let settings: EvidenceSettings
@@ -23,8 +25,9 @@ package final class SnapshotRecorder: @unchecked Sendable {
         var queued = 0
         var saved = 0
         var bytes: UInt64 = 0
-        var droppedFull = 0
-        var droppedBusy = 0
+        /// Snapshots not made, by reason: disk_full (no room), busy (too many waiting), no_frame (no
+        /// frame near the event was kept), failed (the picture could not be encoded).
+        var dropped: [String: Int] = [:]
         /// Per track ("source#id"): the best score x area tried so far, and the best frame's JPEG.
         var tried: [String: Double] = [:]
         var best: [String: (quality: Double, jpeg: [UInt8], sequence: UInt64)] = [:]
@@ -85,38 +88,53 @@ package final class SnapshotRecorder: @unchecked Sendable {
         }
         // The frame, with its picture: encoded as the plugin saw it (turned as it was: what its
         // boxes are in), on the queue.
-        guard let sequence = line.sequence, let frame = results?.frame(sequence: sequence), frame.sample != nil else { return line }
-        if on.contains("track.ended") { considerBest(line, source: source, frame: frame) }
+        guard let sequence = line.sequence, let results else { return line }
+        let own = results.frame(sequence: sequence).flatMap { $0.sample != nil ? $0 : nil }
+        if let own, on.contains("track.ended") { considerBest(line, source: source, frame: own) }
         guard on.contains(line.route.event) else { return line }
+        // Its own frame's picture not kept (a frame passed over, beyond the newest kept): the nearest that was.
+        guard let frame = own ?? results.nearestWithPicture(to: sequence) else {
+            drop("no_frame", "an event's snapshot was not made: no frame near it was kept (\(source) frame \(sequence))")
+            return line
+        }
         let taken = state.withLock { s -> Bool in
-            guard s.queued < Self.mostQueued else {
-                s.droppedBusy += 1
-                return false
-            }
+            guard s.queued < Self.mostQueued else { return false }
             s.queued += 1
             return true
         }
-        guard taken else { return line }
+        guard taken else {
+            drop("busy", "snapshots are dropped: \(Self.mostQueued) wait to be encoded already (the disk or the CPU is too slow for the events asked; on= fewer)")
+            return line
+        }
         let inFrame = boxes.flatMap { $0.sequence == sequence ? $0 : nil }
         let box = line.result?.fields.bounds ?? line.track.flatMap { inFrame?.byTrack[$0] }
         let marks = settings.draw ? (inFrame?.marks ?? []) : []
-        let name = Self.fileName(source: source, sequence: sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
+        let name = Self.fileName(source: source, sequence: frame.sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
         // A box outside its frame (a plugin's mistake) gets the whole frame: the line names a file that is made.
         let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: frame.width, height: frame.height) } : nil
         queue.async { [self] in
             defer { state.withLock { $0.queued -= 1 } }
-            guard let pixels = frame.picture(in: .i420) else { return }
+            guard let pixels = frame.picture(in: .i420) else {
+                return drop("failed", "a snapshot of \(source) frame \(frame.sequence) was not made: its picture could not be read")
+            }
             let jpeg: [UInt8]
             do {
                 jpeg = try encoder.encode(drawn(pixels, marks), maxWidth: 1 << 16, region: region)
             } catch {
-                said("a snapshot of \(source) frame \(sequence) was not made: \(error)")
+                drop("failed", "a snapshot of \(source) frame \(frame.sequence) was not made: \(error)")
                 return
             }
             store(name, jpeg, source: source, event: line.route.event, label: line.label ?? "")
         }
-        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
+        var annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
+        if frame.sequence != sequence { annotated = annotated.with(envelopeField: "snapshot_frame", Int(frame.sequence)) }
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+    }
+
+    /// A snapshot not made: counted by `reason`, `message` said (once: the same words are not said again).
+    private func drop(_ reason: String, _ message: String) {
+        state.withLock { $0.dropped[reason, default: 0] += 1 }
+        said(message)
     }
 
     /// A tracked result whose score x area beats its track's best tried so far: its frame is
@@ -204,14 +222,10 @@ package final class SnapshotRecorder: @unchecked Sendable {
     /// Writes a snapshot within the folder's budget (on the queue); a full disk drops it, counted and said.
     private func store(_ name: String, _ jpeg: [UInt8], source: String, event: String, label: String) {
         guard folder.makeRoom(for: UInt64(jpeg.count)) else {
-            state.withLock { $0.droppedFull += 1 }
-            said("the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
-            return
+            return drop("disk_full", "the snapshots folder \(folder.path) is full (max_gb, min_free_gb) and holds nothing of cvhost's to delete: snapshots are dropped (dropped.disk_full)")
         }
         if let e = folder.write(name, bytes: jpeg, source: source, event: event, label: label) {
-            state.withLock { $0.droppedFull += 1 }
-            said("cannot write snapshots in \(folder.path): \(e)")
-            return
+            return drop("disk_full", "cannot write snapshots in \(folder.path): \(e)")
         }
         state.withLock { s in
             s.saved += 1
@@ -222,7 +236,10 @@ package final class SnapshotRecorder: @unchecked Sendable {
     /// Waits until every snapshot queued is written.
     func drain() { queue.sync {} }
 
-    var counts: (saved: Int, bytes: UInt64, droppedFull: Int, droppedBusy: Int) {
-        state.withLock { ($0.saved, $0.bytes, $0.droppedFull, $0.droppedBusy) }
+    var counts: (saved: Int, bytes: UInt64, dropped: [String: Int]) {
+        state.withLock { ($0.saved, $0.bytes, $0.dropped) }
     }
+
+    /// The reasons a snapshot is not made (each a label of cvhost_snapshots_dropped_total).
+    package static let dropReasons = ["disk_full", "busy", "no_frame", "failed"]
 }

@@ -17,7 +17,8 @@ import NIOHTTP1
 ///     GET  /inputs        the inputs, their plugins and health
 ///     POST /inputs        add one (a JSON object: name, input or device, plugins)
 ///     GET, PUT, DELETE /inputs/NAME   one input: see it, change it (opened anew), remove it
-///     GET  /analytics     every track, zone and line
+///     GET  /analytics     every track, zone and line, and what each counted
+///     POST /analytics/reset   counts back to 0 (a JSON object, each optional: source, line or zone)
 ///     PUT, DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN   set one (a JSON object), remove it
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
@@ -119,6 +120,8 @@ final class HTTPRouter: Sendable {
             forward(command, target: target, body: body, on: head.method == .GET ? work : inputChanges, respond)
         case (.GET, "/analytics"):
             forward("get_analytics", target: nil, body: body, on: work, respond)
+        case (.POST, "/analytics/reset"):
+            forward("reset_counts", target: nil, body: body, on: changes, respond)
         case (let method, _) where (method == .PUT || method == .DELETE) && Self.analyticsKind(path) != nil:
             let kind = Self.analyticsKind(path)!
             let target = String(path.dropFirst(kind.count + 3)).removingPercentEncoding ?? ""
@@ -194,7 +197,7 @@ final class HTTPRouter: Sendable {
         case (.GET, _):
             respond(web.reply(for: path) ?? .error(404, "no such page: \(path)"))
         default:
-            let allowed = ["/controls": "GET, POST", "/inputs": "GET, POST"][path]
+            let allowed = ["/controls": "GET, POST", "/inputs": "GET, POST", "/analytics/reset": "POST"][path]
                 ?? (path.hasPrefix("/inputs/") ? "GET, PUT, DELETE" : Self.analyticsKind(path) != nil ? "PUT, DELETE" : "GET")
             respond(HTTPReply.error(405, "\(head.method) is not served at \(path) (\(allowed) is)").with(header: ("Allow", allowed)))
         }

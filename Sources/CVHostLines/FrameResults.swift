@@ -78,6 +78,17 @@ public struct FrameResults: Sendable {
     public func frame(sequence: UInt64) -> ProcessedFrame? {
         sequence == frame.sequence ? frame : passedOver.last { $0.sequence == sequence }
     }
+
+    /// Of this frame and those passed over, the one with its picture kept whose seq is nearest
+    /// `sequence` (the later on a tie): what an event's snapshot is of when its own frame's picture
+    /// was not kept.
+    public func nearestWithPicture(to sequence: UInt64) -> ProcessedFrame? {
+        ([frame] + passedOver).filter { $0.sample != nil }.min { a, b in
+            let da = a.sequence > sequence ? a.sequence - sequence : sequence - a.sequence
+            let db = b.sequence > sequence ? b.sequence - sequence : sequence - b.sequence
+            return da != db ? da < db : a.sequence > b.sequence
+        }
+    }
 }
 
 /// A room that is handed each frame's results after a plugin (a runner's stages, in the order

@@ -73,6 +73,17 @@ public struct OutputLine: Sendable {
     public func with(envelopeField name: String, _ value: String) -> OutputLine {
         var field = JSONObject()
         field.set(name, value)
+        return with(member: field)
+    }
+
+    /// The line with `"NAME":VALUE` (a number) last in its envelope.
+    public func with(envelopeField name: String, _ value: Int) -> OutputLine {
+        var field = JSONObject()
+        field.set(name, value)
+        return with(member: field)
+    }
+
+    private func with(member field: JSONObject) -> OutputLine {
         let member = [UInt8(ascii: ",")] + field.bytes.dropFirst()
         return OutputLine(bytes: bytes.dropLast(2) + member + [UInt8(ascii: "}"), UInt8(ascii: "\n")], route: route, sequence: sequence,
                           eventID: eventID, ptsNs: ptsNs, track: track, label: label, createdNs: createdNs, result: result)

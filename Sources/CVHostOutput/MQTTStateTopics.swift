@@ -63,6 +63,18 @@ public final class MQTTStateTopics: Sendable {
         static func == (a: LineCounts, b: LineCounts) -> Bool {
             a.totalIn == b.totalIn && a.totalOut == b.totalOut && a.labels.mapValues { [$0.in, $0.out] } == b.labels.mapValues { [$0.in, $0.out] }
         }
+
+        /// The counts a line of session.started's analytics starts from (`counts`: kept from a run
+        /// before, with --state); 0 without.
+        init(starting line: [String: Any] = [:]) {
+            guard let counts = line["counts"] as? [String: Any] else { return }
+            totalIn = counts["in"] as? Int ?? 0
+            totalOut = counts["out"] as? Int ?? 0
+            for (label, value) in counts["labels"] as? [String: Any] ?? [:] {
+                guard let v = value as? [String: Any] else { continue }
+                labels[label] = (v["in"] as? Int ?? 0, v["out"] as? Int ?? 0)
+            }
+        }
     }
 
     /// - Parameters:
@@ -132,12 +144,12 @@ public final class MQTTStateTopics: Sendable {
                 var input = InputState()
                 input.snapshotURL = before?.snapshotURL
                 input.online = true
-                // Its lines and zones at 0, as the analytics start them.
+                // Its lines from the counts they start from (kept from a run before: --state), its zones empty.
                 for plugin in object["plugins"] as? [[String: Any]] ?? [] {
                     guard let name = plugin["plugin"] as? String, let analytics = plugin["analytics"] as? [String: Any] else { continue }
                     input.tracked.insert(name)
                     for l in analytics["lines"] as? [[String: Any]] ?? [] {
-                        if let n = l["name"] as? String { input.lines[Counted(plugin: name, name: n)] = LineCounts() }
+                        if let n = l["name"] as? String { input.lines[Counted(plugin: name, name: n)] = LineCounts(starting: l) }
                     }
                     for z in analytics["zones"] as? [[String: Any]] ?? [] {
                         if let n = z["name"] as? String { input.zones[Counted(plugin: name, name: n)] = [:] }
@@ -152,7 +164,9 @@ public final class MQTTStateTopics: Sendable {
                 out += self.appeared(source, input, since: before)
                 s.inputs[source] = input
                 out.append((topic(source, "status"), Array("online".utf8)))
-                out += input.lines.keys.sorted(by: Self.order).map { (topic(source, $0.plugin, "lines", $0.name), Self.payload(line: $0.name, LineCounts())) }
+                out += input.lines.sorted(by: { Self.order($0.key, $1.key) }).map { key, counts in
+                    (topic(source, key.plugin, "lines", key.name), Self.payload(line: key.name, counts))
+                }
                 out += input.zones.keys.sorted(by: Self.order).map { (topic(source, $0.plugin, "zones", $0.name), Self.payload(zone: $0.name, [:])) }
             case "session.stopped", "session.interrupted":
                 guard s.inputs[source] != nil else { break }
@@ -233,7 +247,9 @@ public final class MQTTStateTopics: Sendable {
                 s.inputs[id] = input
                 continue
             }
-            // Added, or changed with its counts begun again ("reset"; "kept" leaves them).
+            // Added, or changed with its counts begun again ("reset"; "kept" leaves them); counts set
+            // back to 0 (change "reset") zero a line's, and leave a zone's occupancy (who is inside now) as it is.
+            if change == "reset" && kind == "zone" { continue }
             let reset = object["counts"] as? String != "kept"
             let before = input
             var states: [Publication] = []

@@ -11,7 +11,8 @@ import CVHostLines
 ///     remove_line   DELETE /lines/NAME
 ///     set_track     PUT    /tracks/PLUGIN  {"high":0.4, ...}
 ///     remove_track  DELETE /tracks/PLUGIN
-///     get_analytics GET    /analytics      every track, zone and line
+///     get_analytics GET    /analytics      every track, zone and line, and what each plugin counted on each input
+///     reset_counts  POST   /analytics/reset {"source":"ID", "line":"NAME" or "zone":"NAME"}  (each optional)
 ///
 /// A zone or line changed keeps its counts unless its shape changed (its points, its units, a
 /// line's `in` side, the input it watches): the answer's `counts` says `kept` or `reset`. A track
@@ -59,9 +60,32 @@ extension LiveCommands {
         return answer
     }
 
-    /// Every track, zone and line now.
+    /// Every track, zone and line now, and the counts beside them.
     func analyticsList() -> JSONObject {
-        rules.map { AnalyticsJSON.json($0.settings) } ?? JSONObject()
+        guard let rules else { return JSONObject() }
+        var o = AnalyticsJSON.json(rules.settings)
+        o.set("counts", array: rules.counted().map(AnalyticsJSON.counts))
+        return o
+    }
+
+    /// Counts back to 0: every line's and zone's, or those of one input, one line or one zone
+    /// (`analytics.changed`, change `reset`, for each).
+    /// - Throws: 404 for an input, line or zone the run does not have; 400 for a line and a zone at once.
+    func resetCounts(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+        let (rules, _) = try analyticsChanger()
+        guard let counts else { throw CommandRefusal(409, "this run cannot reset its counts") }
+        let source = o["source"]?.string, line = o["line"]?.string, zone = o["zone"]?.string
+        let settings = rules.settings
+        if let source, !inputs.all.contains(where: { $0.id == source }) { throw CommandRefusal(404, "no input named \(source)") }
+        if line != nil && zone != nil { throw CommandRefusal(400, "reset_counts sets back one line or one zone (or, with neither, every one)") }
+        if let line, !settings.lines.contains(where: { $0.name == line }) { throw CommandRefusal(404, "no line named \(line)") }
+        if let zone, !settings.zones.contains(where: { $0.name == zone }) { throw CommandRefusal(404, "no zone named \(zone)") }
+        let done = counts.reset(source: source, lines: line.map { [$0] }, zones: zone.map { [$0] }, by: origin.rawValue)
+        var r = JSONObject()
+        r.set("lines", strings: done.lines)
+        r.set("zones", strings: done.zones)
+        r.set("analytics", object: analyticsList())
+        return r
     }
 
     private func analyticsChanger() throws -> (AnalyticsRules, InputChanges) {

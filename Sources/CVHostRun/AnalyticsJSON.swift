@@ -1,4 +1,5 @@
 import CVHostAnalytics
+import CVHostCore
 import CVHostLines
 
 /// Tracks, zones and lines as JSON, both ways: what `GET /analytics` and `analytics.changed` say
@@ -95,6 +96,58 @@ enum AnalyticsJSON {
         j.set("iou", t.settings.matchIoU, decimals: 6)
         j.set("by_label", t.settings.byLabel)
         return j
+    }
+
+    /// What one tracked plugin counted on one input (GET /analytics's `counts`): each line's
+    /// crossings and each zone's occupancy and entries, in all and per label; lines and zones that
+    /// counted nothing yet at 0.
+    ///
+    ///     {"source":"door", "plugin":"detect",
+    ///      "lines": {"gate": {"in":3, "out":2, "labels": {"person": {"in":3, "out":2}}}},
+    ///      "zones": {"bay": {"occupancy":1, "entered":4, "labels": {"car": {"occupancy":1, "entered":4}}}}}
+    static func counts(_ c: (source: String, plugin: String, analytics: BoxAnalytics)) -> JSONObject {
+        var o = JSONObject()
+        o.set("source", c.source)
+        o.set("plugin", c.plugin)
+        let counts = c.analytics.counts
+        var lines = JSONObject()
+        for line in c.analytics.lines { lines.set(line.name, object: Self.lineCounts(line.name, counts)) }
+        o.set("lines", object: lines)
+        var zones = JSONObject()
+        for zone in c.analytics.zones {
+            let mine = counts.zones.filter { $0.zone == zone.name }
+            var z = JSONObject()
+            z.set("occupancy", mine.reduce(0) { $0 + $1.inside })
+            z.set("entered", mine.reduce(0) { $0.addingClamped($1.entered) })
+            var labels = JSONObject()
+            for m in mine {
+                var l = JSONObject()
+                l.set("occupancy", m.inside)
+                l.set("entered", m.entered)
+                labels.set(m.label, object: l)
+            }
+            z.set("labels", object: labels)
+            zones.set(zone.name, object: z)
+        }
+        o.set("zones", object: zones)
+        return o
+    }
+
+    /// One line's crossings, in all and per label: {"in":3, "out":2, "labels": {"person": {"in":3, "out":2}}}.
+    static func lineCounts(_ name: String, _ counts: BoxAnalytics.Counts) -> JSONObject {
+        let mine = counts.crossings.filter { $0.line == name }
+        var o = JSONObject()
+        o.set("in", mine.reduce(0) { $0.addingClamped($1.in) })
+        o.set("out", mine.reduce(0) { $0.addingClamped($1.out) })
+        var labels = JSONObject()
+        for m in mine {
+            var l = JSONObject()
+            l.set("in", m.in)
+            l.set("out", m.out)
+            labels.set(m.label, object: l)
+        }
+        o.set("labels", object: labels)
+        return o
     }
 
     /// The whole set: GET /analytics, and the result of each change.

@@ -7,9 +7,12 @@ import CVHostPlugins
 /// two frames of each input, so that a frame is judged by one set of rules.
 final class AnalyticsRules: Sendable {
     private let state: Locked<(settings: AnalyticsSettings, slots: [TrackingSlot])>
+    /// The counts of earlier runs (`--state`), which a new runner's lines and zones go on from.
+    private let kept: KeptTotals?
 
-    init(_ settings: AnalyticsSettings) {
+    init(_ settings: AnalyticsSettings, kept: KeptTotals? = nil) {
         state = Locked((settings, []))
+        self.kept = kept
     }
 
     var settings: AnalyticsSettings { state.withLock { $0.settings } }
@@ -18,17 +21,57 @@ final class AnalyticsRules: Sendable {
     /// `source`), filled when that plugin's boxes are followed.
     func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?) -> TrackingSlot {
         let slot = TrackingSlot(source: source, plugin: plugin, pluginIndex: index, live: live, confidence: confidence)
+        let kept = kept?.totals(source: source, plugin: plugin) ?? CountTotals()
         state.withLock { s in
-            slot.replace(with: s.settings.stage(plugin: plugin, index: index, source: source, live: live, confidence: confidence))
+            slot.replace(with: s.settings.stage(plugin: plugin, index: index, source: source, live: live, confidence: confidence, kept: kept))
             s.slots.append(slot)
         }
         return slot
     }
 
-    /// The slots of runners destroyed while the run goes on (an input removed): no longer changed.
+    /// The slots of runners destroyed while the run goes on (an input removed or changed): no
+    /// longer changed; what they counted is kept (an input changed goes on from it).
     func forget(_ runners: [PluginRunner]) {
         let gone = runners.compactMap { $0.trackingSlot }
+        let counted = gone.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics.totals) } }
+        kept?.update(counted)
         state.withLock { s in s.slots.removeAll { slot in gone.contains { $0 === slot } } }
+    }
+
+    /// An input changed (opened anew): the new runners' lines and zones go on from what the old
+    /// ones counted to their end, plugin by plugin. Before the new runners' first frame.
+    func carry(from old: [PluginRunner], to new: [PluginRunner]) {
+        for slot in new.compactMap(\.trackingSlot) {
+            guard let before = old.lazy.compactMap(\.trackingSlot).first(where: { $0.plugin == slot.plugin })?.tracked else { continue }
+            slot.tracked?.analytics.goOn(from: before.analytics.totals)
+        }
+    }
+
+    /// The analytics of every tracked plugin at work, by input and plugin (GET /analytics's counts).
+    func counted() -> [(source: String, plugin: String, analytics: BoxAnalytics)] {
+        let slots = state.withLock { $0.slots }
+        return slots.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics) } }
+    }
+
+    /// What every tracked plugin at work has counted, by input and plugin.
+    func totals() -> [(source: String, plugin: String, totals: CountTotals)] {
+        let slots = state.withLock { $0.slots }
+        return slots.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics.totals) } }
+    }
+
+    /// Counts back to 0, of input `source` (nil: every input): of the lines and zones named (both
+    /// nil: every one). - Returns: the names of the lines and zones set back.
+    func resetCounts(source: String?, lines: Set<String>?, zones: Set<String>?) -> (lines: [String], zones: [String]) {
+        state.withLock { s in
+            let lineNames = (lines == nil && zones != nil) ? Set<String>() : lines
+            let zoneNames = (zones == nil && lines != nil) ? Set<String>() : zones
+            for slot in s.slots where source == nil || slot.source == source {
+                slot.tracked?.analytics.resetCounts(lines: lineNames, zones: zoneNames)
+            }
+            let on = { (input: String?) in source == nil || input == nil || input == source }
+            return (s.settings.lines.filter { on($0.input) && lineNames?.contains($0.name) ?? true }.map(\.name),
+                    s.settings.zones.filter { on($0.input) && zoneNames?.contains($0.name) ?? true }.map(\.name))
+        }
     }
 
     /// One change: a zone, line or track set (added, or put in place of the one of its name) or removed (nil).
@@ -88,8 +131,10 @@ final class AnalyticsRules: Sendable {
                 case .track(let plugin, _):
                     guard slot.plugin == plugin else { continue }
                     if case .track(_, let t?) = change { n.checkThresholds(plugin: t.plugin, confidence: slot.confidence) }
+                    // A new tracker: its lines and zones go on from what the one before counted.
+                    let counted = slot.tracked?.analytics.totals ?? kept?.totals(source: slot.source, plugin: slot.plugin) ?? CountTotals()
                     slot.replace(with: n.stage(plugin: slot.plugin, index: slot.pluginIndex, source: slot.source, live: slot.live,
-                                               confidence: slot.confidence))
+                                               confidence: slot.confidence, kept: counted))
                 case .zone, .line:
                     slot.tracked?.analytics.replace(zones: n.zones(on: slot.source), lines: n.lines(on: slot.source))
                 }

@@ -104,11 +104,11 @@ public struct AnalyticsSettings: Sendable {
 
     /// The analytics stage of the plugin called `plugin` on input `source` (`live`: a camera or a
     /// network stream; `confidence`: the plugin's own threshold, when it has one), or nil when its
-    /// boxes are not followed.
-    func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?) -> TrackedResults? {
+    /// boxes are not followed; its lines and zones go on from `kept`'s counts where they have their shapes.
+    func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?, kept: CountTotals = CountTotals()) -> TrackedResults? {
         guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
         let tracker = t.settings.following(confidence: confidence)
-        let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source))
+        let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source), kept: kept)
         return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live, high: tracker.high)
     }
 }

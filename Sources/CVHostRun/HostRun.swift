@@ -73,7 +73,10 @@ public final class HostRun: Sendable {
         }
         let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count, stop: stop)
         phase.withLock { $0 = .plugins }
-        let rules = AnalyticsRules(s.analytics)
+        // The counts of earlier runs (--state), which the lines and zones go on from.
+        let kept = s.state.map { KeptTotals(beside: $0) }
+        if let kept, let daily = s.resetCountsAt { kept.resetIfOlder(than: daily) }
+        let rules = AnalyticsRules(s.analytics, kept: kept)
         let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop, rules: rules) }
         phase.withLock { $0 = .inputs }
         let inputs = try opening(after: outputs, plugins) {
@@ -83,11 +86,18 @@ public final class HostRun: Sendable {
         phase.withLock { $0 = .running }
         let registry = RunInputs(inputs.sources, limit: s.maxInputs)
         let changes = InputChanges(s, inputs: registry, plugins: plugins, outputs: outputs, stop: stop, rules: rules)
-        let running = try opening(after: outputs, plugins) { try RunningSession(s, inputs: registry, changes: changes, rules: rules, outputs: outputs, stop: stop) }
+        let counts = TotalsKeeper(kept: kept, rules: rules, lines: outputs.lines, sources: { registry.all.map(\.id) }, daily: s.resetCountsAt)
+        let running = try opening(after: outputs, plugins) {
+            try RunningSession(s, inputs: registry, changes: changes, rules: rules, counts: counts, outputs: outputs, stop: stop)
+        }
         self.running.withLock { $0 = running }
         defer { self.running.withLock { $0 = nil } }
+        counts.start()
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
-        switch running.runUntilStopped(jsonDescriptor: jsonDescriptor) {
+        let ending = running.runUntilStopped(jsonDescriptor: jsonDescriptor)
+        // Every input's last frame has been counted: the counts kept as they end.
+        counts.stop()
+        switch ending {
         case .concluded(let outcome):
             try close(running, plugins, outputs, ending: outcome.failure)
         case .abandoned:

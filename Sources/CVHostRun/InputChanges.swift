@@ -65,6 +65,7 @@ final class InputChanges: Sendable {
                 undo()
                 throw error
             }
+            rules.carry(from: replacing.runners, to: runners)
         }
         let session = CaptureSession()
         let source: SourceRun

@@ -23,6 +23,7 @@ import Foundation
 ///     {"command":"get_inputs"}
 ///     {"command":"set_line","name":"door","points":[[100,400],[500,400]]}   (AnalyticsCommands)
 ///     {"command":"remove_zone","name":"bay"}
+///     {"command":"reset_counts"[,"source":"door","line":"gate"|"zone":"bay"]}   (every count, or of one input, line or zone)
 ///     {"command":"stop"}
 ///
 /// An `"id"` (a string or a number) is echoed in the answer.
@@ -36,18 +37,22 @@ package final class LiveCommands: Sendable {
     let changes: InputChanges?
     /// The run's tracks, zones and lines; nil for a run that cannot change them.
     let rules: AnalyticsRules?
+    /// Their counts, kept and set back to 0 (reset_counts); nil for a run that cannot.
+    let counts: TotalsKeeper?
     let lines: RunLines
     private let stop: RunStop
 
     static let known: Set<String> = Set(["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input",
-                                         "device", "plugins"]).union(AnalyticsJSON.fields)
+                                         "device", "plugins", "line", "zone"]).union(AnalyticsJSON.fields)
     static let commands = ["set_control", "set_plugin", "reload", "get_controls", "get_inputs", "add_input", "change_input", "remove_input",
-                           "get_analytics", "set_zone", "remove_zone", "set_line", "remove_line", "set_track", "remove_track", "stop"]
+                           "get_analytics", "set_zone", "remove_zone", "set_line", "remove_line", "set_track", "remove_track", "reset_counts",
+                           "stop"]
 
-    init(inputs: RunInputs, changes: InputChanges?, rules: AnalyticsRules?, lines: RunLines, stop: RunStop) {
+    init(inputs: RunInputs, changes: InputChanges?, rules: AnalyticsRules?, counts: TotalsKeeper?, lines: RunLines, stop: RunStop) {
         self.inputs = inputs
         self.changes = changes
         self.rules = rules
+        self.counts = counts
         self.lines = lines
         self.stop = stop
     }
@@ -55,7 +60,8 @@ package final class LiveCommands: Sendable {
     /// Commands of a run that has no inputs, their lines to `output`: how a command's bytes are
     /// read and refused, away from a run (the fuzz targets, fuzz/targets).
     package convenience init(output: OutputRouter) {
-        self.init(inputs: RunInputs([], limit: 0), changes: nil, rules: nil, lines: RunLines(output: output, sources: 0), stop: RunStop(sessions: []))
+        self.init(inputs: RunInputs([], limit: 0), changes: nil, rules: nil, counts: nil, lines: RunLines(output: output, sources: 0),
+                  stop: RunStop(sessions: []))
     }
 
     private var sources: [SourceRun] { inputs.all }
@@ -105,6 +111,7 @@ package final class LiveCommands: Sendable {
                 (status, result) = try setAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(4)))!, object, origin: origin)
             case "remove_zone", "remove_line", "remove_track":
                 result = try removeAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(7)))!, object, origin: origin)
+            case "reset_counts": result = try resetCounts(object, origin: origin)
             case "stop":
                 stop.request(.requested)
                 result = JSONObject()

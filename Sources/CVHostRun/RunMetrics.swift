@@ -54,9 +54,10 @@ enum RunMetrics {
                 p.counter("cvhost_evidence_files_deleted_total", "Files of cvhost's deleted from an evidence folder to keep its budget (max_gb, max_age, min_free_gb).",
                           [("folder", folder)], UInt64(n))
             }
-            for (reason, n) in [("disk_full", e.snapshotsDroppedDiskFull), ("busy", e.snapshotsDroppedBusy)] {
-                p.counter("cvhost_snapshots_dropped_total", "Snapshots not kept, by reason (disk_full: no room; busy: too many waiting).",
-                          [("reason", reason)], UInt64(n))
+            for reason in SnapshotRecorder.dropReasons {
+                p.counter("cvhost_snapshots_dropped_total",
+                          "Snapshots not made, by reason (disk_full: no room; busy: too many waiting; no_frame: no frame near the event kept; failed: not encoded).",
+                          [("reason", reason)], UInt64(e.snapshotsDropped[reason] ?? 0))
             }
         }
         for o in output.statistics {

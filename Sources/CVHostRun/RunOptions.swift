@@ -52,6 +52,7 @@ public enum RunOptions {
         .restart("clips", .string) { $0.clips },
         .restart("events-db", .string) { $0.eventsDatabase },
         .restart("state", .string) { $0.state?.path },
+        .restart("reset-counts-at", .string) { $0.resetCountsAt },
         .restart("max-inputs", .integer) { $0.maxInputs },
         .restart("queue-depth", .integer) { $0.queueDepth },
         .restart("backpressure", .string) { $0.backpressure },

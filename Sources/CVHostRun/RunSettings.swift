@@ -56,6 +56,8 @@ public struct RunSettings: Sendable {
     public var clips: EvidenceSettings?
     /// `--events-db`: the event store's file (nil: none).
     public var eventsDatabase: String?
+    /// `--reset-counts-at`: the local time of day the lines' and zones' counts go back to 0 (nil: never).
+    public var resetCountsAt: DailyTime?
 
     /// `--state`: where the changes made while running are kept (nil: not kept).
     public private(set) var state: RunStateFile?

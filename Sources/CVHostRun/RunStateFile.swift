@@ -37,8 +37,8 @@ public final class RunStateFile: Sendable {
     }
 
     public let path: String
-    private let folder: PrivateFolder
-    private let name: String
+    let folder: PrivateFolder
+    let name: String
     private let contents: Locked<Contents>
     /// A write that failed is said once, until one succeeds again.
     private let failing = Locked(false)
@@ -112,26 +112,7 @@ public final class RunStateFile: Sendable {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             return (try? encoder.encode(c)) ?? Data()
         }
-        let temporary = ".\(name).new-\(getpid())"
-        let problem: String? = {
-            folder.remove(temporary)
-            switch folder.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC) {
-            case .failure(let e): return "\(e)"
-            case .success(let fd):
-                let (written, writeError) = bytes.withUnsafeBytes { b in SystemCall.retrying { Glibc.write(fd, b.baseAddress, b.count) } }
-                let synced = fsync(fd) == 0 ? nil : Errno.current
-                close(fd)
-                guard written == bytes.count, synced == nil else {
-                    folder.remove(temporary)
-                    return "\(writeError ?? synced ?? Errno(rawValue: ENOSPC))"
-                }
-                if let e = folder.rename(temporary, to: name) {
-                    folder.remove(temporary)
-                    return "\(e)"
-                }
-                return nil
-            }
-        }()
+        let problem = folder.replace(name, with: [UInt8](bytes)).map { "\($0)" }
         let (sayIt, recovered) = failing.withLock { f -> (Bool, Bool) in
             defer { f = problem != nil }
             return (problem != nil && !f, problem == nil && f)

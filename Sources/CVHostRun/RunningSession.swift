@@ -34,7 +34,8 @@ final class RunningSession: Sendable {
     /// Starts the live view and the commands, then every input's session.
     /// - Throws: exit 6 (the live view cannot listen), exit 3 (an input that fails to start; the
     ///   ones already running end cleanly first).
-    init(_ s: RunSettings, inputs: RunInputs, changes: InputChanges, rules: AnalyticsRules, outputs: OutputStage, stop: RunStop) throws {
+    init(_ s: RunSettings, inputs: RunInputs, changes: InputChanges, rules: AnalyticsRules, counts: TotalsKeeper, outputs: OutputStage,
+         stop: RunStop) throws {
         settings = s
         self.inputs = inputs
         self.outputs = outputs
@@ -43,7 +44,7 @@ final class RunningSession: Sendable {
         // A stop: nothing more is added (an add under way finds it and stops its input at once).
         stop.whenRequested { inputs.close() }
         // Changes while running: over HTTP (with --http) and as JSON lines on stdin.
-        let commands = LiveCommands(inputs: inputs, changes: changes, rules: rules, lines: outputs.lines, stop: stop)
+        let commands = LiveCommands(inputs: inputs, changes: changes, rules: rules, counts: counts, lines: outputs.lines, stop: stop)
         self.commands = commands
         try outputs.liveView?.start(inputs: inputs, output: outputs.output, commands: commands, evidence: outputs.evidence,
                                     eventStore: outputs.events?.store)

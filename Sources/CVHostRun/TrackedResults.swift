@@ -116,7 +116,8 @@ final class TrackedResults: @unchecked Sendable {
         return analytics.finish().map { line($0, frame) }
     }
 
-    /// What it follows and watches, for session.started (and the live view, which draws the zones and lines).
+    /// What it follows and watches, for session.started (and the live view, which draws the zones and
+    /// lines), each line with the counts it starts from (`counts`: kept from a run before, `--state`).
     var summary: JSONObject {
         func points(_ ps: [Point]) -> [JSONObject] {
             ps.map { p in
@@ -140,6 +141,7 @@ final class TrackedResults: @unchecked Sendable {
             }
             return j
         })
+        let counts = analytics.counts
         o.set("lines", array: analytics.lines.map { l in
             var j = JSONObject()
             j.set("name", l.name)
@@ -147,6 +149,7 @@ final class TrackedResults: @unchecked Sendable {
             j.set("units", l.fractions ? "fractions" : "pixels")
             j.set("anchor", l.anchor.rawValue)
             j.set("in", l.inSide.rawValue)
+            j.set("counts", object: AnalyticsJSON.lineCounts(l.name, counts))
             return j
         })
         return o

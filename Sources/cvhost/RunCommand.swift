@@ -81,8 +81,8 @@ struct RunCommand: ParsableCommand {
               curl -X PUT -d '{"points":[[100,400],[500,400]],"input":"door"}' http://127.0.0.1:8080/lines/entry
               curl -X DELETE http://127.0.0.1:8080/inputs/door
               {"command":"add_input","name":"door","input":"rtsp://cam/1"}
-            On stdin: add_input, change_input, remove_input, get_inputs, set_zone, set_line, set_track, remove_zone, remove_line, remove_track, get_analytics.
-            An added input gets the run's plugins (or those named), its input.added and session.started; a removed one its input.removed, final metrics and session.stopped (reason removed). Refused: 400 a bad request, 403 an input --allow-inputs does not allow (over HTTP: network streams only unless it says files, a folder, devices or listen), 404 none of that name, 409 a name taken or --max-inputs reached, 422 an input that cannot be opened or a plugin the run lacks. A zone or line changed keeps its counts unless its points (or a line's in side, or its input) changed; each change is an analytics.changed line. GET /inputs gives each input's health: state (starting, streaming, reconnecting with the next try, stopped with why), last_frame_age, fps, reconnects. --state FILE keeps every change for the next start (JSON, 0600). With --config, SIGHUP (systemctl reload) reads the file again and applies what changed (inputs, tracks, zones, lines; the rest takes a restart); a file with an error is refused and the run goes on.
+            On stdin: add_input, change_input, remove_input, get_inputs, set_zone, set_line, set_track, remove_zone, remove_line, remove_track, get_analytics, reset_counts (POST /analytics/reset: counts back to 0, of every line and zone or of one source, line or zone).
+            An added input gets the run's plugins (or those named), its input.added and session.started; a removed one its input.removed, final metrics and session.stopped (reason removed). Refused: 400 a bad request, 403 an input --allow-inputs does not allow (over HTTP: network streams only unless it says files, a folder, devices or listen), 404 none of that name, 409 a name taken or --max-inputs reached, 422 an input that cannot be opened or a plugin the run lacks. A zone or line changed keeps its counts unless its points (or a line's in side, or its input) changed; each change is an analytics.changed line. GET /inputs gives each input's health: state (starting, streaming, reconnecting with the next try, stopped with why), last_frame_age, fps, reconnects. --state FILE keeps every change for the next start (JSON, 0600), and the counts beside it: they go on after a restart. With --config, SIGHUP (systemctl reload) reads the file again and applies what changed (inputs, tracks, zones, lines; the rest takes a restart); a file with an error is refused and the run goes on.
 
             ISOLATION
             none (the default): a plugin runs in cvhost's process; a crash or exit() in it ends the run (exit 19). process: each --plugin runs in a worker process of its own (this executable, run again), frames shared through memory, results checked by cvhost as always. A crash, exit(), a call hung past timeout_ms or memory past max_rss_mb gives plugin.crashed; the frames meanwhile are dropped (reason restarting), the worker is started again after a backoff (0.1 s, doubling) and plugin.restarted follows; 5 crashes within 60 s quarantine it (plugin.quarantined): the run goes on without it and ends with exit 21.
@@ -112,12 +112,12 @@ struct RunCommand: ParsableCommand {
     var track: [String] = []
 
     @Option(name: .customLong("zone"), help: ArgumentHelp(
-        "A zone tracks are watched in: NAME=X,Y X,Y X,Y... [:dwell=S, anchor=A, min_frames=N, min_distance=PX (the band along its outline), input=ID, units=U, distances=A,B,C,D (four points: its sides' real lengths, for speed), speed_unit=kmh|mph|mps]. Repeatable.",
+        "A zone tracks are watched in: NAME=X,Y X,Y X,Y... [:dwell=S, anchor=A, min_frames=N, min_distance=PX (the band along its outline; by default 3 times the track's own jitter, at most a fifth of its box's height), input=ID, units=U, distances=A,B,C,D (four points: its sides' real lengths, for speed), speed_unit=kmh|mph|mps]. Repeatable.",
         valueName: "zone"))
     var zones: [String] = []
 
     @Option(name: .customLong("line"), help: ArgumentHelp(
-        "A line tracks are counted across: NAME=X,Y X,Y [:in=left|right, anchor=A, min_frames=N, min_distance=PX (the band on each side; a quarter of the box's height), input=ID, units=U]. Repeatable.",
+        "A line tracks are counted across: NAME=X,Y X,Y [:in=left|right, anchor=A, min_frames=N, min_distance=PX (the band on each side; by default 3 times the track's own jitter, at most a quarter of its box's height), input=ID, units=U]. Repeatable.",
         valueName: "line"))
     var lines: [String] = []
 
@@ -205,9 +205,14 @@ struct RunCommand: ParsableCommand {
     var maxInputs = 32
 
     @Option(name: .customLong("state"),
-            help: ArgumentHelp("Keep every change made while running (inputs, tracks, zones, lines: over HTTP or stdin) in this file, and apply it over the config file and the command line at the next start and at a reload (see CHANGING A RUNNING CVHOST).",
+            help: ArgumentHelp("Keep every change made while running (inputs, tracks, zones, lines: over HTTP or stdin) in this file, and apply it over the config file and the command line at the next start and at a reload (see CHANGING A RUNNING CVHOST); and the lines' and zones' counts beside it (FILE.totals.json), which go on at the next start.",
                                valueName: "file"))
     var state: String?
+
+    @Option(name: .customLong("reset-counts-at"),
+            help: ArgumentHelp("Set every line's and zone's counts back to 0 each day at this local time (HH:MM, e.g. 00:00), as reset_counts does; with --state, also when cvhost was not running at that time.",
+                               valueName: "time"))
+    var resetCountsAt: String?
 
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
@@ -305,6 +310,7 @@ struct RunCommand: ParsableCommand {
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
         settings.clips = try RunSettings.evidence(clips, .clips)
         settings.eventsDatabase = try RunSettings.eventsDatabase(eventsDB, snapshots: settings.snapshots, clips: settings.clips)
+        settings.resetCountsAt = try resetCountsAt.map { text throws(UsageError) in try DailyTime(text) }
         return settings
     }
 

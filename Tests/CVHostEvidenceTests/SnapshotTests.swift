@@ -30,7 +30,7 @@ struct SnapshotTests {
         return json?["snapshot"] as? String
     }
 
-    @Test("an event of the frame processed and one of a frame passed over each get a snapshot of their own frame; one whose frame came without its picture, or of an event not asked for, none")
+    @Test("an event of the frame processed and one of a frame passed over each get a snapshot of their own frame; one whose frame came without its picture gets the nearest kept (snapshot_frame); an event not asked for, none; no frame kept at all: none, counted as no_frame")
     func ownFrames() throws {
         let dir = TestFolders.make("snapshots-unit")
         let settings = try EvidenceSettings(parsing: dir + ":on=line.crossed+zone.entered", kind: .snapshots)
@@ -43,7 +43,13 @@ struct SnapshotTests {
         let paths = results.lines.map(Self.snapshot)
         #expect(paths[0]?.contains("cam-4-line_crossed") == true, "\(paths)")
         #expect(paths[1]?.contains("cam-6-zone_entered") == true, "\(paths)")
-        #expect(paths[2] == nil && paths[3] == nil, "\(paths)")
+        #expect(paths[2]?.contains("cam-4-zone_entered") == true && paths[3] == nil, "\(paths)")
+        let nearest = try JSONSerialization.jsonObject(with: Data(results.lines[2].bytes)) as? [String: Any]
+        #expect(nearest?["snapshot_frame"] as? Int == 4 && results.lines[0].bytes.contains(Array("snapshot_frame".utf8)) == false)
+        var bare = FrameResults(frame: Self.frame(9, keepPicture: false), passedOver: [Self.frame(8, keepPicture: false)],
+                                lines: [Self.event("line.crossed", seq: 8)])
+        evidence.frame(&bare)
+        #expect(Self.snapshot(bare.lines[0]) == nil && evidence.statistics.snapshotsDropped == ["no_frame": 1])
         evidence.finishInput("cam")
         // Each file is there, of its own frame (the luma of frame N is 20 N).
         for (path, luma) in [(paths[0]!, 80), (paths[1]!, 120)] {

@@ -106,6 +106,45 @@ struct MQTTStateTopicsTests {
         #expect(s.all().isEmpty)
     }
 
+    @Test("counts kept from a run before (--state): a line's state starts from the counts session.started carries; a reset of counts (analytics.changed, change reset) zeroes a line and leaves a zone's occupancy")
+    func keptCounts() {
+        let s = MQTTStateTopics(prefix: "cvhost", host: "gate-1", discoveryPrefix: nil)
+        var e = JSONObject.envelope(event: "session.started", source: "door", tsNs: 0)
+        var line = JSONObject()
+        line.set("name", "entrance")
+        var counts = JSONObject()
+        counts.set("in", 5)
+        counts.set("out", 2)
+        var person = JSONObject()
+        person.set("in", 5)
+        person.set("out", 2)
+        var labels = JSONObject()
+        labels.set("person", object: person)
+        counts.set("labels", object: labels)
+        line.set("counts", object: counts)
+        var zone = JSONObject()
+        zone.set("name", "desk")
+        var analytics = JSONObject()
+        analytics.set("zones", array: [zone])
+        analytics.set("lines", array: [line])
+        var p = JSONObject()
+        p.set("plugin", "walker")
+        p.set("analytics", object: analytics)
+        e.set("plugins", array: [p])
+        let start = Self.shown(s.publications(after: e.line()))
+        #expect(start.first { $0.topic.hasSuffix("/lines/entrance") }?.payload == #"{"line":"entrance","in":5,"out":2,"labels":{"person":{"in":5,"out":2}}}"#)
+        _ = s.publications(after: Self.occupancy("door", zone: "desk", label: "person", 1))
+        for kind in ["line", "zone"] {
+            var reset = JSONObject.envelope(event: "analytics.changed", source: nil, tsNs: 0)
+            reset.set("kind", kind)
+            reset.set("name", kind == "line" ? "entrance" : "desk")
+            reset.set("change", "reset")
+            reset.set("counts", "reset")
+            let shown = Self.shown(s.publications(after: reset.line()))
+            #expect(shown.map(\.payload) == (kind == "line" ? [#"{"line":"entrance","in":0,"out":0,"labels":{}}"#] : []), "\(kind): \(shown)")
+        }
+    }
+
     @Test("discovery=homeassistant: the host's entity first; per input an online sensor, per line an in and an out sensor, per zone an occupancy sensor and an occupied binary sensor, each with the keys Home Assistant wants")
     func discovery() throws {
         let s = MQTTStateTopics(prefix: "cvhost", host: "gate-1", discoveryPrefix: "homeassistant")

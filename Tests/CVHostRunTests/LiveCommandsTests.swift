@@ -15,7 +15,7 @@ struct LiveCommandsTests {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let router = try OutputRouter(destinations: [.stdout], stdoutDescriptor: fd, connectTimeout: 1, onStdoutClosed: {})
         let stop = RunStop(sessions: [])
-        return (LiveCommands(inputs: RunInputs([], limit: 1), changes: nil, rules: nil, lines: RunLines(output: router, sources: 0), stop: stop), stop)
+        return (LiveCommands(inputs: RunInputs([], limit: 1), changes: nil, rules: nil, counts: nil, lines: RunLines(output: router, sources: 0), stop: stop), stop)
     }
 
     static func answer(_ body: String, from origin: LiveCommands.Origin = .http) throws -> (status: Int, json: [String: Any]) {

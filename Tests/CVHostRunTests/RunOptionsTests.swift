@@ -23,6 +23,7 @@ struct RunOptionsTests {
             "clips": { $0.clips = try EvidenceSettings(parsing: folder + "/clips", kind: .clips) },
             "events-db": { $0.eventsDatabase = folder + "/events.sqlite" },
             "state": { $0.keep(try RunStateFile(path: folder + "/state.json"), inputPlugins: [:]) },
+            "reset-counts-at": { $0.resetCountsAt = try DailyTime("06:00") },
             "max-inputs": { try $0.limitInputs(to: 9) },
             "queue-depth": { $0.queueDepth = 5 },
             "backpressure": { $0.backpressure = .block },

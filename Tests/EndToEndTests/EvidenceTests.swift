@@ -254,6 +254,43 @@ struct EvidenceTests {
         #expect(try Self.numbers(of: [snapshot])[snapshot] == seq)
     }
 
+    @Test("an event on a frame whose picture was not kept (more than 32 frames between two detections): its snapshot is of the nearest frame kept, which snapshot_frame names; an event on a kept frame has none")
+    func snapshotOfTheNearestFrame() throws {
+        let snaps = Self.folder + "/nearest"
+        // A box 200 wide moving 1 pixel a frame (60 between two detections: still overlapping),
+        // its anchor (bottom centre) at 120 + seq.
+        let plugin = Self.folder + "/wide.py"
+        try """
+            import cvhost
+
+            class Wide(cvhost.Plugin):
+                api_version = (1, 0)
+                name = "wide"
+                pixel_formats = ("gray8",)
+
+                def process(self, frame):
+                    self.emit("object", {"label": "bus", "confidence": 0.9,
+                                         "bounds": {"x": 20 + frame.sequence, "y": 100, "width": 200, "height": 60}})
+            """.write(toFile: plugin, atomically: true, encoding: .utf8)
+        // At 0.5 a second the plugin processes frames 0, 60, 120, 180; the box is counted across the
+        // line (x 245, a band of 2 px) at frame 128 or so, between 120 and 180 and more than 32
+        // frames before 180: only the newest passed over are kept (at most 32).
+        let r = try CVHostBinary.run(["run", "--plugin", plugin + ":max_fps=0.5", "--input", try Self.numbered(),
+                                      "--max-frames", "200", "--metrics-interval", "0", "--track", "wide:lost=3",
+                                      "--line", "door=245,0 245,240:min_distance=2", "--snapshots", snaps + ":on=line.crossed+result"],
+                                     timeout: 120, environment: Self.python)
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        let crossed = try #require(r.events("line.crossed").first)
+        let seq = try #require(crossed["seq"] as? Int)
+        let nearest = try #require(crossed["snapshot_frame"] as? Int, "\(crossed)")
+        #expect(seq > 120 && seq < 148 && nearest > seq && nearest < 180, "crossed at \(seq), its snapshot of \(nearest)")
+        let snapshot = try #require(crossed["snapshot"] as? String, "\(crossed)")
+        #expect(try Self.numbers(of: [snapshot])[snapshot] == nearest)
+        // A result's own frame was processed: kept, no snapshot_frame.
+        #expect(r.events("result").allSatisfy { $0["snapshot"] != nil && $0["snapshot_frame"] == nil })
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+    }
+
     @Test("a plugin that turns its frames (rotate=90, mirror): its snapshot is of the picture it saw, cropped to its box there (the file the line names is made)")
     func turnedFrames() throws {
         let plugin = Self.folder + "/corner.py"

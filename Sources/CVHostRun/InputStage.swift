@@ -34,11 +34,20 @@ struct InputStage: Sendable {
                                              deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
                                              evidence: evidence))
             } catch let error as CaptureError {
-                throw fail(spec.name.map { "\($0): " + error.message } ?? error.message, code: ExitCodes.inputUnavailable)
+                throw fail((spec.name.map { "\($0): " + error.message } ?? error.message) + Self.keptBy(s.state, id: id), code: ExitCodes.inputUnavailable)
             } catch {
                 throw fail("\(error)", code: ExitCodes.internalError)
             }
         }
         self.sources = sources
+    }
+
+    /// What brought an input that cannot be opened, when a change made while an earlier run went
+    /// on (kept by --state) did, and how to start without it: said with exit 3, so that a restart
+    /// that fails for an earlier change says which change.
+    static func keptBy(_ state: RunStateFile?, id: String) -> String {
+        guard let state, case .some(.some) = state.current.inputs[id] else { return "" }
+        return " (input \(id) was added or changed while cvhost ran and is kept by --state \(state.path): drop its entry \"\(id)\" "
+            + "under \"inputs\" there, or start with --reconnect, which runs the other inputs and tries this one again)"
     }
 }

@@ -131,4 +131,24 @@ struct KeptCountsTests {
         let bad = try Self.run(folder, ["--reset-counts-at", "25:00"])
         #expect(bad.exitCode == 64 && bad.stderr.contains("--reset-counts-at 25:00: give a local time of day as HH:MM"), "\(bad.stderr)")
     }
+
+    @Test("an input added while running and kept by --state whose camera is down at the next start: without --reconnect, exit 3 names the state file's entry and how to start without it; with --reconnect, the others run")
+    func keptInputDown() throws {
+        let folder = Self.stateFolder()
+        let url = "rtsp://127.0.0.1:\(freeLoopbackPort())/gone"
+        try """
+            {"version":1,"inputs":{"yard":{"input":"\(url)"}},"zones":{},"lines":{},"tracks":{}}
+            """.write(toFile: folder + "/state.json", atomically: true, encoding: .utf8)
+        chmod(folder + "/state.json", 0o600)
+        let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", "base=testsrc:160x120@10:unpaced", "--max-frames", "5",
+                                            "--metrics-interval", "0", "--state", folder + "/state.json"], timeout: 60)
+        #expect(refused.exitCode == 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("input yard was added or changed while cvhost ran and is kept by --state \(folder)/state.json: drop its entry \"yard\""),
+                "\(refused.stderr)")
+        let reconnecting = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "base=testsrc:160x120@10", "--max-frames", "5",
+                                                 "--metrics-interval", "0", "--state", folder + "/state.json", "--reconnect", "--duration", "3"],
+                                                timeout: 60)
+        #expect(reconnecting.events.contains { $0["event"] as? String == "result" && $0["source"] as? String == "base" }, "\(reconnecting.stderr)")
+        #expect(reconnecting.stderr.contains("Connection refused: --reconnect tries again"), "\(reconnecting.stderr)")
+    }
 }

@@ -115,7 +115,7 @@ public struct AnalyticsEvent: Sendable {
     /// The run's totals for one tracked plugin on one input, at its end: tracks, each line's
     /// crossings in and out per label and in all, each zone's entries per label, exits, dwell
     /// events and the most tracks inside at once.
-    static func summary(tracksStarted: Int, untracked: Int, lines: [LineWatch], zones: [ZoneWatch]) -> AnalyticsEvent {
+    static func summary(tracksStarted: Int, untracked: Int, filtered: [String: Int], lines: [LineWatch], zones: [ZoneWatch]) -> AnalyticsEvent {
         func perLabel(_ counts: [String: Int]) -> JSONObject {
             var o = JSONObject()
             for (label, n) in counts.sorted(by: { $0.key < $1.key }) { o.set(label, n) }
@@ -124,6 +124,7 @@ public struct AnalyticsEvent: Sendable {
         var o = JSONObject()
         o.set("tracks_started", tracksStarted)
         o.set("untracked_results", untracked)
+        o.set("filtered_results", object: perLabel(filtered))
         o.set("lines", array: lines.map { l in
             var j = JSONObject()
             j.set("line", l.settings.name)

@@ -6,6 +6,10 @@ import Foundation
 ///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto,
 ///                                 distances=A,B,C,D,speed_unit=kmh]
 ///     --line NAME=X,Y X,Y[:in=left,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
+///     --filter LABEL[:min_score=S,min_area=A,max_area=A,min_ratio=R,max_ratio=R,input=ID]   (BoxFilter)
+///     --mask NAME=X,Y X,Y X,Y ...[:anchor=bottom_center,input=ID,units=auto]                (BoxMask)
+///
+/// A zone or line may count only some labels: labels=person+car.
 ///
 /// Points are pixels of the frame, or fractions of its width and height (0..1) with units=fractions,
 /// or when every coordinate is within 0..1 (units=auto). A value may hold commas (distances=A,B,C,D):
@@ -55,6 +59,7 @@ public enum AnalyticsSpec {
             case "min_frames": z.minFrames = Int(try number(v, k, text, 1...1000))
             case "min_distance": z.minDistance = try number(v, k, text, 0...100_000)
             case "input": z.input = v
+            case "labels": z.labels = try labels(v, "--zone \(name)")
             case "units": break
             case "distances":
                 let parts = v.split(separator: ",", omittingEmptySubsequences: false)
@@ -70,7 +75,7 @@ public enum AnalyticsSpec {
                 }
                 z.speedUnit = unit
             default:
-                throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, units, distances, speed_unit)")
+                throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, labels, units, distances, speed_unit)")
             }
         }
         if let sides = z.distances {
@@ -106,14 +111,65 @@ public enum AnalyticsSpec {
             case "min_frames": l.minFrames = Int(try number(v, k, text, 1...1000))
             case "min_distance": l.minDistance = try number(v, k, text, 0...100_000)
             case "input": l.input = v
+            case "labels": l.labels = try labels(v, "--line \(name)")
             case "units": break
-            default: throw Problem("--line \(name): no option '\(k)' (in, anchor, min_frames, min_distance, input, units)")
+            default: throw Problem("--line \(name): no option '\(k)' (in, anchor, min_frames, min_distance, input, labels, units)")
             }
         }
         return l
     }
 
+    public static func filter(_ text: String) throws(Problem) -> BoxFilter {
+        let (label, options) = split(text, at: ":")
+        guard !label.isEmpty else { throw Problem("--filter \(text): name the label it is for, or * for every label (--filter person:min_area=2000)") }
+        var f = BoxFilter(label: label)
+        let given = try pairs(options, "--filter \(text)")
+        guard !given.isEmpty else { throw Problem("--filter \(text): give what it refuses: min_score, min_area, max_area, min_ratio or max_ratio") }
+        for (k, v) in given {
+            switch k {
+            case "min_score": f.minScore = try number(v, k, text, 0...1)
+            case "min_area": f.minArea = try number(v, k, text, 0...1e12)
+            case "max_area": f.maxArea = try number(v, k, text, 0...1e12)
+            case "min_ratio": f.minRatio = try number(v, k, text, 0...1000)
+            case "max_ratio": f.maxRatio = try number(v, k, text, 0...1000)
+            case "input": f.input = v
+            default: throw Problem("--filter \(label): no option '\(k)' (min_score, min_area, max_area, min_ratio, max_ratio, input)")
+            }
+        }
+        // Areas of at most 1 are shares of the frame: compared only in the same units.
+        if let lo = f.minArea, let hi = f.maxArea, (lo <= 1) == (hi <= 1), lo > hi {
+            throw Problem("--filter \(label): min_area (\(Point.text(lo))) is above max_area (\(Point.text(hi))): no box would be followed")
+        }
+        if let lo = f.minRatio, let hi = f.maxRatio, lo > hi {
+            throw Problem("--filter \(label): min_ratio (\(Point.text(lo))) is above max_ratio (\(Point.text(hi))): no box would be followed")
+        }
+        return f
+    }
+
+    public static func mask(_ text: String) throws(Problem) -> BoxMask {
+        let (name, points, options) = try named(text, "--mask")
+        if let why = Polygon.problem(points.points) { throw Problem("--mask \(name): \(why)") }
+        var m = BoxMask(name: name, polygon: Polygon(points.points))
+        m.fractions = points.fractions
+        for (k, v) in options {
+            switch k {
+            case "anchor": m.anchor = try anchor(v, text)
+            case "input": m.input = v
+            case "units": break
+            default: throw Problem("--mask \(name): no option '\(k)' (anchor, input, units)")
+            }
+        }
+        return m
+    }
+
     // MARK: - Parts
+
+    /// labels=person+car: the labels a zone or line counts.
+    private static func labels(_ v: String, _ what: String) throws(Problem) -> Set<String> {
+        let names = v.split(separator: "+").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else { throw Problem("\(what): labels are names joined by + (labels=person+car), not '\(v)'") }
+        return Set(names)
+    }
 
     private static func split(_ s: String, at c: Character) -> (String, String) {
         guard let i = s.firstIndex(of: c) else { return (s, "") }

@@ -14,6 +14,10 @@ public final class BoxAnalytics: @unchecked Sendable {
         var size: (width: Int, height: Int)?
         /// Boxes reported that joined no track.
         var untracked = 0
+        /// What boxes are ignored before they are tracked, and how many each reason refused.
+        var filters: [BoxFilter] = []
+        var masks: [BoxMask] = []
+        var filtered: [String: Int] = [:]
         /// The time of the frame before (what frames between two are placed from).
         var lastTime: Double?
         /// The detector's usual jitter, in box heights, from the tracks whose own is measured: a
@@ -31,8 +35,12 @@ public final class BoxAnalytics: @unchecked Sendable {
 
     /// - Parameter kept: counts to go on from, of a run before this one (`--state`): a zone or line
     ///   of the name and shape they were counted on starts from them.
-    public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = [], kept: CountTotals = CountTotals()) {
+    /// - Parameter filters, masks: boxes ignored before they are tracked (BoxFilter, BoxMask).
+    public init(tracker: TrackerSettings, zones: [ZoneSettings] = [], lines: [LineSettings] = [], filters: [BoxFilter] = [],
+                masks: [BoxMask] = [], kept: CountTotals = CountTotals()) {
         var s = State(tracker: Tracker(tracker), zoneSettings: zones, lineSettings: lines)
+        s.filters = filters
+        s.masks = masks
         s.zones = zones.map { ZoneWatch($0, kept: kept.entries($0)) }
         s.lines = lines.map { LineWatch($0, kept: kept.crossings($0)) }
         state = Locked(s)
@@ -127,7 +135,12 @@ public final class BoxAnalytics: @unchecked Sendable {
             let before = s.lastTime
             let placedFrom = Dictionary(uniqueKeysWithValues: s.tracker.tracks.filter { $0.id != 0 && $0.lastTime == before }
                 .map { ($0.id, $0.filter.box) })
-            let step = s.tracker.update(detections, time: time)
+            // Boxes a filter or a mask refuses are never tracked (counted by reason).
+            var followed: [Int] = []
+            for (i, d) in detections.enumerated() {
+                if let why = Self.refusal(d, s, width: width, height: height) { s.filtered[why, default: 0] += 1 } else { followed.append(i) }
+            }
+            let step = s.tracker.update(followed.map { detections[$0] }, time: time)
             s.untracked += step.untracked
             s.lastTime = time
             for (track, _) in step.seen {
@@ -150,9 +163,21 @@ public final class BoxAnalytics: @unchecked Sendable {
             // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
             for (track, _) in step.seen { Self.see(track, box: track.filter.box, time: time, &s, into: &events) }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
-            return Outcome(trackIDs: detections.indices.map { step.trackOf[$0] }, events: events, betweenEvents: betweenEvents)
+            var trackIDs = [Int?](repeating: nil, count: detections.count)
+            for (k, i) in followed.enumerated() { trackIDs[i] = step.trackOf[k] }
+            return Outcome(trackIDs: trackIDs, events: events, betweenEvents: betweenEvents)
         }
     }
+
+    /// Why `d` is not to be tracked (a filter's reason, or `mask`), nil when it is.
+    private static func refusal(_ d: Detection, _ s: State, width: Int, height: Int) -> String? {
+        if let filter = s.filters.first(where: { $0.label == d.label }) ?? s.filters.first(where: { $0.label == BoxFilter.everyLabel }),
+           let why = filter.refusal(d, width: width, height: height) { return why }
+        return s.masks.contains { $0.covers(d.box, width: width, height: height) } ? BoxMask.reason : nil
+    }
+
+    /// The masks boxes are ignored in (the live view draws them).
+    public var masks: [BoxMask] { state.withLock { $0.masks } }
 
     /// What the analytics count now, for /metrics.
     public struct Counts: Sendable {
@@ -160,6 +185,8 @@ public final class BoxAnalytics: @unchecked Sendable {
         public var tracksActive = 0
         /// Boxes reported that joined no track (under the tracker's thresholds).
         public var untracked = 0
+        /// Boxes a filter or a mask kept from the tracker, by reason (`BoxFilter.reasons`).
+        public var filtered: [String: Int] = [:]
         /// Per line and label: crossings in and out.
         public var crossings: [(line: String, label: String, in: Int, out: Int)] = []
         /// Per zone and label: tracks inside now, and entries so far.
@@ -172,6 +199,7 @@ public final class BoxAnalytics: @unchecked Sendable {
             c.tracksStarted = s.tracker.reported
             c.tracksActive = s.tracker.tracks.filter { $0.id != 0 }.count
             c.untracked = s.untracked
+            c.filtered = s.filtered
             for l in s.lines {
                 for (label, n) in l.counts.sorted(by: { $0.key < $1.key }) { c.crossings.append((l.settings.name, label, n.in, n.out)) }
             }
@@ -189,7 +217,7 @@ public final class BoxAnalytics: @unchecked Sendable {
         state.withLock { s in
             var events: [AnalyticsEvent] = []
             for t in s.tracker.finish() { Self.end(t, reason: "input_ended", &s, &events) }
-            events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, lines: s.lines, zones: s.zones))
+            events.append(.summary(tracksStarted: s.tracker.reported, untracked: s.untracked, filtered: s.filtered, lines: s.lines, zones: s.zones))
             return events
         }
     }

@@ -26,6 +26,8 @@ public struct LineSettings: Equatable, Sendable {
     public var input: String?
     /// Its points are fractions of the frame's width and height (0..1), not pixels.
     public var fractions = false
+    /// The labels it counts (a track's voted label); nil: every label.
+    public var labels: Set<String>?
 
     public enum Side: String, Sendable { case left, right }
 
@@ -81,6 +83,8 @@ struct LineWatch {
     /// deviation, pixels, when known); `speed`, when a measured zone knows it.
     mutating func see(track: Int, label: String, box: Box, jitter: Double? = nil, speed: Speed? = nil,
                       into events: inout [AnalyticsEvent]) {
+        // A label it does not count: as if the track were not there.
+        if let labels = settings.labels, !labels.contains(label) { return }
         let p = box.point(settings.anchor)
         let offset = settings.segment.side(p)
         let band = settings.minDistance ?? TrackJitter.band(deviation: jitter, height: box.height, most: box.height * LineSettings.bandOfHeight)

@@ -29,6 +29,8 @@ public struct ZoneSettings: Equatable, Sendable {
     /// metres, or feet for mph. Four points only.
     public var distances: [Double]?
     public var speedUnit = GroundPlane.SpeedUnit.kmh
+    /// The labels it watches (a track's voted label); nil: every label.
+    public var labels: Set<String>?
 
     public init(name: String, polygon: Polygon) {
         self.name = name
@@ -111,6 +113,8 @@ struct ZoneWatch {
     /// (a deviation, pixels, when known).
     mutating func see(track: Int, label: String, box: Box, jitter: Double? = nil, time: Double,
                       into events: inout [AnalyticsEvent]) {
+        // A label it does not watch: as if the track were not there (one inside stays until it ends).
+        if let labels = settings.labels, !labels.contains(label), states[track]?.inside != true { return }
         let p = box.point(settings.anchor)
         var s = states[track] ?? State(born: time, label: label)  // (counted under CountedLabel's key once it comes in)
         let most = min(box.height * ZoneSettings.bandOfHeight, settings.polygon.narrowerSide / 4)

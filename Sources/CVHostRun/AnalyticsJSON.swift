@@ -8,8 +8,8 @@ import CVHostLines
 /// that one parser (AnalyticsSpec) checks both. What GET says can be sent back as it is.
 ///
 ///     zone   {"points":[[x,y],[x,y],[x,y],...], "units":"auto", "anchor":"bottom_center", "min_frames":2,
-///             "min_distance":N, "dwell":S, "input":"ID", "distances":[a,b,c,d], "speed_unit":"kmh"}
-///     line   {"points":[[x,y],[x,y]], "in":"left", "units", "anchor", "min_frames", "min_distance", "input"}
+///             "min_distance":N, "dwell":S, "input":"ID", "distances":[a,b,c,d], "speed_unit":"kmh", "labels":"car"}
+///     line   {"points":[[x,y],[x,y]], "in":"left", "units", "anchor", "min_frames", "min_distance", "input", "labels":"person+car"}
 ///     track  {"high":0.4, "low":0.1, "min_hits":3, "lost":1.5, "iou":0.2, "by_label":false}
 enum AnalyticsJSON {
     enum Kind: String, CaseIterable {
@@ -18,8 +18,8 @@ enum AnalyticsJSON {
         /// The options a body may give (beside points).
         var options: [String] {
             switch self {
-            case .zone: ["units", "anchor", "min_frames", "min_distance", "dwell", "input", "distances", "speed_unit"]
-            case .line: ["in", "units", "anchor", "min_frames", "min_distance", "input"]
+            case .zone: ["units", "anchor", "min_frames", "min_distance", "dwell", "input", "distances", "speed_unit", "labels"]
+            case .line: ["in", "units", "anchor", "min_frames", "min_distance", "input", "labels"]
             case .track: ["high", "low", "min_hits", "lost", "iou", "by_label"]
             }
         }
@@ -70,6 +70,7 @@ enum AnalyticsJSON {
             j.set("distances", numbers: sides)
             j.set("speed_unit", z.speedUnit.rawValue)
         }
+        if let labels = z.labels { j.set("labels", labels.sorted().joined(separator: "+")) }
         return j
     }
 
@@ -83,6 +84,7 @@ enum AnalyticsJSON {
         j.set("min_frames", l.minFrames)
         if let d = l.minDistance { j.set("min_distance", d, decimals: 3) }
         if let input = l.input { j.set("input", input) }
+        if let labels = l.labels { j.set("labels", labels.sorted().joined(separator: "+")) }
         return j
     }
 
@@ -156,6 +158,26 @@ enum AnalyticsJSON {
         o.set("tracks", array: s.tracked.map(json))
         o.set("zones", array: s.zones.map(json))
         o.set("lines", array: s.lines.map(json))
+        // Boxes ignored before they are tracked (--filter, --mask: set at the start).
+        o.set("filters", array: s.filters.map { f in
+            var j = JSONObject()
+            j.set("label", f.label)
+            for (key, value) in [("min_score", f.minScore), ("min_area", f.minArea), ("max_area", f.maxArea), ("min_ratio", f.minRatio),
+                                 ("max_ratio", f.maxRatio)] {
+                if let value { j.set(key, value, decimals: 6) }
+            }
+            if let input = f.input { j.set("input", input) }
+            return j
+        })
+        o.set("masks", array: s.masks.map { m in
+            var j = JSONObject()
+            j.set("name", m.name)
+            j.set("points", numberLists: m.polygon.points.map { [$0.x, $0.y] }, decimals: 6)
+            j.set("units", m.fractions ? "fractions" : "pixels")
+            j.set("anchor", m.anchor.rawValue)
+            if let input = m.input { j.set("input", input) }
+            return j
+        })
         // Zones and lines of an input removed while an earlier run went on, set aside at start.
         if !s.setAside.isEmpty { o.set("set_aside", strings: s.setAside) }
         return o

@@ -8,6 +8,9 @@ public struct AnalyticsSettings: Sendable {
     public var tracked: [AnalyticsSpec.Tracked] = []
     public var zones: [ZoneSettings] = []
     public var lines: [LineSettings] = []
+    /// `--filter`, `--mask`: the boxes ignored before they are tracked.
+    public var filters: [BoxFilter] = []
+    public var masks: [BoxMask] = []
     /// Zones and lines set aside at start ("zone bay"): they watch an input removed while an earlier run went on.
     public private(set) var setAside: [String] = []
 
@@ -19,8 +22,8 @@ public struct AnalyticsSettings: Sendable {
     ///   - removed: inputs removed while an earlier run went on (--state): their zones and lines are
     ///     set aside, each said, so that a restart never fails for a change made before it.
     ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
-    public init(track: [String], zones: [String], lines: [String], inputs: [String]? = nil, removed: Set<String> = [],
-                origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
+    public init(track: [String], zones: [String], lines: [String], filters: [String] = [], masks: [String] = [], inputs: [String]? = nil,
+                removed: Set<String> = [], origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
         func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
             var out: [T] = []
             for v in values {
@@ -35,12 +38,15 @@ public struct AnalyticsSettings: Sendable {
         }
         // Every track is checked against every zone and line on every frame: a bound keeps a
         // frame's analytics within reach (with at most 1000 points a zone).
-        for (flag, count) in [("--zone", zones.count), ("--line", lines.count)] where count > Self.most {
+        for (flag, count) in [("--zone", zones.count), ("--line", lines.count), ("--filter", filters.count), ("--mask", masks.count)]
+            where count > Self.most {
             throw UsageError("\(flag) is given \(count) times: at most \(Self.most) (each track is checked against each on every frame)")
         }
         tracked = try parsed("track", track, AnalyticsSpec.tracked)
         self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
         self.lines = try parsed("line", lines, AnalyticsSpec.line)
+        self.filters = try parsed("filter", filters, AnalyticsSpec.filter)
+        self.masks = try parsed("mask", masks, AnalyticsSpec.mask)
         if let inputs {
             // Of an input removed while running (and kept so by --state): set aside, said.
             var aside: [String] = []
@@ -58,17 +64,24 @@ public struct AnalyticsSettings: Sendable {
             self.lines = keptLines
             setAside = aside
             let named = self.zones.map { ("zone", $0.name, $0.input) } + self.lines.map { ("line", $0.name, $0.input) }
+                + self.masks.map { ("mask", $0.name, $0.input) } + self.filters.map { ("filter", $0.label, $0.input) }
             for (key, name, input) in named {
                 guard let input, !inputs.contains(input) else { continue }
                 let why = Self.noSuchInput(input, among: inputs)
-                let text = (key == "zone" ? zones : lines).first { $0.hasPrefix(name + "=") } ?? name
+                let texts = ["zone": zones, "line": lines, "mask": masks, "filter": filters][key] ?? []
+                let text = texts.first { $0.hasPrefix(name + (key == "filter" ? ":" : "=")) } ?? name
                 throw UsageError(origin(key, text).map { "\($0): \(why)" } ?? "--\(key) \(text): \(why)")
             }
         }
         if tracked.isEmpty && !(zones.isEmpty && lines.isEmpty) {
             throw UsageError("--zone and --line watch tracks: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
         }
-        for (flag, names) in [("--track", tracked.map(\.plugin)), ("--zone", self.zones.map(\.name)), ("--line", self.lines.map(\.name))] {
+        if tracked.isEmpty && !(filters.isEmpty && masks.isEmpty) {
+            throw UsageError("--filter and --mask keep boxes from the tracker: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
+        }
+        let filterKeys = self.filters.map { "\($0.label) input=\($0.input ?? "*")" }
+        for (flag, names) in [("--track", tracked.map(\.plugin)), ("--zone", self.zones.map(\.name)), ("--line", self.lines.map(\.name)),
+                              ("--mask", self.masks.map(\.name)), ("--filter", filterKeys)] {
             if let twice = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
                 throw UsageError("\(flag) \(twice) is given twice: each needs a name of its own")
             }
@@ -102,13 +115,22 @@ public struct AnalyticsSettings: Sendable {
     /// The lines watched on input `source`: its own and those of every input.
     func lines(on source: String) -> [LineSettings] { lines.filter { $0.input == nil || $0.input == source } }
 
+    /// The filters of input `source`: for each label, its own input's before every input's.
+    func filters(on source: String) -> [BoxFilter] {
+        filters.filter { $0.input == source } + filters.filter { f in f.input == nil && !filters.contains { $0.input == source && $0.label == f.label } }
+    }
+
+    /// The masks of input `source`: its own and those of every input.
+    func masks(on source: String) -> [BoxMask] { masks.filter { $0.input == nil || $0.input == source } }
+
     /// The analytics stage of the plugin called `plugin` on input `source` (`live`: a camera or a
     /// network stream; `confidence`: the plugin's own threshold, when it has one), or nil when its
     /// boxes are not followed; its lines and zones go on from `kept`'s counts where they have their shapes.
     func stage(plugin: String, index: Int, source: String, live: Bool, confidence: Double?, kept: CountTotals = CountTotals()) -> TrackedResults? {
         guard let t = tracked.first(where: { $0.plugin == plugin }) else { return nil }
         let tracker = t.settings.following(confidence: confidence)
-        let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source), kept: kept)
+        let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source), filters: filters(on: source),
+                                     masks: masks(on: source), kept: kept)
         return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live, high: tracker.high)
     }
 }

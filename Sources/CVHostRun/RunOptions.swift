@@ -45,6 +45,9 @@ public enum RunOptions {
         RunOption("track", .list, .applied),
         RunOption("zone", .list, .applied),
         RunOption("line", .list, .applied),
+        // Boxes ignored before they are tracked: made with each tracker, at the start.
+        .restart("filter", .list) { $0.analytics.filters },
+        .restart("mask", .list) { $0.analytics.masks },
         // What is made once, at the start.
         .restart("plugin", .list) { $0.plugins },
         .restart("output", .list) { $0.outputs },

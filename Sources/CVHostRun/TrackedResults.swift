@@ -139,6 +139,7 @@ final class TrackedResults: @unchecked Sendable {
                 j.set("distances", numbers: sides)
                 j.set("speed_unit", z.speedUnit.rawValue)
             }
+            if let labels = z.labels { j.set("labels", strings: labels.sorted()) }
             return j
         })
         let counts = analytics.counts
@@ -149,7 +150,17 @@ final class TrackedResults: @unchecked Sendable {
             j.set("units", l.fractions ? "fractions" : "pixels")
             j.set("anchor", l.anchor.rawValue)
             j.set("in", l.inSide.rawValue)
+            if let labels = l.labels { j.set("labels", strings: labels.sorted()) }
             j.set("counts", object: AnalyticsJSON.lineCounts(l.name, counts))
+            return j
+        })
+        // Where boxes are ignored (the live view draws them).
+        o.set("masks", array: analytics.masks.map { m in
+            var j = JSONObject()
+            j.set("name", m.name)
+            j.set("points", array: points(m.polygon.points))
+            j.set("units", m.fractions ? "fractions" : "pixels")
+            j.set("anchor", m.anchor.rawValue)
             return j
         })
         return o
@@ -163,6 +174,10 @@ final class TrackedResults: @unchecked Sendable {
         p.counter("cvhost_tracks_started_total", "Tracks reported (--track): objects followed across frames.", l, UInt64(c.tracksStarted))
         p.gauge("cvhost_tracks_active", "Tracks followed now (seen, or lost for less than `lost` seconds).", l, Double(c.tracksActive))
         p.counter("cvhost_untracked_results_total", "Boxes the plugin reported that joined no track (under the tracker's thresholds).", l, UInt64(c.untracked))
+        for reason in BoxFilter.reasons {
+            p.counter("cvhost_filtered_results_total", "Boxes kept from the tracker by --filter (by the threshold) or --mask (mask).",
+                      l + [("reason", reason)], UInt64(c.filtered[reason] ?? 0))
+        }
         for x in c.crossings {
             for (direction, n) in [("in", x.in), ("out", x.out)] {
                 p.counter("cvhost_line_crossings_total", "Tracks that crossed a line (--line), by label and direction.",

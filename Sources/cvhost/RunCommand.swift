@@ -121,6 +121,16 @@ struct RunCommand: ParsableCommand {
         valueName: "line"))
     var lines: [String] = []
 
+    @Option(name: .customLong("filter"), help: ArgumentHelp(
+        "Boxes of a label too doubtful to follow (never tracked, so never counted; counted as filtered_results): LABEL (or * for every label) [:min_score=S, min_area=A, max_area=A (pixels, or a share of the frame when at most 1), min_ratio=R, max_ratio=R (width / height), input=ID]. Repeatable.",
+        valueName: "filter"))
+    var filters: [String] = []
+
+    @Option(name: .customLong("mask"), help: ArgumentHelp(
+        "A part of the picture where boxes are ignored (a tree that moves, a road beyond the fence): NAME=X,Y X,Y X,Y... [:anchor=A (the box's point that must be inside; bottom_center), input=ID, units=U]. Repeatable.",
+        valueName: "mask"))
+    var masks: [String] = []
+
     @Option(name: .customLong("snapshots"), help: ArgumentHelp(
         "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), draw=true (the boxes and labels drawn), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path. track.ended's is the track's best frame.",
         valueName: "dir"))
@@ -303,7 +313,7 @@ struct RunCommand: ParsableCommand {
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
         // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
         let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
-        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines,
+        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines, filters: filters, masks: masks,
                                                    inputs: settings.inputs.map { $0.sourceID() }, removed: removed, origin: origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)

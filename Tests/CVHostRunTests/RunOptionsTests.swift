@@ -1,3 +1,4 @@
+import CVHostAnalytics
 import CVHostEvidence
 import CVHostOutput
 import CVHostTestSupport
@@ -24,6 +25,8 @@ struct RunOptionsTests {
             "events-db": { $0.eventsDatabase = folder + "/events.sqlite" },
             "state": { $0.keep(try RunStateFile(path: folder + "/state.json"), inputPlugins: [:]) },
             "reset-counts-at": { $0.resetCountsAt = try DailyTime("06:00") },
+            "filter": { $0.analytics.filters = [try AnalyticsSpec.filter("person:min_score=0.5")] },
+            "mask": { $0.analytics.masks = [try AnalyticsSpec.mask("m=0,0 10,0 10,10")] },
             "max-inputs": { try $0.limitInputs(to: 9) },
             "queue-depth": { $0.queueDepth = 5 },
             "backpressure": { $0.backpressure = .block },

@@ -224,6 +224,11 @@ function drawAnalytics(svg, plugin, inp) {
   const turned = plugin.rotate === 90 || plugin.rotate === 270;
   const [w, h] = turned ? [frame.height, frame.width] : [frame.width, frame.height];
   const place = (shape) => shape.points.map((p) => toFrame(plugin, shape.units === 'fractions' ? [p.x * w, p.y * h] : [p.x, p.y]));
+  for (const m of a.masks || []) {
+    const points = place(m);
+    svg.append(el('polygon', { class: 'mask', 'data-mask': m.name, points: points.map((p) => p.join(',')).join(' ') }));
+    svg.append(el('text', { class: 'mask-label', x: points[0][0] + 6, y: points[0][1] + 18 }, `${m.name} (ignored)`));
+  }
   for (const z of a.zones) {
     const points = place(z);
     svg.append(el('polygon', { class: 'zone', 'data-zone': z.name, points: points.map((p) => p.join(',')).join(' ') }));
@@ -568,7 +573,19 @@ async function loadAnalytics() {
       for (const plugin of inp.started ? inp.started.plugins : []) {
         if (!tracked.has(plugin.plugin)) { delete plugin.analytics; continue; }
         const mine = (s) => !s.input || s.input === source;
-        plugin.analytics = { zones: a.zones.filter(mine).map(shape), lines: a.lines.filter(mine).map(shape) };
+        plugin.analytics = { zones: a.zones.filter(mine).map(shape), lines: a.lines.filter(mine).map(shape), masks: (a.masks || []).filter(mine).map(shape) };
+      }
+    }
+    // What each line and zone has counted now (kept from a run before, with --state; set back by a reset).
+    for (const c of a.counts || []) {
+      const inp = inputs.get(c.source);
+      for (const plugin of inp && inp.started ? inp.started.plugins.filter((p) => p.plugin === c.plugin) : []) {
+        for (const [name, l] of Object.entries(c.lines)) {
+          for (const [label, v] of Object.entries(l.labels)) inp.counts.set(`${plugin.plugin_index}/line/${name}/${label}`, { in: v.in, out: v.out });
+        }
+        for (const [name, z] of Object.entries(c.zones)) {
+          for (const [label, v] of Object.entries(z.labels)) inp.counts.set(`${plugin.plugin_index}/zone/${name}/${label}`, { count: v.occupancy });
+        }
       }
     }
     drawOverlay();

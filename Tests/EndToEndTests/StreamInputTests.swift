@@ -216,6 +216,34 @@ struct StreamInputTests {
         }
     }
 
+    @Test("a stop is a stop for an HTTP MJPEG camera and an MPEG-TS stream over UDP too: stopped by SIGTERM while frames flow, five times each, with --reconnect: never session.interrupted or an error")
+    func cleanStopsHTTPAndUDP() throws {
+        let root = MediaFixtures.folder + "/http-stops"
+        try FileManager.default.createDirectory(atPath: root + "/frames", withIntermediateDirectories: true)
+        try Tool.check("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", BarcodeFixtures.demoVideo, "-q:v", "3", root + "/frames/%03d.jpg"])
+        let server = try TestServer("http_server.py", ["--root", root, "--frames", root + "/frames"])
+        defer { server.stop() }
+        let udp = freeLoopbackPort(udp: true)
+        // A sender that goes on for the whole test (the demo again and again, at its pace).
+        let sender = try Tool.start("ffmpeg", ["-nostdin", "-v", "error", "-re", "-stream_loop", "-1", "-i", BarcodeFixtures.demoVideo,
+                                               "-c", "copy", "-f", "mpegts", "udp://127.0.0.1:\(udp)?pkt_size=1316"])
+        defer { sender.terminate(); sender.waitUntilExit() }
+        for (kind, url) in [("http", "http://127.0.0.1:\(server.port)/video.mjpg"), ("udp", "udp://127.0.0.1:\(udp)")] {
+            for attempt in 1...5 {
+                let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "cam=" + url, "--reconnect", "--metrics-interval", "0"],
+                                             timeout: 60, withStdin: false) { run in
+                    defer { kill(run.pid, SIGTERM) }
+                    _ = run.wait(until: { !RunChangesTests.of(RunChangesTests.lines($0), "result", source: "cam").isEmpty })
+                }
+                let events = r.events.compactMap { $0["event"] as? String }
+                #expect(r.exitCode == 0 && events.contains("result"), "\(kind) stop \(attempt): \(r.stderr)")
+                #expect(!events.contains("session.interrupted") && !events.contains("session.error"),
+                        "\(kind) stop \(attempt): \(events.filter { $0.hasPrefix("session") })")
+                #expect(r.events("session.stopped").map { $0["reason"] as? String } == ["signal"], "\(kind) stop \(attempt)")
+            }
+        }
+    }
+
     @Test("HTTP: an MJPEG multipart stream as IP cameras serve it, and an HLS playlist")
     func http() throws {
         let root = MediaFixtures.folder + "/http"

@@ -72,6 +72,14 @@ public final class BoxAnalytics: @unchecked Sendable {
         }
     }
 
+    /// Puts `filters` and `masks` in place of those used, from the next frame.
+    public func replace(filters: [BoxFilter], masks: [BoxMask]) {
+        state.withLock { s in
+            s.filters = filters
+            s.masks = masks
+        }
+    }
+
     /// What its lines and zones have counted, with their shapes (what a run after this one goes on from).
     public var totals: CountTotals {
         state.withLock { s in

@@ -19,7 +19,7 @@ import NIOHTTP1
 ///     GET, PUT, DELETE /inputs/NAME   one input: see it, change it (opened anew), remove it
 ///     GET  /analytics     every track, zone and line, and what each counted
 ///     POST /analytics/reset   counts back to 0 (a JSON object, each optional: source, line or zone)
-///     PUT, DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN   set one (a JSON object), remove it
+///     PUT, DELETE /zones/NAME, /lines/NAME, /tracks/PLUGIN, /masks/NAME, /filters/LABEL   set one (a JSON object), remove it
 ///     GET  /healthz       200 while frames flow, else 503 (no token needed)
 ///     GET  /clips         the clips kept (--clips), newest first (?source=ID&event=KIND&label=L&since=UNIX&limit=N)
 ///     GET  /clips/NAME    one clip (video/mp4), whole or the range asked for (Range: bytes=A-B), sent from the file (FileSender)
@@ -204,9 +204,10 @@ final class HTTPRouter: Sendable {
         return .reply
     }
 
-    /// `zone`, `line` or `track` for /zones/NAME, /lines/NAME, /tracks/PLUGIN; nil for other paths.
+    /// `zone`, `line`, `track`, `mask` or `filter` for /zones/NAME, /lines/NAME, /tracks/PLUGIN, /masks/NAME,
+    /// /filters/LABEL; nil for other paths.
     static func analyticsKind(_ path: String) -> String? {
-        for kind in ["zone", "line", "track"] where path.hasPrefix("/\(kind)s/") && path.count > kind.count + 3 { return kind }
+        for kind in ["zone", "line", "track", "mask", "filter"] where path.hasPrefix("/\(kind)s/") && path.count > kind.count + 3 { return kind }
         return nil
     }
 

@@ -11,6 +11,10 @@ import CVHostLines
 ///     remove_line   DELETE /lines/NAME
 ///     set_track     PUT    /tracks/PLUGIN  {"high":0.4, ...}
 ///     remove_track  DELETE /tracks/PLUGIN
+///     set_mask      PUT    /masks/NAME     {"points":[[x,y],...], ...}  (boxes whose anchor is inside are not tracked)
+///     remove_mask   DELETE /masks/NAME
+///     set_filter    PUT    /filters/LABEL  {"min_area":2000, "input":"ID", ...}  (* for every label)
+///     remove_filter DELETE /filters/LABEL  (every one of that label; with "input", that input's)
 ///     get_analytics GET    /analytics      every track, zone and line, and what each plugin counted on each input
 ///     reset_counts  POST   /analytics/reset {"source":"ID", "line":"NAME" or "zone":"NAME"}  (each optional)
 ///
@@ -20,7 +24,7 @@ import CVHostLines
 extension LiveCommands {
     func setAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> (status: Int, result: JSONObject) {
         let changes = try analyticsChanger().1
-        let key = kind == .track ? "plugin" : "name"
+        let key = kind.key
         guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "set_\(kind.rawValue) needs \"\(key)\"") }
         let text = try AnalyticsJSON.specText(kind, name: name, o)
         let change: AnalyticsRules.Change
@@ -29,13 +33,15 @@ extension LiveCommands {
             case .zone: change = .zone(name: name, try AnalyticsSpec.zone(text))
             case .line: change = .line(name: name, try AnalyticsSpec.line(text))
             case .track: change = .track(plugin: name, try AnalyticsSpec.tracked(text))
+            case .mask: change = .mask(name: name, try AnalyticsSpec.mask(text))
+            case .filter: change = .filter(label: name, input: o["input"]?.string, try AnalyticsSpec.filter(text))
             }
         } catch {
             let flag = "--\(kind.rawValue) "
             throw CommandRefusal(400, error.description.hasPrefix(flag) ? kind.rawValue + " " + error.description.dropFirst(flag.count) : error.description)
         }
         let (status, answer) = try applyAnalytics(kind, name: name, change, origin: origin.rawValue)
-        changes.state?.record(kind, name: name, text: text)
+        changes.state?.record(kind, name: RunStateFile.key(kind, name: name, input: o["input"]?.string), text: text)
         return (status, answer)
     }
 
@@ -47,16 +53,21 @@ extension LiveCommands {
     }
 
     func removeAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
-        let (_, changes) = try analyticsChanger()
-        let key = kind == .track ? "plugin" : "name"
+        let (rules, changes) = try analyticsChanger()
+        let key = kind.key
         guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "remove_\(kind.rawValue) needs \"\(key)\"") }
+        let input = o["input"]?.string
+        // A label's filters: of one input (with "input"), else every one of that label.
+        let inputs = kind == .filter ? (input.map { [$0] } ?? rules.settings.filters.filter { $0.label == name }.map(\.input)) : [input]
         let change: AnalyticsRules.Change = switch kind {
         case .zone: .zone(name: name, nil)
         case .line: .line(name: name, nil)
         case .track: .track(plugin: name, nil)
+        case .mask: .mask(name: name, nil)
+        case .filter: .filter(label: name, input: input, nil)
         }
         let answer = try applyAnalytics(kind, name: name, change, origin: origin.rawValue).result
-        changes.state?.record(kind, name: name, text: nil)
+        for input in inputs { changes.state?.record(kind, name: RunStateFile.key(kind, name: name, input: input), text: nil) }
         return answer
     }
 
@@ -110,6 +121,14 @@ extension LiveCommands {
             settings = l.map(AnalyticsJSON.json)
             input = l?.input
         case .track: settings = now.tracked.first { $0.plugin == name }.map(AnalyticsJSON.json)
+        case .mask:
+            let m = now.masks.first { $0.name == name }
+            settings = m.map(AnalyticsJSON.json)
+            input = m?.input
+        case .filter:
+            let f = now.filters.first { $0.label == name }
+            settings = f.map(AnalyticsJSON.json)
+            input = f?.input
         }
         var e = JSONObject.envelope(event: "analytics.changed", source: input, plugin: kind == .track ? name : nil, tsNs: HostClock.wallNs())
         e.set("kind", kind.rawValue)

@@ -11,9 +11,11 @@ import CVHostLines
 ///             "min_distance":N, "dwell":S, "input":"ID", "distances":[a,b,c,d], "speed_unit":"kmh", "labels":"car"}
 ///     line   {"points":[[x,y],[x,y]], "in":"left", "units", "anchor", "min_frames", "min_distance", "input", "labels":"person+car"}
 ///     track  {"high":0.4, "low":0.1, "min_hits":3, "lost":1.5, "iou":0.2, "by_label":false}
+///     mask   {"points":[[x,y],[x,y],[x,y],...], "units", "anchor", "input"}
+///     filter {"min_score":0.5, "min_area":A, "max_area":A, "min_ratio":R, "max_ratio":R, "input"}
 enum AnalyticsJSON {
     enum Kind: String, CaseIterable {
-        case zone, line, track
+        case zone, line, track, mask, filter
 
         /// The options a body may give (beside points).
         var options: [String] {
@@ -21,8 +23,22 @@ enum AnalyticsJSON {
             case .zone: ["units", "anchor", "min_frames", "min_distance", "dwell", "input", "distances", "speed_unit", "labels"]
             case .line: ["in", "units", "anchor", "min_frames", "min_distance", "input", "labels"]
             case .track: ["high", "low", "min_hits", "lost", "iou", "by_label"]
+            case .mask: ["units", "anchor", "input"]
+            case .filter: ["min_score", "min_area", "max_area", "min_ratio", "max_ratio", "input"]
             }
         }
+
+        /// The field that names one (the route's last part: /tracks/PLUGIN, /filters/LABEL, /zones/NAME).
+        var key: String {
+            switch self {
+            case .track: "plugin"
+            case .filter: "label"
+            case .zone, .line, .mask: "name"
+            }
+        }
+
+        /// Whether it is drawn: given by its points.
+        var hasPoints: Bool { self == .zone || self == .line || self == .mask }
     }
 
     /// Every field a body of any kind may have.
@@ -32,8 +48,8 @@ enum AnalyticsJSON {
     /// - Throws: 400 naming a field of another kind, a value of the wrong type, points that are not points.
     static func specText(_ kind: Kind, name: String, _ o: [String: CommandValue]) throws(CommandRefusal) -> String {
         let given = Set(o.keys).intersection(fields)
-        if let stray = given.sorted().first(where: { $0 != "points" && !kind.options.contains($0) }) ?? (kind == .track && given.contains("points") ? "points" : nil) {
-            throw CommandRefusal(400, "a \(kind.rawValue) has no \"\(stray)\" (it has \(((kind == .track ? [] : ["points"]) + kind.options).joined(separator: ", ")))")
+        if let stray = given.sorted().first(where: { $0 != "points" && !kind.options.contains($0) }) ?? (!kind.hasPoints && given.contains("points") ? "points" : nil) {
+            throw CommandRefusal(400, "a \(kind.rawValue) has no \"\(stray)\" (it has \(((kind.hasPoints ? ["points"] : []) + kind.options).joined(separator: ", ")))")
         }
         var options: [String] = []
         for key in kind.options {
@@ -49,7 +65,7 @@ enum AnalyticsJSON {
             options.append("\(key)=\(text)")
         }
         let tail = options.isEmpty ? "" : ":" + options.joined(separator: ",")
-        if kind == .track { return name + tail }
+        if !kind.hasPoints { return name + tail }
         guard case .points(let points)? = o["points"] else {
             throw CommandRefusal(400, "a \(kind.rawValue) needs \"points\": [[x,y],[x,y]\(kind == .zone ? ",[x,y],..." : "")] in the frame's pixels (or fractions of it)")
         }
@@ -85,6 +101,27 @@ enum AnalyticsJSON {
         if let d = l.minDistance { j.set("min_distance", d, decimals: 3) }
         if let input = l.input { j.set("input", input) }
         if let labels = l.labels { j.set("labels", labels.sorted().joined(separator: "+")) }
+        return j
+    }
+
+    static func json(_ f: BoxFilter) -> JSONObject {
+        var j = JSONObject()
+        j.set("label", f.label)
+        for (key, value) in [("min_score", f.minScore), ("min_area", f.minArea), ("max_area", f.maxArea), ("min_ratio", f.minRatio),
+                             ("max_ratio", f.maxRatio)] {
+            if let value { j.set(key, value, decimals: 6) }
+        }
+        if let input = f.input { j.set("input", input) }
+        return j
+    }
+
+    static func json(_ m: BoxMask) -> JSONObject {
+        var j = JSONObject()
+        j.set("name", m.name)
+        j.set("points", numberLists: m.polygon.points.map { [$0.x, $0.y] }, decimals: 6)
+        j.set("units", m.fractions ? "fractions" : "pixels")
+        j.set("anchor", m.anchor.rawValue)
+        if let input = m.input { j.set("input", input) }
         return j
     }
 
@@ -158,26 +195,9 @@ enum AnalyticsJSON {
         o.set("tracks", array: s.tracked.map(json))
         o.set("zones", array: s.zones.map(json))
         o.set("lines", array: s.lines.map(json))
-        // Boxes ignored before they are tracked (--filter, --mask: set at the start).
-        o.set("filters", array: s.filters.map { f in
-            var j = JSONObject()
-            j.set("label", f.label)
-            for (key, value) in [("min_score", f.minScore), ("min_area", f.minArea), ("max_area", f.maxArea), ("min_ratio", f.minRatio),
-                                 ("max_ratio", f.maxRatio)] {
-                if let value { j.set(key, value, decimals: 6) }
-            }
-            if let input = f.input { j.set("input", input) }
-            return j
-        })
-        o.set("masks", array: s.masks.map { m in
-            var j = JSONObject()
-            j.set("name", m.name)
-            j.set("points", numberLists: m.polygon.points.map { [$0.x, $0.y] }, decimals: 6)
-            j.set("units", m.fractions ? "fractions" : "pixels")
-            j.set("anchor", m.anchor.rawValue)
-            if let input = m.input { j.set("input", input) }
-            return j
-        })
+        // Boxes ignored before they are tracked (--filter, --mask).
+        o.set("filters", array: s.filters.map(json))
+        o.set("masks", array: s.masks.map(json))
         // Zones and lines of an input removed while an earlier run went on, set aside at start.
         if !s.setAside.isEmpty { o.set("set_aside", strings: s.setAside) }
         return o

@@ -74,18 +74,21 @@ final class AnalyticsRules: Sendable {
         }
     }
 
-    /// One change: a zone, line or track set (added, or put in place of the one of its name) or removed (nil).
+    /// One change: a zone, line, track, mask or filter set (added, or put in place of the one of its
+    /// name; a filter of its label and input) or removed (nil; a label's filters: of `input`, or all).
     enum Change {
         case zone(name: String, ZoneSettings?)
         case line(name: String, LineSettings?)
         case track(plugin: String, AnalyticsSpec.Tracked?)
+        case mask(name: String, BoxMask?)
+        case filter(label: String, input: String?, BoxFilter?)
     }
 
     /// What a change did: `added`, `changed` or `removed`; and whether the counts were `kept` (a
     /// zone or line of the same shape) or `reset` (moved, turned round, a new tracker), nil when removed.
     struct Outcome {
         let change: String
-        let counts: String?
+        var counts: String?
     }
 
     /// Applies one change to the settings and to every runner's analytics, between two of its frames.
@@ -95,7 +98,7 @@ final class AnalyticsRules: Sendable {
     func apply(_ change: Change, plugins: [String], inputs: [String]) throws(CommandRefusal) -> Outcome {
         try state.withLock { s throws(CommandRefusal) -> Outcome in
             var n = s.settings
-            let outcome: Outcome
+            var outcome: Outcome
             switch change {
             case .zone(let name, let z?):
                 try Self.check(input: z.input, among: inputs, tracked: n.tracked)
@@ -118,10 +121,34 @@ final class AnalyticsRules: Sendable {
                 let had = n.tracked.contains { $0.plugin == plugin }
                 if had { n.tracked = n.tracked.map { $0.plugin == plugin ? t : $0 } } else { n.tracked.append(t) }
                 outcome = Outcome(change: had ? "changed" : "added", counts: "reset")
+            case .mask(let name, let m?):
+                try Self.check(input: m.input, among: inputs, tracked: n.tracked)
+                outcome = try Self.put(m, name: name, into: &n.masks, sameShape: { _ in true })
+                outcome.counts = nil
+            case .mask(let name, nil):
+                guard n.masks.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no mask named \(name)") }
+                n.masks.removeAll { $0.name == name }
+                outcome = Outcome(change: "removed", counts: nil)
+            case .filter(let label, let input, let f?):
+                try Self.check(input: input, among: inputs, tracked: n.tracked)
+                if let at = n.filters.firstIndex(where: { $0.label == label && $0.input == input }) {
+                    n.filters[at] = f
+                    outcome = Outcome(change: "changed", counts: nil)
+                } else {
+                    guard n.filters.count < AnalyticsSettings.most else { throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) filters, the most: remove one first") }
+                    n.filters.append(f)
+                    outcome = Outcome(change: "added", counts: nil)
+                }
+            case .filter(let label, let input, nil):
+                let gone = { (f: BoxFilter) in f.label == label && (input == nil || f.input == input) }
+                guard n.filters.contains(where: gone) else { throw CommandRefusal(404, "no filter of \(label)" + (input.map { " on \($0)" } ?? "")) }
+                n.filters.removeAll(where: gone)
+                outcome = Outcome(change: "removed", counts: nil)
             case .track(let plugin, nil):
                 guard n.tracked.contains(where: { $0.plugin == plugin }) else { throw CommandRefusal(404, "the boxes of \(plugin) are not followed") }
-                if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty) {
-                    throw CommandRefusal(409, "zones and lines watch tracks: remove them first (DELETE /zones/NAME, /lines/NAME), or follow another plugin's boxes")
+                if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty && n.masks.isEmpty && n.filters.isEmpty) {
+                    throw CommandRefusal(409, "zones, lines, masks and filters work on tracks: remove them first (DELETE /zones/NAME, /lines/NAME, "
+                                         + "/masks/NAME, /filters/LABEL), or follow another plugin's boxes")
                 }
                 n.tracked.removeAll { $0.plugin == plugin }
                 outcome = Outcome(change: "removed", counts: nil)
@@ -137,6 +164,8 @@ final class AnalyticsRules: Sendable {
                                                confidence: slot.confidence, kept: counted))
                 case .zone, .line:
                     slot.tracked?.analytics.replace(zones: n.zones(on: slot.source), lines: n.lines(on: slot.source))
+                case .mask, .filter:
+                    slot.tracked?.analytics.replace(filters: n.filters(on: slot.source), masks: n.masks(on: slot.source))
                 }
             }
             s.settings = n
@@ -147,7 +176,7 @@ final class AnalyticsRules: Sendable {
     private static func check(input: String?, among inputs: [String], tracked: [AnalyticsSpec.Tracked]) throws(CommandRefusal) {
         if let input, !inputs.contains(input) { throw CommandRefusal(422, AnalyticsSettings.noSuchInput(input, among: inputs)) }
         if tracked.isEmpty {
-            throw CommandRefusal(409, "zones and lines watch tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
+            throw CommandRefusal(409, "zones, lines, masks and filters work on tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
         }
     }
 
@@ -160,7 +189,8 @@ final class AnalyticsRules: Sendable {
             return Outcome(change: "changed", counts: kept ? "kept" : "reset")
         }
         guard list.count < AnalyticsSettings.most else {
-            throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) \(T.self == ZoneSettings.self ? "zones" : "lines"), the most: remove one first")
+            throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) \(T.self == ZoneSettings.self ? "zones" : T.self == BoxMask.self ? "masks" : "lines"), "
+                                 + "the most: remove one first")
         }
         list.append(item)
         return Outcome(change: "added", counts: "reset")
@@ -171,3 +201,4 @@ final class AnalyticsRules: Sendable {
 protocol Named { var name: String { get } }
 extension ZoneSettings: Named {}
 extension LineSettings: Named {}
+extension BoxMask: Named {}

@@ -43,10 +43,10 @@ package final class LiveCommands: Sendable {
     private let stop: RunStop
 
     static let known: Set<String> = Set(["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input",
-                                         "device", "plugins", "line", "zone"]).union(AnalyticsJSON.fields)
+                                         "device", "plugins", "line", "zone", "label"]).union(AnalyticsJSON.fields)
     static let commands = ["set_control", "set_plugin", "reload", "get_controls", "get_inputs", "add_input", "change_input", "remove_input",
-                           "get_analytics", "set_zone", "remove_zone", "set_line", "remove_line", "set_track", "remove_track", "reset_counts",
-                           "stop"]
+                           "get_analytics", "set_zone", "remove_zone", "set_line", "remove_line", "set_track", "remove_track", "set_mask",
+                           "remove_mask", "set_filter", "remove_filter", "reset_counts", "stop"]
 
     init(inputs: RunInputs, changes: InputChanges?, rules: AnalyticsRules?, counts: TotalsKeeper?, lines: RunLines, stop: RunStop) {
         self.inputs = inputs
@@ -85,7 +85,7 @@ package final class LiveCommands: Sendable {
                 throw CommandRefusal(400, "\"command\":\"\(given)\" does not belong here: this route is \(implied)")
             }
             if let target {
-                let key = implied?.hasSuffix("_track") == true ? "plugin" : "name"
+                let key = implied.flatMap { c in AnalyticsJSON.Kind.allCases.first { c.hasSuffix("_" + $0.rawValue) } }?.key ?? "name"
                 if let given = object[key], given != .string(target) {
                     throw CommandRefusal(400, "\"\(key)\" is \(target), the name in the address: rename by removing and adding")
                 }
@@ -107,9 +107,9 @@ package final class LiveCommands: Sendable {
             case "change_input": result = try changeInput(object, origin: origin)
             case "remove_input": result = try removeInput(object, origin: origin)
             case "get_analytics": result = analyticsList()
-            case "set_zone", "set_line", "set_track":
+            case "set_zone", "set_line", "set_track", "set_mask", "set_filter":
                 (status, result) = try setAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(4)))!, object, origin: origin)
-            case "remove_zone", "remove_line", "remove_track":
+            case "remove_zone", "remove_line", "remove_track", "remove_mask", "remove_filter":
                 result = try removeAnalytics(AnalyticsJSON.Kind(rawValue: String(command.dropFirst(7)))!, object, origin: origin)
             case "reset_counts": result = try resetCounts(object, origin: origin)
             case "stop":

@@ -39,15 +39,14 @@ public struct RunOption: Sendable {
 
 public enum RunOptions {
     public static let all: [RunOption] = [
-        // What a reload applies: inputs added, changed or removed; tracks, zones and lines set or removed.
+        // What a reload applies: inputs added, changed or removed; tracks, zones, lines, filters and masks set or removed.
         RunOption("input", .list, .applied),
         RunOption("device", .list, .applied),
         RunOption("track", .list, .applied),
         RunOption("zone", .list, .applied),
         RunOption("line", .list, .applied),
-        // Boxes ignored before they are tracked: made with each tracker, at the start.
-        .restart("filter", .list) { $0.analytics.filters },
-        .restart("mask", .list) { $0.analytics.masks },
+        RunOption("filter", .list, .applied),
+        RunOption("mask", .list, .applied),
         // What is made once, at the start.
         .restart("plugin", .list) { $0.plugins },
         .restart("output", .list) { $0.outputs },

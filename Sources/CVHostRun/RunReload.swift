@@ -4,7 +4,7 @@ import CVHostCore
 /// A reload of the config file while the run goes on (SIGHUP, `systemctl reload`): the settings
 /// read anew (with the state file's changes over them, as at a start) are compared with the run's,
 /// and what changed is applied as the commands apply it, said `by: reload`: inputs added, changed
-/// (opened anew) or removed; tracks, zones and lines set or removed. What did not change goes on
+/// (opened anew) or removed; tracks, zones, lines, masks and filters set or removed. What did not change goes on
 /// untouched: its session, its sequence of frames, its counts. What cannot change while running
 /// (the plugins, the outputs, --http, evidence folders...) is said on stderr to wait for the next
 /// start. A config file with an error is refused before this (by the executable): the run goes on as it was.
@@ -51,6 +51,22 @@ enum RunReload {
         }
         for l in next.lines where !now.lines.contains(l) {
             attempt("set line \(l.name)", &done) { _ = try commands.applyAnalytics(.line, name: l.name, .line(name: l.name, l), origin: "reload") }
+        }
+        for m in now.masks where !next.masks.contains(where: { $0.name == m.name }) {
+            attempt("remove mask \(m.name)", &done) { _ = try commands.applyAnalytics(.mask, name: m.name, .mask(name: m.name, nil), origin: "reload") }
+        }
+        for m in next.masks where !now.masks.contains(m) {
+            attempt("set mask \(m.name)", &done) { _ = try commands.applyAnalytics(.mask, name: m.name, .mask(name: m.name, m), origin: "reload") }
+        }
+        for f in now.filters where !next.filters.contains(where: { $0.label == f.label && $0.input == f.input }) {
+            attempt("remove filter \(f.label)", &done) {
+                _ = try commands.applyAnalytics(.filter, name: f.label, .filter(label: f.label, input: f.input, nil), origin: "reload")
+            }
+        }
+        for f in next.filters where !now.filters.contains(f) {
+            attempt("set filter \(f.label)", &done) {
+                _ = try commands.applyAnalytics(.filter, name: f.label, .filter(label: f.label, input: f.input, f), origin: "reload")
+            }
         }
         for t in now.tracked where !next.tracked.contains(where: { $0.plugin == t.plugin }) {
             attempt("remove track \(t.plugin)", &done) { _ = try commands.applyAnalytics(.track, name: t.plugin, .track(plugin: t.plugin, nil), origin: "reload") }

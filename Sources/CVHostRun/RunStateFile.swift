@@ -1,3 +1,4 @@
+import CVHostAnalytics
 import CVHostCore
 import Foundation
 import Glibc
@@ -15,7 +16,8 @@ import Glibc
 ///     {"version": 1,
 ///      "inputs": {"door": {"input": "rtsp://cam/1", "plugins": ["detect"]}, "old": null},
 ///      "zones": {"bay": "bay=10,10 200,10 200,200 10,200:dwell=30"}, "lines": {"gate": null},
-///      "tracks": {"detect": "detect:high=0.5"}}
+///      "tracks": {"detect": "detect:high=0.5"}, "masks": {"tree": "tree=0,0 100,0 100,80"},
+///      "filters": {"person": "person:min_area=2000", "car@door": "car:min_score=0.6,input=door"}}
 ///
 /// An entry names what it replaces (an input by its name, a zone or line by its name, a track by
 /// its plugin); null removes it; the zones, lines and tracks are written as --zone, --line and
@@ -27,6 +29,28 @@ public final class RunStateFile: Sendable {
         public var zones: [String: String?] = [:]
         public var lines: [String: String?] = [:]
         public var tracks: [String: String?] = [:]
+        /// By name; filters by label, `LABEL@INPUT` for an input's own.
+        public var masks: [String: String?] = [:]
+        public var filters: [String: String?] = [:]
+
+        public init() {}
+
+        /// A file of an earlier cvhost has no masks or filters (nor, written by hand, other parts).
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            version = try c.decode(Int.self, forKey: .version)
+            inputs = try c.decodeIfPresent([String: InputEntry?].self, forKey: .inputs) ?? [:]
+            zones = try c.decodeIfPresent([String: String?].self, forKey: .zones) ?? [:]
+            lines = try c.decodeIfPresent([String: String?].self, forKey: .lines) ?? [:]
+            tracks = try c.decodeIfPresent([String: String?].self, forKey: .tracks) ?? [:]
+            masks = try c.decodeIfPresent([String: String?].self, forKey: .masks) ?? [:]
+            filters = try c.decodeIfPresent([String: String?].self, forKey: .filters) ?? [:]
+        }
+    }
+
+    /// The name an entry is kept under: a filter's label, with `@INPUT` for an input's own.
+    static func key(_ kind: AnalyticsJSON.Kind, name: String, input: String?) -> String {
+        kind == .filter ? name + (input.map { "@" + $0 } ?? "") : name
     }
 
     /// An input as added: what --input or --device takes, and the run's plugins named for it (nil: all).
@@ -100,6 +124,8 @@ public final class RunStateFile: Sendable {
             case .zone: c.zones[name] = .some(text)
             case .line: c.lines[name] = .some(text)
             case .track: c.tracks[name] = .some(text)
+            case .mask: c.masks[name] = .some(text)
+            case .filter: c.filters[name] = .some(text)
             }
         }
     }
@@ -139,15 +165,20 @@ public struct RunArguments: Sendable {
     public var tracks: [String]
     public var zones: [String]
     public var lines: [String]
+    public var filters: [String]
+    public var masks: [String]
     /// The plugins named for an input added while running (by its name); an input not here has them all.
     public var inputPlugins: [String: [String]] = [:]
 
-    public init(inputs: [String], devices: [String], tracks: [String], zones: [String], lines: [String]) {
+    public init(inputs: [String], devices: [String], tracks: [String], zones: [String], lines: [String], filters: [String] = [],
+                masks: [String] = []) {
         self.inputs = inputs
         self.devices = devices
         self.tracks = tracks
         self.zones = zones
         self.lines = lines
+        self.filters = filters
+        self.masks = masks
     }
 }
 
@@ -174,17 +205,22 @@ extension RunStateFile.Contents {
             let named = InputSpec.isName(id) ? "\(id)=" : ""
             if let input = entry.input { a.inputs.append(named + input) } else if let device = entry.device { a.devices.append(named + device) }
         }
-        func named(_ texts: [String], _ changes: [String: String?], cut: Character) -> [String] {
+        func named(_ texts: [String], _ changes: [String: String?], key: (String) -> String) -> [String] {
             var left = changes
             let out = texts.compactMap { text -> String? in
-                let key = String(text.prefix { $0 != cut })
-                guard let change = left.removeValue(forKey: key) else { return text }
+                guard let change = left.removeValue(forKey: key(text)) else { return text }
                 return change
             }
             return out + left.sorted { $0.key < $1.key }.compactMap { $0.value }
         }
-        a.zones = named(a.zones, zones, cut: "=")
-        a.lines = named(a.lines, lines, cut: "=")
-        a.tracks = named(a.tracks, tracks, cut: ":")
+        let upTo = { (cut: Character) in { (text: String) in String(text.prefix { $0 != cut }) } }
+        a.zones = named(a.zones, zones, key: upTo("="))
+        a.lines = named(a.lines, lines, key: upTo("="))
+        a.tracks = named(a.tracks, tracks, key: upTo(":"))
+        a.masks = named(a.masks, masks, key: upTo("="))
+        // A filter by its label and input (a text that cannot be read: by its label; refused later, naming it).
+        a.filters = named(a.filters, filters) { text in
+            (try? AnalyticsSpec.filter(text)).map { RunStateFile.key(.filter, name: $0.label, input: $0.input) } ?? upTo(":")(text)
+        }
     }
 }

@@ -76,12 +76,12 @@ struct RunCommand: ParsableCommand {
             A zone is a polygon of 3 or more points whose edges do not cross; a line is two points. Points are pixels of the frame, or fractions of it (0..1: units=fractions, or when every coordinate is within 0..1). A track's anchor (bottom_center, the default; center, top_center, bottom_left, bottom_right) of its filtered box is tested, beyond a band along the outline or the line (min_distance pixels; by default a fifth of the box's height for a zone, a quarter for a line): zone.entered and zone.exited (with its seconds inside) once it has been beyond the band on the other side of the outline min_frames frames in a row (2), zone.occupancy per label when it changes, zone.dwell once a track has stayed `dwell` seconds. line.crossed, with direction in or out (in: the side of `in`, left or right facing from the first point to the second; left by default), the running counts of its label and the totals, once a track has been beyond the band on the other side min_frames frames (2): a box that jitters or is parked on the line is never counted. A zone of four points with distances=A,B,C,D (the real length of each side, metres; feet with speed_unit=mph) measures speed: `speed` on zone.exited and on a line.crossed inside it. input=ID watches one input only. In a config file: track:, zone: and line: lists of the same strings; an error names the file and line.
 
             CHANGING A RUNNING CVHOST
-            Inputs, tracks, zones and lines change while the run goes on, over HTTP (--http) or as JSON lines on stdin; other inputs never pause or lose a frame:
+            Inputs, tracks, zones, lines, masks and filters change while the run goes on, over HTTP (--http) or as JSON lines on stdin; other inputs never pause or lose a frame:
               curl -H 'Content-Type: application/json' -d '{"name":"door","input":"rtsp://cam/1"}' http://127.0.0.1:8080/inputs
               curl -X PUT -d '{"points":[[100,400],[500,400]],"input":"door"}' http://127.0.0.1:8080/lines/entry
               curl -X DELETE http://127.0.0.1:8080/inputs/door
               {"command":"add_input","name":"door","input":"rtsp://cam/1"}
-            On stdin: add_input, change_input, remove_input, get_inputs, set_zone, set_line, set_track, remove_zone, remove_line, remove_track, get_analytics, reset_counts (POST /analytics/reset: counts back to 0, of every line and zone or of one source, line or zone).
+            On stdin: add_input, change_input, remove_input, get_inputs, set_zone, set_line, set_track, set_mask, set_filter, remove_zone, remove_line, remove_track, remove_mask, remove_filter, get_analytics, reset_counts (POST /analytics/reset: counts back to 0, of every line and zone or of one source, line or zone).
             An added input gets the run's plugins (or those named), its input.added and session.started; a removed one its input.removed, final metrics and session.stopped (reason removed). Refused: 400 a bad request, 403 an input --allow-inputs does not allow (over HTTP: network streams only unless it says files, a folder, devices or listen), 404 none of that name, 409 a name taken or --max-inputs reached, 422 an input that cannot be opened or a plugin the run lacks. A zone or line changed keeps its counts unless its points (or a line's in side, or its input) changed; each change is an analytics.changed line. GET /inputs gives each input's health: state (starting, streaming, reconnecting with the next try, stopped with why), last_frame_age, fps, reconnects. --state FILE keeps every change for the next start (JSON, 0600), and the counts beside it: they go on after a restart. With --config, SIGHUP (systemctl reload) reads the file again and applies what changed (inputs, tracks, zones, lines; the rest takes a restart); a file with an error is refused and the run goes on.
 
             ISOLATION
@@ -298,9 +298,13 @@ struct RunCommand: ParsableCommand {
     func settings() throws(UsageError) -> RunSettings {
         // The changes kept from earlier runs (--state), over the command line's and the config file's.
         let stateFile = try state.map { path throws(UsageError) in try RunStateFile(path: path) }
-        var kept = RunArguments(inputs: inputs, devices: devices, tracks: track, zones: zones, lines: lines)
+        var kept = RunArguments(inputs: inputs, devices: devices, tracks: track, zones: zones, lines: lines, filters: filters, masks: masks)
         stateFile?.current.apply(to: &kept)
-        let keptTexts = stateFile.map { s in Set(s.current.zones.values.compactMap { $0 } + s.current.lines.values.compactMap { $0 } + s.current.tracks.values.compactMap { $0 }) } ?? []
+        let keptTexts: Set<String> = stateFile.map { s -> Set<String> in
+            let c = s.current
+            let parts: [[String: String?]] = [c.zones, c.lines, c.tracks, c.masks, c.filters]
+            return Set(parts.flatMap { $0.values.compactMap { $0 } })
+        } ?? []
         let origin: (String, String) -> String? = { key, value in
             Self.origin(key, value) ?? (keptTexts.contains(value) ? "\(stateFile!.path): \(key)" : nil)
         }
@@ -313,7 +317,7 @@ struct RunCommand: ParsableCommand {
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
         // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
         let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
-        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines, filters: filters, masks: masks,
+        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines, filters: kept.filters, masks: kept.masks,
                                                    inputs: settings.inputs.map { $0.sourceID() }, removed: removed, origin: origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)

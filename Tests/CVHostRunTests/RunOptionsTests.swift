@@ -1,4 +1,3 @@
-import CVHostAnalytics
 import CVHostEvidence
 import CVHostOutput
 import CVHostTestSupport
@@ -25,8 +24,6 @@ struct RunOptionsTests {
             "events-db": { $0.eventsDatabase = folder + "/events.sqlite" },
             "state": { $0.keep(try RunStateFile(path: folder + "/state.json"), inputPlugins: [:]) },
             "reset-counts-at": { $0.resetCountsAt = try DailyTime("06:00") },
-            "filter": { $0.analytics.filters = [try AnalyticsSpec.filter("person:min_score=0.5")] },
-            "mask": { $0.analytics.masks = [try AnalyticsSpec.mask("m=0,0 10,0 10,10")] },
             "max-inputs": { try $0.limitInputs(to: 9) },
             "queue-depth": { $0.queueDepth = 5 },
             "backpressure": { $0.backpressure = .block },
@@ -78,13 +75,14 @@ struct RunOptionsTests {
         #expect(RunOptions.needingRestart(base, base).isEmpty)
     }
 
-    @Test("what a reload applies (inputs, tracks, zones, lines) is not reported; every name is unique and a config key")
+    @Test("what a reload applies (inputs, tracks, zones, lines, filters, masks) is not reported; every name is unique and a config key")
     func appliedAndKeys() throws {
         let applied = RunOptions.all.filter { !$0.takesRestart }.map(\.name)
-        #expect(applied == ["input", "device", "track", "zone", "line"])
+        #expect(applied == ["input", "device", "track", "zone", "line", "filter", "mask"])
         var changed = try Self.base()
         changed.inputs = try InputSpec.parse(inputs: ["door=rtsp://cam/1"], devices: ["/dev/video2"])
-        changed.analytics = try AnalyticsSettings(track: ["null"], zones: ["bay=0,0 1,0 1,1"], lines: ["gate=0,0 1,1"])
+        changed.analytics = try AnalyticsSettings(track: ["null"], zones: ["bay=0,0 1,0 1,1"], lines: ["gate=0,0 1,1"],
+                                                  filters: ["person:min_score=0.5"], masks: ["tree=0,0 1,0 1,1"])
         #expect(RunOptions.needingRestart(changed, try Self.base()).isEmpty)
         #expect(Set(RunOptions.all.map(\.name)).count == RunOptions.all.count)
         #expect(RunConfigFile.keys.count == RunOptions.all.count)

@@ -94,4 +94,42 @@ struct FiltersAndMasksTests {
             #expect(r.exitCode == 64 && r.stderr.contains(said), "\(args): \(r.stderr)")
         }
     }
+
+    @Test("masks and filters set over HTTP while running (PUT /masks/NAME, /filters/LABEL) apply from the next frame, are listed, kept by --state for the next start; refusals 400 and 404")
+    func setWhileRunning() throws {
+        let folder = KeptCountsTests.stateFolder(), port = freeLoopbackPort()
+        var answers: [String: (status: Int, json: [String: Any])] = [:], metrics = "", analytics: [String: Any] = [:]
+        let track = ["--track", "street:high=0.25", "--line", "door=160,0 160,240", "--state", folder + "/state.json"]
+        let r = try Self.run(track + ["--http", "127.0.0.1:\(port)"], frames: 600, input: "cam=testsrc:320x240@10") { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(until: { $0.contains("\"event\":\"track.started\"") }) else { return }
+            answers["mask"] = try? RunChangesTests.send(port, "PUT", "/masks/road", #"{"points":[[0,220],[320,220],[320,240],[0,240]]}"#)
+            answers["person"] = try? RunChangesTests.send(port, "PUT", "/filters/person", #"{"min_area":100}"#)
+            answers["every"] = try? RunChangesTests.send(port, "PUT", "/filters/*", #"{"min_score":0.5}"#)
+            answers["two points"] = try? RunChangesTests.send(port, "PUT", "/masks/bad", #"{"points":[[0,0],[1,1]]}"#)
+            answers["stray"] = try? RunChangesTests.send(port, "PUT", "/filters/car", #"{"dwell":3}"#)
+            answers["no filter"] = try? RunChangesTests.send(port, "DELETE", "/filters/bus")
+            analytics = (try? RunChangesTests.send(port, "GET", "/analytics").json["result"] as? [String: Any]) ?? [:]
+            // Applied from the next frame: the mask's first boxes kept out.
+            for _ in 0..<50 where (LiveViewTests.sample(metrics, "cvhost_filtered_results_total", ["reason": "mask"]) ?? 0) < 1 {
+                Thread.sleep(forTimeInterval: 0.2)
+                metrics = (try? LiveViewTests.http(port, "/metrics").body) ?? ""
+            }
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(answers["mask"]?.status == 201 && answers["person"]?.status == 201 && answers["every"]?.status == 201, "\(answers)")
+        #expect(answers["two points"]?.status == 400 && answers["stray"]?.status == 400 && answers["no filter"]?.status == 404, "\(answers)")
+        #expect((answers["stray"]?.json["error"] as? String)?.contains("a filter has no \"dwell\"") == true, "\(answers["stray"].map { "\($0)" } ?? "")")
+        #expect((analytics["masks"] as? [[String: Any]])?.map { $0["name"] as? String } == ["road"], "\(analytics)")
+        #expect(Set((analytics["filters"] as? [[String: Any]])?.compactMap { $0["label"] as? String } ?? []) == ["person", "*"], "\(analytics)")
+        #expect((LiveViewTests.sample(metrics, "cvhost_filtered_results_total", ["reason": "mask"]) ?? 0) >= 1)
+        let changed = r.events("analytics.changed").map { "\($0["kind"] ?? "") \($0["name"] ?? "") \($0["change"] ?? "")" }
+        #expect(changed == ["mask road added", "filter person added", "filter * added"], "\(changed)")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        // The next start has them, from the state file.
+        let next = try Self.run(track, frames: 26)
+        #expect(next.exitCode == 0, "\(next.stderr)")
+        let summary = next.events("analytics.summary").first?["data"] as? [String: Any]
+        #expect(summary?["filtered_results"] as? [String: Int] == ["min_area": 26, "min_score": 26, "mask": 26], "\(summary ?? [:])")
+    }
 }

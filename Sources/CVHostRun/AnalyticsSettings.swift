@@ -131,6 +131,7 @@ public struct AnalyticsSettings: Sendable {
         let tracker = t.settings.following(confidence: confidence)
         let analytics = BoxAnalytics(tracker: tracker, zones: zones(on: source), lines: lines(on: source), filters: filters(on: source),
                                      masks: masks(on: source), kept: kept)
-        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live, high: tracker.high)
+        return TrackedResults(analytics: analytics, source: source, plugin: plugin, pluginIndex: index, live: live, high: tracker.high,
+                              lost: tracker.lost)
     }
 }

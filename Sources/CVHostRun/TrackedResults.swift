@@ -24,14 +24,19 @@ final class TrackedResults: @unchecked Sendable {
     private let unstarted = Locked<(best: Double, said: Bool)>((0, false))
     /// Whether the plugin gets the detections it asks for (said once when it does not).
     private let rate = Locked(DetectionRateWatch(mostPassedOver: FrameResults.mostPassedOver))
+    /// The tracker's `lost`, and the last processed frame's time and sequence: a plugin whose
+    /// frames come further apart than `lost` ends its tracks between them (said once).
+    private let lost: Double
+    private let lastProcessed = Locked<(time: Double, sequence: UInt64, said: Bool)?>(nil)
     /// Boxes that start no track before that is said.
     static let unstartedBoxesSaid = 20
 
     /// - Parameter live: the input is a camera or a network stream (its timestamps' jumps are
     ///   measured against arrival on this host).
     /// - Parameter high: the tracker's threshold to start a track.
-    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int, live: Bool, high: Double = 0.4) {
+    init(analytics: BoxAnalytics, source: String, plugin: String, pluginIndex: Int, live: Bool, high: Double = 0.4, lost: Double = 1.5) {
         self.high = high
+        self.lost = lost
         self.analytics = analytics
         clock = Locked(AnalyticsClock(live: live))
         self.source = source
@@ -68,6 +73,7 @@ final class TrackedResults: @unchecked Sendable {
         let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes)
         sayIfNoTrackStarts(detections)
         sayIfBehind(frame, time: time, passedOver: between.count)
+        sayIfFartherThanLost(frame, time: time)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
             if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
@@ -106,6 +112,25 @@ final class TrackedResults: @unchecked Sendable {
                     + "\(JSONObject.number(short.asked, decimals: 1)) were asked of it (the rest came while it was busy and were dropped as late): "
                     + "tracks, zones and lines may miss what happens between the frames it sees. Ask for what it keeps up with "
                     + "(max_fps=\(JSONObject.number(keepsUp, decimals: 1)) on --plugin \(plugin)), give it fewer inputs, or lighter work",
+                    source: source)
+    }
+
+    /// A plugin that sees frames further apart than the tracker's `lost` (a low `max_fps`, or too
+    /// slow for its input) ends every track between two of them: each object is a new track, counted
+    /// again. Said once, with the gap and the fix; a gap of the input's own (a reconnection, a file's
+    /// pause: no frame between) is not the plugin's.
+    private func sayIfFartherThanLost(_ frame: ProcessedFrame, time: Double) {
+        let gap = lastProcessed.withLock { last -> Double? in
+            defer { last = (time, frame.sequence, last?.said ?? false) }
+            guard let before = last, !before.said, frame.sequence > before.sequence + 1, time - before.time > lost else { return nil }
+            last?.said = true
+            return time - before.time
+        }
+        guard let gap else { return }
+        let wanted = (gap * 1.5 * 10).rounded(.up) / 10
+        Log.warning("--track \(plugin): \(JSONObject.number(gap, decimals: 1)) s passed between two frames the plugin processed, more than the "
+                    + "tracker keeps a track unseen (lost=\(JSONObject.number(lost, decimals: 1))): each object becomes a new track and is counted "
+                    + "again. Keep tracks longer (--track \(plugin):lost=\(JSONObject.number(wanted, decimals: 1))) or ask for more frames (max_fps on --plugin \(plugin))",
                     source: source)
     }
 

@@ -19,7 +19,12 @@ extension InputStage {
             streamOptions.reconnect = settings.reconnect
             return (try InputResolver.device(for: text, streamOptions: streamOptions, maxImagePixels: settings.maxImagePixels, onSkip: onSkip), [])
         case .camera(let path):
-            camera = try V4L2CaptureDevice(path: path)
+            do {
+                camera = try V4L2CaptureDevice(path: path)
+            } catch let error as CaptureError where error.code == .inputUnavailable && settings.reconnect {
+                // Not there yet (a USB camera at boot): waited for, and set up as asked when it comes.
+                return (V4L2AwaitedCamera(path: path, why: error.message, setUp: { try configure($0, settings: settings) }), [])
+            }
         case .firstCamera:
             guard let firstCamera else {
                 throw CaptureError(.inputUnavailable, "no camera found (cvhost devices lists them): give --device or --input")

@@ -30,6 +30,9 @@ struct InputStage: Sendable {
                 if let why = (device as? NetworkStreamDevice)?.unreachableAtStart {
                     Log.warning("\(why): --reconnect tries again while the run's other inputs go on", source: s.inputs.count > 1 ? id : nil)
                 }
+                if let awaited = device as? V4L2AwaitedCamera {
+                    Log.warning("\(awaited.why): --reconnect waits for it while the run's other inputs go on", source: s.inputs.count > 1 ? id : nil)
+                }
                 sources.append(try SourceRun(id: id, spec: spec, device: device, session: sessions[i], runners: runners[i], lines: lines,
                                              deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
                                              evidence: evidence))

@@ -132,7 +132,7 @@ package final class LiveCommands: Sendable {
         try refuseAfterEnd()
         guard let name = o["name"]?.string else { throw CommandRefusal(400, "set_control needs \"name\" (a control, e.g. brightness)") }
         guard let value = o["value"]?.text else { throw CommandRefusal(400, "set_control needs \"value\" (a number, true/false, or a menu item)") }
-        let cameras = sources.filter { $0.device is V4L2CaptureDevice }
+        let cameras = sources.filter { $0.camera != nil }
         let run: SourceRun
         if let wanted = o["source"]?.string {
             guard let s = sources.first(where: { $0.id == wanted }) else { throw CommandRefusal(404, "no input named \(wanted)") }
@@ -144,7 +144,10 @@ package final class LiveCommands: Sendable {
             }
             run = cameras[0]
         }
-        guard let camera = run.device as? V4L2CaptureDevice else { throw CommandRefusal(409, "\(run.id) is not a camera: controls are a camera's") }
+        guard let camera = run.camera else {
+            throw CommandRefusal(409, run.device is V4L2AwaitedCamera ? "\(run.id) is not there yet: its controls are set when it comes (--control)"
+                                 : "\(run.id) is not a camera: controls are a camera's")
+        }
         guard V4L2Controls.id(named: name) != nil else {
             throw CommandRefusal(404, "unknown control '\(name)': known controls are \(V4L2Controls.table.map(\.name).joined(separator: ", "))")
         }
@@ -244,7 +247,7 @@ package final class LiveCommands: Sendable {
         o.set("sources", array: sources.map { s in
             var j = JSONObject()
             j.set("source", s.id)
-            if let camera = s.device as? V4L2CaptureDevice {
+            if let camera = s.camera {
                 j.set("controls", array: camera.controls.map { ControlJSON.make($0, value: camera.value(of: $0)) })
             } else {
                 j.set("controls", nil as String?)

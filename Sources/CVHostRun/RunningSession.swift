@@ -55,7 +55,7 @@ final class RunningSession: Sendable {
         outputs.liveView?.linesAddress(url)
         if s.stdinCommands && !s.inputs.contains(where: \.readsStandardInput) { StdinCommands.start(commands, lines: outputs.lines) }
         // With a camera, cameras plugged in or out while running are reported (not for files).
-        monitor = sources.contains { $0.device is V4L2CaptureDevice } ? Self.startDeviceMonitor(outputs.lines) : nil
+        monitor = sources.contains { $0.device is V4L2CaptureDevice || $0.device is V4L2AwaitedCamera } ? Self.startDeviceMonitor(outputs.lines) : nil
         for (i, source) in sources.enumerated() {
             do {
                 try source.session.startRunning()

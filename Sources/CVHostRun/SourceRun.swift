@@ -1,4 +1,5 @@
 import CVHostCore
+import CVHostV4L2
 import CVHostEvidence
 import CVHostPlugins
 import CVHostSources
@@ -59,4 +60,9 @@ final class SourceRun: Sendable {
                         source: report.logSource)
         }
     }
+}
+
+extension SourceRun {
+    /// Its camera, when it reads one (one awaited since the start once it came).
+    var camera: V4L2CaptureDevice? { device as? V4L2CaptureDevice ?? (device as? V4L2AwaitedCamera)?.camera }
 }

@@ -147,6 +147,8 @@ struct CameraTests {
         #expect((s.events[down]["reason"] as? String)?.contains("waiting for it to come back") == true)
         #expect(names[back...].contains("result"), "frames flow again after the camera is back")
         #expect(!names.contains("session.error"))
+        // Stopped while it streams again: the unplugging's interruption the only one.
+        #expect(names.filter { $0 == "session.interrupted" }.count == 1, "\(names.suffix(6))")
         // Stopped by SIGINT once frames flowed again (the script waits for that, not for a time).
         #expect(s.events.last?["reason"] as? String == "signal")
         // The hot-plug monitor saw the node go and come back, as the same camera.
@@ -158,6 +160,22 @@ struct CameraTests {
             #expect(s.events[i]["path"] as? String == "/dev/video0" && s.events[i]["unique_id"] as? String == camera, "\(s.events[i])")
         }
         #expect(s.stderr.contains("camera connected: /dev/video0"))
+    }
+
+    @Test("a camera not there at start, with --reconnect: the input starts interrupted (its format null), then the camera is set to the format asked and streams once its node appears")
+    func awaitedAtStart() throws {
+        let s = try VividVM.step("awaited", mode: "webcam")
+        #expect(s.exitCode == 0, "\(s.stderr)")
+        #expect(try VividVM.schemaProblems(mode: "webcam", steps: ["awaited"]) == nil)
+        let names = s.events.compactMap { $0["event"] as? String }
+        #expect(Array(names.prefix(2)) == ["session.started", "session.interrupted"], "\(names.prefix(6))")
+        #expect((s.events("session.started").first?["format"]).map { $0 is NSNull } == true)
+        let back = try #require(names.firstIndex(of: "session.interruption_ended"), "\(names.prefix(8))")
+        #expect(names[back...].contains("result"), "frames once the camera came")
+        #expect(s.stderr.contains("--reconnect waits for it") && s.stderr.contains("is there: streaming"), "\(s.stderr)")
+        // A stop is a stop: SIGINT while the camera streams is no interruption or error of its own.
+        #expect(names.filter { $0 == "session.interrupted" }.count == 1 && !names.contains("session.error"), "\(names.suffix(6))")
+        #expect(s.events.last?["reason"] as? String == "signal")
     }
 
     @Test("a QR code written to vivid's output is decoded from its capture node")

@@ -7,7 +7,7 @@ import Testing
 /// counts go on after a restart (session.started carries them, /metrics starts from them, GET
 /// /analytics gives them), a line moved starts anew, `reset_counts` (POST /analytics/reset) and
 /// the daily `--reset-counts-at` set them back to 0.
-@Suite("Counts kept across restarts")
+@Suite("Counts kept across restarts, and inputs down at start")
 struct KeptCountsTests {
     static let line = "door=160,0 160,240"
     static let zone = "right=170,0 320,0 320,240 170,240"
@@ -150,5 +150,26 @@ struct KeptCountsTests {
                                                 timeout: 60)
         #expect(reconnecting.events.contains { $0["event"] as? String == "result" && $0["source"] as? String == "base" }, "\(reconnecting.stderr)")
         #expect(reconnecting.stderr.contains("Connection refused: --reconnect tries again"), "\(reconnecting.stderr)")
+    }
+
+    @Test("a camera (--device) that is not there at start, with --reconnect: the other input runs, the camera's starts interrupted (format null) and is waited for; GET /inputs says reconnecting; without --reconnect, exit 3")
+    func cameraAwaited() throws {
+        let port = freeLoopbackPort()
+        var inputs: [String: Any] = [:]
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1", "--input", "base=testsrc:160x120@10", "--device", "cam=/dev/video63",
+                                      "--reconnect", "--metrics-interval", "0", "--http", "127.0.0.1:\(port)"], timeout: 60, withStdin: false) { run in
+            defer { kill(run.pid, SIGTERM) }
+            guard run.wait(until: { !RunChangesTests.of(RunChangesTests.lines($0), "session.interrupted", source: "cam").isEmpty
+                                        && !RunChangesTests.of(RunChangesTests.lines($0), "result", source: "base").isEmpty }) else { return }
+            inputs = (try? RunChangesTests.send(port, "GET", "/inputs/cam").json["result"] as? [String: Any]) ?? [:]
+        }
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("camera /dev/video63 not found or not a V4L2 device") && r.stderr.contains("--reconnect waits for it"), "\(r.stderr)")
+        let started = r.events.first { $0["event"] as? String == "session.started" && $0["source"] as? String == "cam" }
+        #expect(started?["format"] is NSNull, "\(started ?? [:])")
+        #expect("\(inputs)".contains("reconnecting"), "\(inputs)")
+        #expect(r.events("session.stopped").count == 2)
+        let refused = try CVHostBinary.run(["run", "--plugin", "null", "--device", "/dev/video63", "--max-frames", "1"], timeout: 60)
+        #expect(refused.exitCode == 3 && refused.stderr.contains("not found"), "\(refused.stderr)")
     }
 }

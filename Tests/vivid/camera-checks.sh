@@ -113,6 +113,16 @@ if [ "$mode" = webcam ]; then
    pkill -INT -x cvhost) &
   step reconnect 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --metrics-interval 0
   wait
+  # A camera not there when cvhost starts (a USB camera not enumerated yet at boot), with
+  # --reconnect: the input starts interrupted, then the camera is set up as asked and streamed
+  # once its node appears.
+  echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
+  (wait_for "$out/awaited.out" '"event":"session.interrupted"'
+   echo vivid.0 > /sys/bus/platform/drivers/vivid/bind
+   wait_for_after "$out/awaited.out" '"event":"result"' '"event":"session.interrupted"' 90
+   pkill -INT -x cvhost) &
+  step awaited 120 "$cvhost" run --device /dev/video0 --format 640x480 --plugin null:results=1 --reconnect --metrics-interval 0
+  wait
 elif [ "$mode" = loop ]; then
   # Show the camera a QR code: raw YUYV frames into vivid's HDMI output loop back into its HDMI input.
   loop_qr loop yuyv422 YUYV

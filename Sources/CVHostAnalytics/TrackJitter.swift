@@ -23,19 +23,18 @@ struct TrackJitter: Sendable {
             let scale = (1 + (1 + r) * (1 + r) + r * r).squareRoot()
             for i in 0..<4 { deviations.append(abs(edges[i] - (b.edges[i] + r * (b.edges[i] - a.edges[i]))) / scale) }
             if deviations.count > Self.kept * 4 { deviations.removeFirst(deviations.count - Self.kept * 4) }
+            if deviations.count >= Self.fewest * 4 {
+                // For normal noise, the median of |x| is 0.6745 σ.
+                deviation = deviations.sorted()[deviations.count / 2] / 0.6745
+            }
         }
         beforeLast = last
         last = (edges, time)
     }
 
     /// One edge's noise (a standard deviation, pixels) from the median deviation; nil until `fewest`
-    /// boxes have been compared.
-    var deviation: Double? {
-        guard deviations.count >= Self.fewest * 4 else { return nil }
-        let sorted = deviations.sorted()
-        // For normal noise, the median of |x| is 0.6745 σ.
-        return sorted[sorted.count / 2] / 0.6745
-    }
+    /// boxes have been compared. Worked out once a box (zones and lines ask for it many times a frame).
+    private(set) var deviation: Double?
 
     /// The band a track must be past, on either side of a line or a zone's outline, to be on that
     /// side: `bandWidths` deviations of its boxes' jitter (`deviation`: its own, or the detector's

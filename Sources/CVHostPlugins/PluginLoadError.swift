@@ -30,6 +30,24 @@ public struct PluginLoadError: Error, CustomStringConvertible, Sendable {
             case .unsafeFile: 24
             }
         }
+
+        /// What its exit code means (`cvhost --help`'s EXIT CODES).
+        public var meaning: String {
+            switch self {
+            case .notFound: "plugin not found"
+            case .notSharedObject: "plugin file is not a shared object"
+            case .noEntrySymbol: "plugin has no entry symbol"
+            case .abiMismatch: "plugin ABI version mismatch (a Python plugin's: its api_version)"
+            case .invalidDescriptor: "plugin descriptor invalid (e.g. a required callback missing), or a Python plugin cannot be "
+                + "imported (file and line named)"
+            case .invalidName: "invalid plugin name"
+            case .createFailed: "plugin create() failed (its own message is shown)"
+            case .unknownOption: "unknown plugin option"
+            case .badOptionValue: "bad plugin option value"
+            case .unsafeFile: "a plugin file (or a folder above it) can be changed by another user: fix it (chmod go-w, chown), "
+                + "or CVHOST_UNSAFE_PLUGIN_FILES=1"
+            }
+        }
     }
 
     public let kind: Kind

@@ -76,12 +76,23 @@ final class AnalyticsRules: Sendable {
 
     /// One change: a zone, line, track, mask or filter set (added, or put in place of the one of its
     /// name; a filter of its label and input) or removed (nil; a label's filters: of `input`, or all).
-    enum Change {
+    enum Change: Equatable {
         case zone(name: String, ZoneSettings?)
         case line(name: String, LineSettings?)
         case track(plugin: String, AnalyticsSpec.Tracked?)
         case mask(name: String, BoxMask?)
         case filter(label: String, input: String?, BoxFilter?)
+
+        /// Whether it removes what it names (rather than sets it).
+        var removes: Bool {
+            switch self {
+            case .zone(_, let z): z == nil
+            case .line(_, let l): l == nil
+            case .track(_, let t): t == nil
+            case .mask(_, let m): m == nil
+            case .filter(_, _, let f): f == nil
+            }
+        }
     }
 
     /// What a change did: `added`, `changed` or `removed`; and whether the counts were `kept` (a

@@ -1,5 +1,6 @@
 import CVHostCore
 import CVHostOutput
+import CVHostPlugins
 import Glibc
 
 /// cvhost's exit codes: a contract with scripts, listed in `--help` and docs/running.md.
@@ -36,50 +37,55 @@ public enum ExitCodes {
     /// A second SIGINT/SIGTERM/SIGHUP while stopping: exit at once.
     public static let forcedStop: Int32 = 130
 
-    // One code a line, each under 80 columns: ArgumentParser wraps longer lines badly.
-    public static let helpText = """
-        EXIT CODES
-          0    success: input ended or a limit was reached with results, --oneshot
-               found one, SIGINT/SIGTERM/SIGHUP, a stop command, or stdout closed
-          1    internal error
-          2    an input failed while running (session.error, then final metrics)
-          3    an input or camera cannot be opened or set up as asked, or none of
-               its frames could be decoded (every image of a folder refused)
-          4    an output lost lines: stdout or a file could not be written (e.g.
-               disk full), stdout's reader stopped reading while the run was
-               stopping (5 s more, then its lines are dropped), a queue dropped
-               lines, or lines were undelivered at the end (named on stderr;
-               counted in metrics' "output")
-          5    an --output cannot be opened, or a required=true broker cannot
-               be reached at start
-          6    --http cannot listen on its address (in use, or not this machine's)
-          7    out of resources: memory for a frame, or a thread, could not be had
-               (ulimit -v, ulimit -u, a full machine): named on stderr
-          10   plugin not found
-          11   plugin file is not a shared object
-          12   plugin has no entry symbol
-          13   plugin ABI version mismatch (a Python plugin's: its api_version)
-          14   plugin descriptor invalid (e.g. a required callback missing), or
-               a Python plugin cannot be imported (file and line named)
-          15   invalid plugin name
-          16   plugin create() failed (its own message is shown)
-          17   unknown plugin option
-          18   bad plugin option value
-          19   a plugin in cvhost's process crashed or called exit() (named on
-               stderr and in session.error)
-          20   a plugin hung while stopping (or in destroy); the run ended without
-               it after 5 s
-               (named on stderr and in its final metrics' "hung")
-          21   a plugin with isolation=process crashed 5 times within 60 s and
-               was quarantined (plugin.quarantined); the run went on without it
-          22   nothing found: the run ended by itself (end of input,
-               --max-frames, --duration) and no plugin wrote a result
-          23   a plugin failed on every frame it was given (process() errors)
-          24   a plugin file (or a folder above it) can be changed by another
-               user: fix it (chmod go-w, chown), or CVHOST_UNSAFE_PLUGIN_FILES=1
-          64   bad command line
-          130  a second SIGINT/SIGTERM/SIGHUP forced an immediate exit
-        """
+    /// Every exit code with what it means, in order: `--help`'s EXIT CODES come from it, and
+    /// docs/running.md's table is checked against it (ExitCodesTests). The plugins' refusals are
+    /// PluginLoadError's kinds, each with its own code.
+    public static let table: [(code: Int32, meaning: String)] = [
+        (success, "success: input ended or a limit was reached with results, --oneshot found one, SIGINT/SIGTERM/SIGHUP, "
+                  + "a stop command, or stdout closed"),
+        (internalError, "internal error"),
+        (runtimeError, "an input failed while running (session.error, then final metrics)"),
+        (inputUnavailable, "an input or camera cannot be opened or set up as asked, or none of its frames could be decoded "
+                           + "(every image of a folder refused)"),
+        (outputFailed, "an output lost lines: stdout or a file could not be written (e.g. disk full), stdout's reader stopped "
+                       + "reading while the run was stopping (5 s more, then its lines are dropped), a queue dropped lines, or "
+                       + "lines were undelivered at the end (named on stderr; counted in metrics' \"output\")"),
+        (outputUnavailable, "an --output cannot be opened, or a required=true broker cannot be reached at start"),
+        (httpUnavailable, "--http cannot listen on its address (in use, or not this machine's)"),
+        (outOfResources, "out of resources: memory for a frame, or a thread, could not be had (ulimit -v, ulimit -u, a full "
+                         + "machine): named on stderr"),
+    ] + PluginLoadError.Kind.allCases.filter { $0.exitCode < pluginCrashed }.map { ($0.exitCode, $0.meaning) } + [
+        (pluginCrashed, "a plugin in cvhost's process crashed or called exit() (named on stderr and in session.error)"),
+        (pluginHung, "a plugin hung while stopping (or in destroy); the run ended without it after 5 s (named on stderr and "
+                     + "in its final metrics' \"hung\")"),
+        (pluginQuarantined, "a plugin with isolation=process crashed 5 times within 60 s and was quarantined "
+                            + "(plugin.quarantined); the run went on without it"),
+        (nothingFound, "nothing found: the run ended by itself (end of input, --max-frames, --duration) and no plugin wrote a result"),
+        (pluginFailedEveryFrame, "a plugin failed on every frame it was given (process() errors)"),
+    ] + PluginLoadError.Kind.allCases.filter { $0.exitCode > pluginFailedEveryFrame }.map { ($0.exitCode, $0.meaning) } + [
+        (usage, "bad command line"),
+        (forcedStop, "a second SIGINT/SIGTERM/SIGHUP forced an immediate exit"),
+    ]
+
+    /// `--help`'s EXIT CODES: one code a paragraph, wrapped under 80 columns (ArgumentParser wraps
+    /// longer lines badly).
+    public static let helpText: String = {
+        var lines = ["EXIT CODES"]
+        for (code, meaning) in table {
+            var line = "  " + String(code) + String(repeating: " ", count: max(1, 5 - String(code).count))
+            for word in meaning.split(separator: " ") {
+                if line.count + 1 + word.count > 76 {
+                    lines.append(line)
+                    line = String(repeating: " ", count: 7)
+                } else if !line.hasSuffix(" ") {
+                    line += " "
+                }
+                line += word
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }()
 }
 
 /// After JSON Lines were written: exit 4 if some were lost (a closed pipe is a clean end).

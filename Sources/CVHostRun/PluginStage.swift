@@ -44,19 +44,34 @@ final class PluginStage: Sendable {
     init(_ settings: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules) throws {
         let creating = Locked<String?>(nil)
         let made = Locked<Result<([FoundPlugin], [Int: SharedInstances], [[PluginRunner]]), Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        // Woken by the plugins made and by a stop asked for: a stop waits `graceSeconds` for a
+        // create() under way before the run is abandoned without it.
+        let wake = ConditionLock()
+        stop.whenRequested { wake.withLock { wake.broadcast() } }
         SystemThread.start("cvhost.create") {
             let result = Result { try Self.create(settings, sourceIDs: sourceIDs, sink: sink, stop: stop, rules: rules, creating: creating) }
-            made.withLock { $0 = result }
-            done.signal()
+            wake.withLock {
+                made.withLock { $0 = result }
+                wake.broadcast()
+            }
         }
-        while done.wait(timeout: .now() + 0.1) == .timedOut {
-            guard let asked = stop.requested, Double(HostClock.monotonicNs() - asked.atNs) / 1e9 >= HungPluginStop.graceSeconds,
-                  let name = creating.withLock({ $0 }) else { continue }
-            Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
-            throw HungPluginStop.abandoned
+        let result = try wake.withLock { () throws -> Result<([FoundPlugin], [Int: SharedInstances], [[PluginRunner]]), Error> in
+            while true {
+                if let result = made.withLock({ $0 }) { return result }
+                guard let asked = stop.requested else {
+                    wake.wait()
+                    continue
+                }
+                let deadline = asked.atNs + UInt64(HungPluginStop.graceSeconds * 1e9)
+                if HostClock.monotonicNs() >= deadline, let name = creating.withLock({ $0 }) {
+                    Log.error("plugin \(name) hung in create(): cvhost exits without waiting for it (exit code \(ExitCodes.pluginHung))")
+                    throw HungPluginStop.abandoned
+                }
+                // Past the grace with no create() under way: it ends on its own (the next plugin sees the stop).
+                wake.wait(untilMonotonicNs: max(deadline, HostClock.monotonicNs() + 100_000_000))
+            }
         }
-        (found, pools, runners) = try made.withLock { $0! }.get()
+        (found, pools, runners) = try result.get()
         self.settings = settings
         self.sink = sink
         self.rules = rules
@@ -147,83 +162,119 @@ final class PluginStage: Sendable {
     /// Finds every plugin (a bad --plugin is said before any is created), then creates them.
     private static func create(_ s: RunSettings, sourceIDs: [String], sink: OutputSink, stop: RunStop, rules: AnalyticsRules,
                                creating: Locked<String?>) throws -> ([FoundPlugin], [Int: SharedInstances], [[PluginRunner]]) {
-        var runners: [[PluginRunner]] = []
-        // The spec being read or created, for an error about it (and where a config file gives it).
-        var current = ""
+        // The spec being read or created, for an error about it (and where a config file gives it);
+        // whether an input's runners were all made (a stop after that is no longer "before running").
+        let current = Locked("")
+        var madeAny = false
         // Python workers started while their plugins were described, and not taken: stopped.
         defer { WarmWorkers.discardAll() }
         do {
-            let loader = PluginLoader(warmsWorkers: true, stopRequested: { stop.requested != nil })
-            let requests = try s.plugins.map { spec in
-                current = spec
-                let request = try PluginRequest(parsing: spec)
-                return (spec, request, try loader.find(request.nameOrPath, isPath: request.isPath))
-            }
-            // Whose boxes are followed, and where: known once the plugins are found and the inputs named.
-            let names = requests.map(\.2.name)
-            if let missing = s.analytics.tracked.first(where: { !names.contains($0.plugin) }) {
-                throw fail("--track \(missing.plugin): no --plugin is called \(missing.plugin) (this run's: \(names.joined(separator: ", ")))",
-                           code: ExitCodes.usage)
-            }
-            for (id, wanted) in s.inputPlugins.sorted(by: { $0.key < $1.key }) {
-                if let unknown = wanted.first(where: { !names.contains($0) }) {
-                    throw fail("\(s.state?.path ?? "the state file"): input \(id) names plugin \(unknown), which this run does not have (its plugins: "
-                               + "\(names.joined(separator: ", ")))", code: ExitCodes.usage)
-                }
-            }
-            if let unknown = s.analytics.unknownInputs(sourceIDs).first {
-                throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
-            }
-            let (shares, instances, plan) = try plan(requests, s, inputs: sourceIDs.count)
-            // A plugin's own threshold (its confidence option, given or its default): the tracker's follows it.
-            let found = zip(requests, instances).map { r, n in
-                let (spec, request, plugin) = r
-                let given = request.options.last { $0.key == "confidence" }?.value
-                return FoundPlugin(spec: spec, request: request, plugin: plugin,
-                                   confidence: Double(given ?? plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""),
-                                   options: plan.options(for: plugin, request.options + (n.map { [("instances", String($0))] } ?? [])))
-            }
-            for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
-            // The shared instances, made once (a stop while they are made ends the run as any create() does).
-            var pools: [Int: SharedInstances] = [:]
-            for (index, f) in found.enumerated() where shares[index] {
-                current = f.spec
-                creating.withLock { $0 = f.plugin.name }
-                do {
-                    let c = try PluginConfiguration(plugin: f.plugin, options: f.options, isolation: s.isolation)
-                    pools[index] = try SharedInstances(plugin: f.plugin, configuration: c, index: index,
-                                                       label: index == 0 ? f.plugin.name : "\(f.plugin.name)#\(index)", report: { sink.write($0) })
-                } catch {
-                    _ = HungPluginStop.shutDown([], shared: Array(pools.values))
-                    throw error
-                }
-            }
-            for id in sourceIDs {
-                var forInput: [PluginRunner] = []
-                // An input added while an earlier run ran, with some of the plugins (--state): those.
-                for (index, f) in found.enumerated() where s.inputPlugins[id].map({ $0.contains(f.plugin.name) }) ?? true {
-                    current = f.spec
-                    creating.withLock { $0 = f.plugin.name }
-                    do {
-                        forInput.append(try runner(f, index: index, source: id, logPrefix: sourceIDs.count > 1 ? id : nil,
-                                                   live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true, settings: s, sink: sink,
-                                                   rules: rules, shared: pools[index]))
-                    } catch {
-                        _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()), shared: Array(pools.values))
-                        throw error
-                    }
-                }
-                runners.append(forInput)
-            }
+            let requests = try find(s.plugins, stop: stop, current: current)
+            try check(names: requests.map(\.plugin.name), s, sourceIDs: sourceIDs)
+            let (found, shares) = try describe(requests, s, inputs: sourceIDs.count)
+            let pools = try makePools(found, shares: shares, s, sink: sink, creating: creating, current: current)
+            let runners = try makeRunners(found, pools: pools, s, sourceIDs: sourceIDs, sink: sink, rules: rules, creating: creating,
+                                          current: current, madeAny: &madeAny)
             return (found, pools, runners)
         } catch let error as PluginLoadError {
-            if stop.requested != nil && runners.isEmpty {
+            if stop.requested != nil && !madeAny {
                 // Stopped while a plugin was being read (a Python import): nothing has run yet.
                 Log.info("\(error.message): nothing had run yet")
                 throw StoppedBeforeRunning()
             }
-            throw fail((s.pluginOrigins[current].map { "\($0): " } ?? "") + error.message, code: error.kind.exitCode)
+            let spec = current.withLock { $0 }
+            throw fail((s.pluginOrigins[spec].map { "\($0): " } ?? "") + error.message, code: error.kind.exitCode)
         }
+    }
+
+    /// Step 1: each --plugin read and found (a file, a name on the plugin path, a Python plugin described).
+    private static func find(_ specs: [String], stop: RunStop, current: Locked<String>) throws
+        -> [(spec: String, request: PluginRequest, plugin: PluginInfo)] {
+        let loader = PluginLoader(warmsWorkers: true, stopRequested: { stop.requested != nil })
+        return try specs.map { spec in
+            current.withLock { $0 = spec }
+            let request = try PluginRequest(parsing: spec)
+            return (spec, request, try loader.find(request.nameOrPath, isPath: request.isPath))
+        }
+    }
+
+    /// Step 2: what names plugins and inputs is checked against them (--track, a state file's
+    /// inputs, zones' and lines' inputs): known once the plugins are found and the inputs named.
+    private static func check(names: [String], _ s: RunSettings, sourceIDs: [String]) throws {
+        if let missing = s.analytics.tracked.first(where: { !names.contains($0.plugin) }) {
+            throw fail("--track \(missing.plugin): no --plugin is called \(missing.plugin) (this run's: \(names.joined(separator: ", ")))",
+                       code: ExitCodes.usage)
+        }
+        for (id, wanted) in s.inputPlugins.sorted(by: { $0.key < $1.key }) {
+            if let unknown = wanted.first(where: { !names.contains($0) }) {
+                throw fail("\(s.state?.path ?? "the state file"): input \(id) names plugin \(unknown), which this run does not have (its plugins: "
+                           + "\(names.joined(separator: ", ")))", code: ExitCodes.usage)
+            }
+        }
+        if let unknown = s.analytics.unknownInputs(sourceIDs).first {
+            throw fail("--zone or --line: " + AnalyticsSettings.noSuchInput(unknown, among: sourceIDs), code: ExitCodes.usage)
+        }
+    }
+
+    /// Step 3: each plugin's options, its share of the threads (ThreadPlan), whether its
+    /// instances serve every input, and its own confidence threshold (the tracker's follows it).
+    private static func describe(_ requests: [(spec: String, request: PluginRequest, plugin: PluginInfo)], _ s: RunSettings,
+                                 inputs: Int) throws -> (found: [FoundPlugin], shares: [Bool]) {
+        let (shares, instances, plan) = try plan(requests.map { ($0.spec, $0.request, $0.plugin) }, s, inputs: inputs)
+        let found = zip(requests, instances).map { r, n in
+            let given = r.request.options.last { $0.key == "confidence" }?.value
+            return FoundPlugin(spec: r.spec, request: r.request, plugin: r.plugin,
+                               confidence: Double(given ?? r.plugin.options.first { $0.name == "confidence" }?.defaultValue ?? ""),
+                               options: plan.options(for: r.plugin, r.request.options + (n.map { [("instances", String($0))] } ?? [])))
+        }
+        for f in found { s.analytics.checkThresholds(plugin: f.plugin.name, confidence: f.confidence) }
+        return (found, shares)
+    }
+
+    /// Step 4: the shared instances, made once (a stop while they are made ends the run as any create() does).
+    private static func makePools(_ found: [FoundPlugin], shares: [Bool], _ s: RunSettings, sink: OutputSink, creating: Locked<String?>,
+                                  current: Locked<String>) throws -> [Int: SharedInstances] {
+        var pools: [Int: SharedInstances] = [:]
+        for (index, f) in found.enumerated() where shares[index] {
+            current.withLock { $0 = f.spec }
+            creating.withLock { $0 = f.plugin.name }
+            do {
+                let c = try PluginConfiguration(plugin: f.plugin, options: f.options, isolation: s.isolation)
+                pools[index] = try SharedInstances(plugin: f.plugin, configuration: c, index: index,
+                                                   label: index == 0 ? f.plugin.name : "\(f.plugin.name)#\(index)", report: { sink.write($0) })
+            } catch {
+                _ = HungPluginStop.shutDown([], shared: Array(pools.values))
+                throw error
+            }
+        }
+        return pools
+    }
+
+    /// Step 5: each input's runners, one per plugin (an input added while an earlier run ran, with
+    /// some of the plugins, --state: those); what was made is destroyed when one cannot be.
+    /// `madeAny`: set once an input has all its runners.
+    private static func makeRunners(_ found: [FoundPlugin], pools: [Int: SharedInstances], _ s: RunSettings, sourceIDs: [String],
+                                    sink: OutputSink, rules: AnalyticsRules, creating: Locked<String?>, current: Locked<String>,
+                                    madeAny: inout Bool) throws -> [[PluginRunner]] {
+        var runners: [[PluginRunner]] = []
+        for id in sourceIDs {
+            var forInput: [PluginRunner] = []
+            for (index, f) in found.enumerated() where s.inputPlugins[id].map({ $0.contains(f.plugin.name) }) ?? true {
+                current.withLock { $0 = f.spec }
+                creating.withLock { $0 = f.plugin.name }
+                do {
+                    forInput.append(try runner(f, index: index, source: id, logPrefix: sourceIDs.count > 1 ? id : nil,
+                                               live: s.inputs.first { $0.sourceID() == id }?.canReconnect ?? true, settings: s, sink: sink,
+                                               rules: rules, shared: pools[index]))
+                } catch {
+                    _ = HungPluginStop.shutDown(Array((runners + [forInput]).joined()), shared: Array(pools.values))
+                    throw error
+                }
+            }
+            runners.append(forInput)
+            madeAny = true
+        }
+        return runners
     }
 }
 

@@ -84,9 +84,18 @@ final class RunLiveView: LiveViewService {
         Log.info("every input has ended; still serving \(server.url) (the last picture, results and metrics)"
                  + (limit.map { " for \(JSONObject.number($0, decimals: 1)) s" } ?? " until SIGINT/SIGTERM/SIGHUP"))
         let until = limit.map { HostClock.monotonicNs() + UInt64($0 * 1e9) }
-        while stop.requested == nil {
-            if let until, HostClock.monotonicNs() >= until { break }
-            usleep(100_000)
+        // Woken by the stop (a signal), or at the linger's end.
+        let wake = ConditionLock()
+        stop.whenRequested { wake.withLock { wake.broadcast() } }
+        wake.withLock {
+            while stop.requested == nil {
+                guard let until else {
+                    wake.wait()
+                    continue
+                }
+                if HostClock.monotonicNs() >= until { break }
+                wake.wait(untilMonotonicNs: until)
+            }
         }
     }
 

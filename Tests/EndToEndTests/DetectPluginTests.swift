@@ -277,8 +277,12 @@ struct DetectPluginTests {
             // The page opened after the end shows the last picture and its results (the replay of
             // /events). A browser renders when it renders: a few tries, until the boxes show.
             let chromium = ["40", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800"]
-            for _ in 0..<5 {
-                _ = try? Tool.run("timeout", chromium + ["--timeout=5000", "--screenshot=\(shot)", page])
+            // The screenshot is taken once the page has drawn the three boxes over the picture it
+            // loaded (later on a busy machine), not after a fixed time.
+            let boxes = "document.querySelectorAll('#overlay rect.object').length >= 3 "
+                + "&& (p => p.complete && p.naturalWidth > 0)(document.getElementById('picture'))"
+            for _ in 0..<3 {
+                _ = PageProbe.steps(page, [["wait": boxes], ["screenshot": shot]], timeout: 60, as: Bool.self)
                 // The boxes' magenta (#e040fb), on neither the red nor the blue half nor the page.
                 drawn = (try? Screenshot(shot, width: 1280, height: 800)).map { s in
                     (0..<s.height).reduce(0) { n, y in n + (0..<s.width).filter { x in let (r, g, b) = s.pixel(x, y); return r > 180 && g < 110 && b > 200 }.count }

@@ -83,6 +83,10 @@ struct PythonPluginTests {
 
     @Test("API 1.1: each instance knows which it is of how many before __init__; OptionError and CreateError refuse in one line (exit 18, 16)")
     func instancesAndRefusals() throws {
+        // Each instance says which it is in a file of its own, as its __init__ runs: which of them
+        // processes the frames depends on the machine's load, which instances are made does not.
+        let said = Self.folder + "/which-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: said, withIntermediateDirectories: true)
         let path = try Self.plugin("which_instance", """
             import cvhost
 
@@ -94,6 +98,7 @@ struct PythonPluginTests {
 
                 def __init__(self, options):
                     self.seen = (self.instance_index, self.instance_count)
+                    open("\(said)/%d-of-%d" % self.seen, "w").close()
                     if options["refuse"] == "option":
                         raise cvhost.OptionError("refuse=option is refused: as asked")
                     if options["refuse"] == "create":
@@ -107,7 +112,8 @@ struct PythonPluginTests {
                                      timeout: 120, environment: Self.python)
         #expect(r.exitCode == 0, "\(r.stderr)")
         let seen = r.events("result").compactMap { $0["data"] as? [String: Int] }
-        #expect(Set(seen.compactMap { $0["index"] }) == [0, 1, 2] && Set(seen.compactMap { $0["count"] }) == [3], "\(seen.prefix(5))")
+        #expect(!seen.isEmpty && seen.allSatisfy { $0["count"] == 3 && (0..<3).contains($0["index"] ?? -1) }, "\(seen.prefix(5))")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: said)) == ["0-of-3", "1-of-3", "2-of-3"])
         for (refuse, code, says) in [("option", Int32(18), "plugin which: refuse=option is refused: as asked"), ("create", 16, "plugin which: cannot start: as asked")] {
             let refused = try CVHostBinary.run(["run", "--plugin", "\(path):refuse=\(refuse)", "--input", video], timeout: 60, environment: Self.python)
             #expect(refused.exitCode == code && refused.stderr.contains(says) && !refused.stderr.contains("Traceback"), "\(refused.stderr)")

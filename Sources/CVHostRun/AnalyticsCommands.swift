@@ -20,7 +20,8 @@ import CVHostLines
 ///
 /// A zone or line changed keeps its counts unless its shape changed (its points, its units, a
 /// line's `in` side, the input it watches): the answer's `counts` says `kept` or `reset`. A track
-/// set anew starts a new tracker (its tracks end, reason `removed`, with the analytics.summary).
+/// set anew starts a new tracker (its tracks end, reason `removed`, with the analytics.summary);
+/// its zones' and lines' counts go on (`kept`).
 extension LiveCommands {
     func setAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> (status: Int, result: JSONObject) {
         let changes = try analyticsChanger().1

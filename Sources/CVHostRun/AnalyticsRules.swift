@@ -131,7 +131,8 @@ final class AnalyticsRules: Sendable {
                 }
                 let had = n.tracked.contains { $0.plugin == plugin }
                 if had { n.tracked = n.tracked.map { $0.plugin == plugin ? t : $0 } } else { n.tracked.append(t) }
-                outcome = Outcome(change: had ? "changed" : "added", counts: "reset")
+                // A tracker set anew: its zones and lines go on from what the one before counted.
+                outcome = Outcome(change: had ? "changed" : "added", counts: had ? "kept" : "reset")
             case .mask(let name, let m?):
                 try Self.check(input: m.input, among: inputs, tracked: n.tracked)
                 outcome = try Self.put(m, name: name, into: &n.masks, sameShape: { _ in true })

@@ -110,35 +110,7 @@ extension LiveCommands {
     private func changed(_ kind: AnalyticsJSON.Kind, name: String, _ outcome: AnalyticsRules.Outcome, rules: AnalyticsRules,
                          origin: String) -> JSONObject {
         let now = rules.settings
-        var settings: JSONObject?
-        var input: String?
-        switch kind {
-        case .zone:
-            let z = now.zones.first { $0.name == name }
-            settings = z.map(AnalyticsJSON.json)
-            input = z?.input
-        case .line:
-            let l = now.lines.first { $0.name == name }
-            settings = l.map(AnalyticsJSON.json)
-            input = l?.input
-        case .track: settings = now.tracked.first { $0.plugin == name }.map(AnalyticsJSON.json)
-        case .mask:
-            let m = now.masks.first { $0.name == name }
-            settings = m.map(AnalyticsJSON.json)
-            input = m?.input
-        case .filter:
-            let f = now.filters.first { $0.label == name }
-            settings = f.map(AnalyticsJSON.json)
-            input = f?.input
-        }
-        var e = JSONObject.envelope(event: "analytics.changed", source: input, plugin: kind == .track ? name : nil, tsNs: HostClock.wallNs())
-        e.set("kind", kind.rawValue)
-        e.set("name", name)
-        e.set("change", outcome.change)
-        e.set("counts", outcome.counts)
-        if let settings { e.set("settings", object: settings) } else { e.set("settings", nil as String?) }
-        e.set("by", origin)
-        lines.writeWhileRunning(e)
+        lines.writeWhileRunning(AnalyticsJSON.changedLine(kind, name: name, change: outcome.change, counts: outcome.counts, in: now, by: origin))
         var r = JSONObject()
         r.set("kind", kind.rawValue)
         r.set("name", name)

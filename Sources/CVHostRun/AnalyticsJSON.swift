@@ -189,6 +189,28 @@ enum AnalyticsJSON {
         return o
     }
 
+    /// An `analytics.changed` line: the change (`change`, `counts`) of the track, zone, line, mask
+    /// or filter called `name`, with its settings in `s` now (null: removed), on the input it
+    /// watches, or on `source` when the change was of one input's (a reset of its counts).
+    static func changedLine(_ kind: Kind, name: String, change: String, counts: String?, in s: AnalyticsSettings, source: String? = nil,
+                            by: String) -> JSONObject {
+        let (settings, input): (JSONObject?, String?) = switch kind {
+        case .zone: s.zones.first { $0.name == name }.map { (json($0), $0.input) } ?? (nil, nil)
+        case .line: s.lines.first { $0.name == name }.map { (json($0), $0.input) } ?? (nil, nil)
+        case .track: (s.tracked.first { $0.plugin == name }.map(json), nil)
+        case .mask: s.masks.first { $0.name == name }.map { (json($0), $0.input) } ?? (nil, nil)
+        case .filter: s.filters.first { $0.label == name }.map { (json($0), $0.input) } ?? (nil, nil)
+        }
+        var e = JSONObject.envelope(event: "analytics.changed", source: source ?? input, plugin: kind == .track ? name : nil, tsNs: HostClock.wallNs())
+        e.set("kind", kind.rawValue)
+        e.set("name", name)
+        e.set("change", change)
+        e.set("counts", counts)
+        if let settings { e.set("settings", object: settings) } else { e.set("settings", nil as String?) }
+        e.set("by", by)
+        return e
+    }
+
     /// The whole set: GET /analytics, and the result of each change.
     static func json(_ s: AnalyticsSettings) -> JSONObject {
         var o = JSONObject()

@@ -33,8 +33,7 @@ final class AnalyticsRules: Sendable {
     /// longer changed; what they counted is kept (an input changed goes on from it).
     func forget(_ runners: [PluginRunner]) {
         let gone = runners.compactMap { $0.trackingSlot }
-        let counted = gone.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics.totals) } }
-        kept?.update(counted)
+        kept?.update(Self.totals(of: gone))
         state.withLock { s in s.slots.removeAll { slot in gone.contains { $0 === slot } } }
     }
 
@@ -54,9 +53,10 @@ final class AnalyticsRules: Sendable {
     }
 
     /// What every tracked plugin at work has counted, by input and plugin.
-    func totals() -> [(source: String, plugin: String, totals: CountTotals)] {
-        let slots = state.withLock { $0.slots }
-        return slots.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics.totals) } }
+    func totals() -> [(source: String, plugin: String, totals: CountTotals)] { Self.totals(of: state.withLock { $0.slots }) }
+
+    private static func totals(of slots: [TrackingSlot]) -> [(source: String, plugin: String, totals: CountTotals)] {
+        slots.compactMap { slot in slot.tracked.map { (slot.source, slot.plugin, $0.analytics.totals) } }
     }
 
     /// Counts back to 0, of input `source` (nil: every input): of the lines and zones named (both

@@ -83,20 +83,8 @@ final class TotalsKeeper: Sendable {
             kept?.reset(source: source, lines: names, zones: zoneNames)
         }
         let settings = rules.settings
-        for (kind, name) in done.lines.map({ ("line", $0) }) + done.zones.map({ ("zone", $0) }) {
-            let input = kind == "line" ? settings.lines.first { $0.name == name }?.input : settings.zones.first { $0.name == name }?.input
-            var e = JSONObject.envelope(event: "analytics.changed", source: source ?? input, plugin: nil, tsNs: HostClock.wallNs())
-            e.set("kind", kind)
-            e.set("name", name)
-            e.set("change", "reset")
-            e.set("counts", "reset")
-            if kind == "line", let l = settings.lines.first(where: { $0.name == name }) {
-                e.set("settings", object: AnalyticsJSON.json(l))
-            } else if let z = settings.zones.first(where: { $0.name == name }) {
-                e.set("settings", object: AnalyticsJSON.json(z))
-            }
-            e.set("by", by)
-            self.lines.writeWhileRunning(e)
+        for (kind, name) in done.lines.map({ (AnalyticsJSON.Kind.line, $0) }) + done.zones.map({ (AnalyticsJSON.Kind.zone, $0) }) {
+            self.lines.writeWhileRunning(AnalyticsJSON.changedLine(kind, name: name, change: "reset", counts: "reset", in: settings, source: source, by: by))
         }
         save()
         return done

@@ -212,7 +212,7 @@ let package = Package(
         .target(name: "CVHostTestSupport", dependencies: ["CNATS"], path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostLines", "CVHostTestSupport"]),
-        .testTarget(name: "CVHostEvidenceTests", dependencies: ["CVHostEvidence", "CVHostCore", "CVHostLines", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostEvidenceTests", dependencies: ["CVHostEvidence", "CVHostCore", "CVHostLines", "CVHostTestSupport", "CFFmpeg"]),
         .testTarget(name: "CVHostEventsTests", dependencies: ["CVHostEvents", "CVHostCore", "CVHostLines", "CVHostTestSupport"]),
         .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostLines", "CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostPluginsTests", dependencies: ["CVHostPlugins", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),

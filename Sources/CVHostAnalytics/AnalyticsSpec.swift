@@ -17,7 +17,7 @@ import Foundation
 public enum AnalyticsSpec {
     public struct Problem: Error, CustomStringConvertible {
         public let description: String
-        init(_ d: String) { description = d }
+        public init(_ d: String) { description = d }
     }
 
     /// A plugin whose boxes are followed, and how.
@@ -26,137 +26,153 @@ public enum AnalyticsSpec {
         public let settings: TrackerSettings
     }
 
-    public static func tracked(_ text: String) throws(Problem) -> Tracked {
-        let (plugin, options) = split(text, at: ":")
-        guard !plugin.isEmpty else { throw Problem("--track \(text): name the plugin whose boxes are followed (--track detect)") }
+    public static func tracked(_ text: String) throws(Problem) -> Tracked { try tracked(fields(text, .track)) }
+
+    public static func tracked(_ f: RuleFields) throws(Problem) -> Tracked {
         var s = TrackerSettings()
-        for (k, v) in try pairs(options, "--track \(text)") {
+        for (k, v) in f.options {
             switch k {
-            case "high": s.high = try number(v, k, text, 0...1)
-            case "low": s.low = try number(v, k, text, 0...1)
-            case "min_hits": s.minHits = Int(try number(v, k, text, 1...1000))
-            case "lost": s.lost = try number(v, k, text, 0...3600)
-            case "iou": s.matchIoU = try number(v, k, text, 0.01...1)
+            case "high": s.high = try number(f, v, k, 0...1)
+            case "low": s.low = try number(f, v, k, 0...1)
+            case "min_hits": s.minHits = Int(try number(f, v, k, 1...1000))
+            case "lost": s.lost = try number(f, v, k, 0...3600)
+            case "iou": s.matchIoU = try number(f, v, k, 0.01...1)
             case "by_label":
-                guard v == "true" || v == "false" else { throw Problem("--track \(text): by_label is true or false, not '\(v)'") }
-                s.byLabel = v == "true"
-            default: throw Problem("--track \(text): no option '\(k)' (high, low, min_hits, lost, iou, by_label)")
+                switch v {
+                case .bool(let b): s.byLabel = b
+                case .text(let t) where t == "true" || t == "false": s.byLabel = t == "true"
+                default: throw Problem("\(f.what): by_label is true or false, not '\(v.quoted)'")
+                }
+            default: throw Problem("\(f.what): no option '\(k)' (high, low, min_hits, lost, iou, by_label)")
             }
         }
-        guard s.low <= s.high else { throw Problem("--track \(text): low (\(s.low)) must not be above high (\(s.high))") }
-        return Tracked(plugin: plugin, settings: s)
+        guard s.low <= s.high else { throw Problem("\(f.what): low (\(s.low)) must not be above high (\(s.high))") }
+        return Tracked(plugin: f.name, settings: s)
     }
 
-    public static func zone(_ text: String) throws(Problem) -> ZoneSettings {
-        let (name, points, options) = try named(text, "--zone")
-        if let why = Polygon.problem(points.points) { throw Problem("--zone \(name): \(why)") }
-        var z = ZoneSettings(name: name, polygon: Polygon(points.points))
-        z.fractions = points.fractions
-        for (k, v) in options {
+    public static func zone(_ text: String) throws(Problem) -> ZoneSettings { try zone(fields(text, .zone)) }
+
+    public static func zone(_ f: RuleFields) throws(Problem) -> ZoneSettings {
+        let (points, fractions) = try placed(f)
+        if let why = Polygon.problem(points) { throw Problem("\(f.what): \(why)") }
+        var z = ZoneSettings(name: f.name, polygon: Polygon(points))
+        z.fractions = fractions
+        for (k, v) in f.options {
             switch k {
-            case "dwell": z.dwell = try number(v, k, text, 0...(365 * 86400))
-            case "anchor": z.anchor = try anchor(v, text)
-            case "min_frames": z.minFrames = Int(try number(v, k, text, 1...1000))
-            case "min_distance": z.minDistance = try number(v, k, text, 0...100_000)
-            case "input": z.input = v
-            case "labels": z.labels = try labels(v, "--zone \(name)")
+            case "dwell": z.dwell = try number(f, v, k, 0...(365 * 86400))
+            case "anchor": z.anchor = try anchor(f, v)
+            case "min_frames": z.minFrames = Int(try number(f, v, k, 1...1000))
+            case "min_distance": z.minDistance = try number(f, v, k, 0...100_000)
+            case "input": z.input = try word(f, v, k)
+            case "labels": z.labels = try labels(f, v)
             case "units": break
             case "distances":
-                let parts = v.split(separator: ",", omittingEmptySubsequences: false)
-                let known = parts.compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-                guard parts.count == 4, known.count == 4, known.allSatisfy({ $0 > 0 && $0 <= 1_000_000 }) else {
-                    throw Problem("--zone \(name): distances are the real lengths of its four sides, from each point to the next (metres, feet "
-                                  + "with speed_unit=mph), four numbers above 0: distances=A,B,C,D, not '\(v)'")
+                let known: [Double]? = switch v {
+                case .numbers(let list): list
+                case .text(let t):
+                    t.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                        .reduce([Double]?([])) { all, n in n.flatMap { n in all.map { $0 + [n] } } }
+                default: nil
+                }
+                guard let known, known.count == 4, known.allSatisfy({ $0 > 0 && $0 <= 1_000_000 }) else {
+                    throw Problem("\(f.what): distances are the real lengths of its four sides, from each point to the next (metres, feet "
+                                  + "with speed_unit=mph), four numbers above 0: distances=A,B,C,D, not '\(v.quoted)'")
                 }
                 z.distances = known
             case "speed_unit":
-                guard let unit = GroundPlane.SpeedUnit(rawValue: v) ?? ["kmh": .kmh, "mps": .mps][v] else {
-                    throw Problem("--zone \(name): speed_unit is kmh (distances in metres), mph (in feet) or mps (metres), not '\(v)'")
+                let unit = try word(f, v, k)
+                guard let unit = GroundPlane.SpeedUnit(rawValue: unit) ?? ["kmh": .kmh, "mps": .mps][unit] else {
+                    throw Problem("\(f.what): speed_unit is kmh (distances in metres), mph (in feet) or mps (metres), not '\(unit)'")
                 }
                 z.speedUnit = unit
             default:
-                throw Problem("--zone \(name): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, labels, units, distances, speed_unit)")
+                throw Problem("\(f.what): no option '\(k)' (dwell, anchor, min_frames, min_distance, input, labels, units, distances, speed_unit)")
             }
         }
         if let sides = z.distances {
-            guard points.points.count == 4 else {
-                throw Problem("--zone \(name): distances measure a zone of four points (a stretch of ground seen in perspective), not \(points.points.count)")
+            guard points.count == 4 else {
+                throw Problem("\(f.what): distances measure a zone of four points (a stretch of ground seen in perspective), not \(points.count)")
             }
-            guard GroundPlane(corners: points.points, sides: sides) != nil else {
-                throw Problem("--zone \(name): its four points and distances make no view of flat ground: give its points in order around it")
+            guard GroundPlane(corners: points, sides: sides) != nil else {
+                throw Problem("\(f.what): its four points and distances make no view of flat ground: give its points in order around it")
             }
-        } else if options.contains(where: { $0.0 == "speed_unit" }) {
-            throw Problem("--zone \(name): speed_unit says what distances= are in: give distances=A,B,C,D too")
+        } else if f.value("speed_unit") != nil {
+            throw Problem("\(f.what): speed_unit says what distances= are in: give distances=A,B,C,D too")
         }
         return z
     }
 
-    public static func line(_ text: String) throws(Problem) -> LineSettings {
-        let (name, points, options) = try named(text, "--line")
-        guard points.points.count == 2 else {
-            throw Problem("--line \(name): a line is two points (X,Y X,Y), not \(points.points.count)")
+    public static func line(_ text: String) throws(Problem) -> LineSettings { try line(fields(text, .line)) }
+
+    public static func line(_ f: RuleFields) throws(Problem) -> LineSettings {
+        let (points, fractions) = try placed(f)
+        guard points.count == 2 else {
+            throw Problem("\(f.what): a line is two points (X,Y X,Y), not \(points.count)")
         }
-        let segment = Segment(points.points[0], points.points[1])
-        guard segment.length > 0 else { throw Problem("--line \(name): its two points are the same: a line needs length") }
-        var l = LineSettings(name: name, segment: segment)
-        l.fractions = points.fractions
-        for (k, v) in options {
+        let segment = Segment(points[0], points[1])
+        guard segment.length > 0 else { throw Problem("\(f.what): its two points are the same: a line needs length") }
+        var l = LineSettings(name: f.name, segment: segment)
+        l.fractions = fractions
+        for (k, v) in f.options {
             switch k {
             case "in":
-                guard let side = LineSettings.Side(rawValue: v) else {
-                    throw Problem("--line \(name): in is left or right (of the line facing from its first point to its second), not '\(v)'")
+                guard let side = LineSettings.Side(rawValue: try word(f, v, k)) else {
+                    throw Problem("\(f.what): in is left or right (of the line facing from its first point to its second), not '\(v.quoted)'")
                 }
                 l.inSide = side
-            case "anchor": l.anchor = try anchor(v, text)
-            case "min_frames": l.minFrames = Int(try number(v, k, text, 1...1000))
-            case "min_distance": l.minDistance = try number(v, k, text, 0...100_000)
-            case "input": l.input = v
-            case "labels": l.labels = try labels(v, "--line \(name)")
+            case "anchor": l.anchor = try anchor(f, v)
+            case "min_frames": l.minFrames = Int(try number(f, v, k, 1...1000))
+            case "min_distance": l.minDistance = try number(f, v, k, 0...100_000)
+            case "input": l.input = try word(f, v, k)
+            case "labels": l.labels = try labels(f, v)
             case "units": break
-            default: throw Problem("--line \(name): no option '\(k)' (in, anchor, min_frames, min_distance, input, labels, units)")
+            default: throw Problem("\(f.what): no option '\(k)' (in, anchor, min_frames, min_distance, input, labels, units)")
             }
         }
         return l
     }
 
-    public static func filter(_ text: String) throws(Problem) -> BoxFilter {
-        let (label, options) = split(text, at: ":")
-        guard !label.isEmpty else { throw Problem("--filter \(text): name the label it is for, or * for every label (--filter person:min_area=2000)") }
-        var f = BoxFilter(label: label)
-        let given = try pairs(options, "--filter \(text)")
-        guard !given.isEmpty else { throw Problem("--filter \(text): give what it refuses: min_score, min_area, max_area, min_ratio or max_ratio") }
-        for (k, v) in given {
+    public static func filter(_ text: String) throws(Problem) -> BoxFilter { try filter(fields(text, .filter)) }
+
+    public static func filter(_ f: RuleFields) throws(Problem) -> BoxFilter {
+        var b = BoxFilter(label: f.name)
+        for (k, v) in f.options {
             switch k {
-            case "min_score": f.minScore = try number(v, k, text, 0...1)
-            case "min_area": f.minArea = try number(v, k, text, 0...1e12)
-            case "max_area": f.maxArea = try number(v, k, text, 0...1e12)
-            case "min_ratio": f.minRatio = try number(v, k, text, 0...1000)
-            case "max_ratio": f.maxRatio = try number(v, k, text, 0...1000)
-            case "input": f.input = v
-            default: throw Problem("--filter \(label): no option '\(k)' (min_score, min_area, max_area, min_ratio, max_ratio, input)")
+            case "min_score": b.minScore = try number(f, v, k, 0...1)
+            case "min_area": b.minArea = try number(f, v, k, 0...1e12)
+            case "max_area": b.maxArea = try number(f, v, k, 0...1e12)
+            case "min_ratio": b.minRatio = try number(f, v, k, 0...1000)
+            case "max_ratio": b.maxRatio = try number(f, v, k, 0...1000)
+            case "input": b.input = try word(f, v, k)
+            default: throw Problem("\(f.what): no option '\(k)' (min_score, min_area, max_area, min_ratio, max_ratio, input)")
             }
         }
+        guard [b.minScore, b.minArea, b.maxArea, b.minRatio, b.maxRatio].contains(where: { $0 != nil }) else {
+            throw Problem("\(f.what): give what it refuses: min_score, min_area, max_area, min_ratio or max_ratio")
+        }
         // Areas of at most 1 are shares of the frame: compared only in the same units.
-        if let lo = f.minArea, let hi = f.maxArea, (lo <= 1) == (hi <= 1), lo > hi {
-            throw Problem("--filter \(label): min_area (\(Point.text(lo))) is above max_area (\(Point.text(hi))): no box would be followed")
+        if let lo = b.minArea, let hi = b.maxArea, (lo <= 1) == (hi <= 1), lo > hi {
+            throw Problem("\(f.what): min_area (\(Point.text(lo))) is above max_area (\(Point.text(hi))): no box would be followed")
         }
-        if let lo = f.minRatio, let hi = f.maxRatio, lo > hi {
-            throw Problem("--filter \(label): min_ratio (\(Point.text(lo))) is above max_ratio (\(Point.text(hi))): no box would be followed")
+        if let lo = b.minRatio, let hi = b.maxRatio, lo > hi {
+            throw Problem("\(f.what): min_ratio (\(Point.text(lo))) is above max_ratio (\(Point.text(hi))): no box would be followed")
         }
-        return f
+        return b
     }
 
-    public static func mask(_ text: String) throws(Problem) -> BoxMask {
-        let (name, points, options) = try named(text, "--mask")
-        if let why = Polygon.problem(points.points) { throw Problem("--mask \(name): \(why)") }
-        var m = BoxMask(name: name, polygon: Polygon(points.points))
-        m.fractions = points.fractions
-        for (k, v) in options {
+    public static func mask(_ text: String) throws(Problem) -> BoxMask { try mask(fields(text, .mask)) }
+
+    public static func mask(_ f: RuleFields) throws(Problem) -> BoxMask {
+        let (points, fractions) = try placed(f)
+        if let why = Polygon.problem(points) { throw Problem("\(f.what): \(why)") }
+        var m = BoxMask(name: f.name, polygon: Polygon(points))
+        m.fractions = fractions
+        for (k, v) in f.options {
             switch k {
-            case "anchor": m.anchor = try anchor(v, text)
-            case "input": m.input = v
+            case "anchor": m.anchor = try anchor(f, v)
+            case "input": m.input = try word(f, v, k)
             case "units": break
-            default: throw Problem("--mask \(name): no option '\(k)' (anchor, input, units)")
+            default: throw Problem("\(f.what): no option '\(k)' (anchor, input, units)")
             }
         }
         return m
@@ -164,10 +180,35 @@ public enum AnalyticsSpec {
 
     // MARK: - Parts
 
-    /// labels=person+car: the labels a zone or line counts.
-    private static func labels(_ v: String, _ what: String) throws(Problem) -> Set<String> {
-        let names = v.split(separator: "+").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else { throw Problem("\(what): labels are names joined by + (labels=person+car), not '\(v)'") }
+    /// A rule's text as its flag takes it, read into its fields (not yet checked): NAME=POINTS[:OPTIONS]
+    /// for a zone, line or mask; PLUGIN[:OPTIONS] for a track, LABEL[:OPTIONS] for a filter.
+    static func fields(_ text: String, _ kind: RuleKind) throws(Problem) -> RuleFields {
+        switch kind {
+        case .zone, .line, .mask: return try named(text, kind)
+        case .track:
+            let (plugin, options) = split(text, at: ":")
+            guard !plugin.isEmpty else { throw Problem("--track \(text): name the plugin whose boxes are followed (--track detect)") }
+            return RuleFields(.track, name: plugin, points: nil, options: try pairs(options, "--track \(text)").map { ($0, .text($1)) },
+                              what: "--track \(text)", given: text)
+        case .filter:
+            let (label, options) = split(text, at: ":")
+            guard !label.isEmpty else { throw Problem("--filter \(text): name the label it is for, or * for every label (--filter person:min_area=2000)") }
+            let given = try pairs(options, "--filter \(text)")
+            guard !given.isEmpty else { throw Problem("--filter \(text): give what it refuses: min_score, min_area, max_area, min_ratio or max_ratio") }
+            return RuleFields(.filter, name: label, points: nil, options: given.map { ($0, .text($1)) }, what: "--filter \(label)", given: text)
+        }
+    }
+
+    /// labels=person+car (or, in JSON, ["person","car"]): the labels a zone or line counts.
+    private static func labels(_ f: RuleFields, _ v: RuleFields.Value) throws(Problem) -> Set<String> {
+        let names: [String] = switch v {
+        case .text(let t): t.split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        case .strings(let list): list
+        default: []
+        }
+        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else {
+            throw Problem("\(f.what): labels are names joined by + (labels=person+car; in JSON [\"person\",\"car\"]), not '\(v.quoted)'")
+        }
         return Set(names)
     }
 
@@ -191,26 +232,38 @@ public enum AnalyticsSpec {
         return out
     }
 
-    private static func number(_ v: String, _ k: String, _ text: String, _ range: ClosedRange<Double>) throws(Problem) -> Double {
-        guard let n = Double(v), n.isFinite, range.contains(n) else {
-            throw Problem("\(text): \(k) is a number from \(Point.text(range.lowerBound)) to \(Point.text(range.upperBound)), not '\(v)'")
+    private static func number(_ f: RuleFields, _ v: RuleFields.Value, _ k: String, _ range: ClosedRange<Double>) throws(Problem) -> Double {
+        let n: Double? = switch v {
+        case .number(let n): n
+        case .text(let t): Double(t)
+        default: nil
+        }
+        guard let n, n.isFinite, range.contains(n) else {
+            throw Problem("\(f.given): \(k) is a number from \(Point.text(range.lowerBound)) to \(Point.text(range.upperBound)), not '\(v.quoted)'")
         }
         return n
     }
 
-    private static func anchor(_ v: String, _ text: String) throws(Problem) -> Anchor {
-        guard let a = Anchor(rawValue: v) else {
-            throw Problem("\(text): anchor is one of \(Anchor.allCases.map(\.rawValue).joined(separator: ", ")), not '\(v)'")
+    /// A name or a word (an input, an anchor, a unit): text without , : = or spaces.
+    private static func word(_ f: RuleFields, _ v: RuleFields.Value, _ k: String) throws(Problem) -> String {
+        guard case .text(let t) = v, !t.isEmpty, !t.contains(where: { ",:= ".contains($0) }) else {
+            throw Problem("\(f.what): \(k) is a word (without , : = or spaces), not '\(v.quoted)'")
+        }
+        return t
+    }
+
+    private static func anchor(_ f: RuleFields, _ v: RuleFields.Value) throws(Problem) -> Anchor {
+        guard case .text(let t) = v, let a = Anchor(rawValue: t) else {
+            throw Problem("\(f.given): anchor is one of \(Anchor.allCases.map(\.rawValue).joined(separator: ", ")), not '\(v.quoted)'")
         }
         return a
     }
 
-    /// NAME=POINTS[:OPTIONS], the points read and placed (pixels or fractions).
-    private static func named(_ text: String, _ flag: String) throws(Problem)
-        -> (name: String, points: (points: [Point], fractions: Bool), options: [(String, String)]) {
+    /// NAME=POINTS[:OPTIONS] read: its name, points and options, not yet checked.
+    private static func named(_ text: String, _ kind: RuleKind) throws(Problem) -> RuleFields {
+        let flag = "--\(kind.rawValue)"
         let (name, rest) = split(text, at: "=")
-        guard !name.isEmpty, !rest.isEmpty,
-              name.unicodeScalars.allSatisfy({ ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "_" || $0 == "-" }) else {
+        guard !name.isEmpty, !rest.isEmpty, isName(name) else {
             throw Problem("\(flag) \(text): write NAME=X,Y X,Y ... (a name of a-z, 0-9, _ and -, then its points)")
         }
         let (pointText, optionText) = split(rest, at: ":")
@@ -223,22 +276,34 @@ public enum AnalyticsSpec {
             }
             points.append(Point(x, y))
         }
-        let units = options.first { $0.0 == "units" }?.1 ?? "auto"
+        return RuleFields(kind, name: name, points: points, options: options.map { ($0, .text($1)) }, what: "\(flag) \(name)", given: text)
+    }
+
+    /// A zone's, line's or mask's name: a-z, 0-9, _ and -.
+    static func isName(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "_" || $0 == "-" }
+    }
+
+    /// The points, and whether they are fractions of the frame (units=fractions, or auto with
+    /// every coordinate within 0..1) or pixels.
+    private static func placed(_ f: RuleFields) throws(Problem) -> (points: [Point], fractions: Bool) {
+        let points = f.points ?? []
+        let units = try f.value("units").map { v throws(Problem) in try word(f, v, "units") } ?? "auto"
         let within = points.allSatisfy { (0...1).contains($0.x) && (0...1).contains($0.y) }
         let fractions: Bool
         switch units {
         case "auto": fractions = within
         case "fractions":
-            guard within else { throw Problem("\(flag) \(name): with units=fractions every point is 0..1 of the frame; \(points.first { !((0...1).contains($0.x) && (0...1).contains($0.y)) }!) is outside it") }
+            guard within else { throw Problem("\(f.what): with units=fractions every point is 0..1 of the frame; \(points.first { !((0...1).contains($0.x) && (0...1).contains($0.y)) }!) is outside it") }
             fractions = true
         case "pixels":
-            guard points.allSatisfy({ $0.x >= 0 && $0.y >= 0 }) else { throw Problem("\(flag) \(name): a point in pixels is not negative") }
+            guard points.allSatisfy({ $0.x >= 0 && $0.y >= 0 }) else { throw Problem("\(f.what): a point in pixels is not negative") }
             fractions = false
-        default: throw Problem("\(flag) \(name): units is auto, pixels or fractions, not '\(units)'")
+        default: throw Problem("\(f.what): units is auto, pixels or fractions, not '\(units)'")
         }
         if !fractions, let negative = points.first(where: { $0.x < 0 || $0.y < 0 }) {
-            throw Problem("\(flag) \(name): \(negative) is outside the frame (pixels are not negative)")
+            throw Problem("\(f.what): \(negative) is outside the frame (pixels are not negative)")
         }
-        return (name, (points, fractions), options)
+        return (points, fractions)
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Builds one JSON object as UTF-8 bytes, field by field, with keys in the order written.
 /// Faster than JSONEncoder for the small, fixed-shape objects of the output stream and
 /// always single-line.
@@ -17,6 +19,16 @@ public struct JSONObject: Sendable {
     public var label: String?
 
     public init() {}
+
+    /// A value's own JSON object (its `Encodable` shape, keys sorted), to which fields can still be
+    /// added: the one shape of a zone or a line, in an output line.
+    public init<T: Encodable>(encoding value: T) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        bytes = Array(data.dropLast())
+        empty = bytes.count <= 1
+    }
 
     private mutating func key(_ name: String) {
         if !empty { bytes.append(UInt8(ascii: ",")) }

@@ -5,7 +5,7 @@ import CVHostLines
 /// The commands that change tracks, zones and lines while the run goes on (AnalyticsRules applies
 /// them), on stdin and over HTTP; each is an `analytics.changed` line on every output:
 ///
-///     set_zone      PUT    /zones/NAME     {"points":[[x,y],...], ...}  (AnalyticsJSON: what --zone takes)
+///     set_zone      PUT    /zones/NAME     {"points":[[x,y],...], ...}  (a zone's JSON, RuleCoding: what GET says)
 ///     remove_zone   DELETE /zones/NAME
 ///     set_line      PUT    /lines/NAME     {"points":[[x,y],[x,y]], "in":"left", ...}
 ///     remove_line   DELETE /lines/NAME
@@ -23,41 +23,23 @@ import CVHostLines
 /// set anew starts a new tracker (its tracks end, reason `removed`, with the analytics.summary);
 /// its zones' and lines' counts go on (`kept`).
 extension LiveCommands {
-    func setAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> (status: Int, result: JSONObject) {
+    /// Sets a zone, line, track, mask or filter (checked: LiveCommand), and keeps it (--state).
+    func setAnalytics(_ change: AnalyticsRules.Change, origin: Origin) throws -> (created: Bool, result: JSONObject) {
         let changes = try analyticsChanger().1
-        let key = kind.key
-        guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "set_\(kind.rawValue) needs \"\(key)\"") }
-        let text = try AnalyticsJSON.specText(kind, name: name, o)
-        let change: AnalyticsRules.Change
-        do {
-            switch kind {
-            case .zone: change = .zone(name: name, try AnalyticsSpec.zone(text))
-            case .line: change = .line(name: name, try AnalyticsSpec.line(text))
-            case .track: change = .track(plugin: name, try AnalyticsSpec.tracked(text))
-            case .mask: change = .mask(name: name, try AnalyticsSpec.mask(text))
-            case .filter: change = .filter(label: name, input: o["input"]?.string, try AnalyticsSpec.filter(text))
-            }
-        } catch {
-            let flag = "--\(kind.rawValue) "
-            throw CommandRefusal(400, error.description.hasPrefix(flag) ? kind.rawValue + " " + error.description.dropFirst(flag.count) : error.description)
-        }
-        let (status, answer) = try applyAnalytics(kind, name: name, change, origin: origin.rawValue)
-        changes.state?.record(kind, name: RunStateFile.key(kind, name: name, input: o["input"]?.string), text: text)
-        return (status, answer)
+        let (created, answer) = try applyAnalytics(change, origin: origin.rawValue)
+        changes.state?.record(change)
+        return (created, answer)
     }
 
     /// Applies one change (a command's, a reload's) and says it: `analytics.changed`, and the answer.
-    func applyAnalytics(_ kind: AnalyticsJSON.Kind, name: String, _ change: AnalyticsRules.Change, origin: String) throws -> (status: Int, result: JSONObject) {
+    func applyAnalytics(_ change: AnalyticsRules.Change, origin: String) throws -> (created: Bool, result: JSONObject) {
         let (rules, changes) = try analyticsChanger()
         let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
-        return (outcome.change == "added" ? 201 : 200, changed(kind, name: name, outcome, rules: rules, origin: origin))
+        return (outcome.change == "added", changed(change.kind, name: change.name, outcome, rules: rules, origin: origin))
     }
 
-    func removeAnalytics(_ kind: AnalyticsJSON.Kind, _ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+    func removeAnalytics(_ kind: AnalyticsJSON.Kind, name: String, input: String?, origin: Origin) throws -> JSONObject {
         let (rules, changes) = try analyticsChanger()
-        let key = kind.key
-        guard let name = o[key]?.string, !name.isEmpty else { throw CommandRefusal(400, "remove_\(kind.rawValue) needs \"\(key)\"") }
-        let input = o["input"]?.string
         // A label's filters: of one input (with "input"), else every one of that label.
         let inputs = kind == .filter ? (input.map { [$0] } ?? rules.settings.filters.filter { $0.label == name }.map(\.input)) : [input]
         let change: AnalyticsRules.Change = switch kind {
@@ -67,8 +49,8 @@ extension LiveCommands {
         case .mask: .mask(name: name, nil)
         case .filter: .filter(label: name, input: input, nil)
         }
-        let answer = try applyAnalytics(kind, name: name, change, origin: origin.rawValue).result
-        for input in inputs { changes.state?.record(kind, name: RunStateFile.key(kind, name: name, input: input), text: nil) }
+        let answer = try applyAnalytics(change, origin: origin.rawValue).result
+        for input in inputs { changes.state?.remove(kind, name: RunStateFile.key(kind, name: name, input: input)) }
         return answer
     }
 
@@ -82,16 +64,14 @@ extension LiveCommands {
 
     /// Counts back to 0: every line's and zone's, or those of one input, one line or one zone
     /// (`analytics.changed`, change `reset`, for each).
-    /// - Throws: 404 for an input, line or zone the run does not have; 400 for a line and a zone at once.
-    func resetCounts(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
+    /// - Throws: notFound for an input, line or zone the run does not have.
+    func resetCounts(source: String?, line: String?, zone: String?, origin: Origin) throws -> JSONObject {
         let (rules, _) = try analyticsChanger()
-        guard let counts else { throw CommandRefusal(409, "this run cannot reset its counts") }
-        let source = o["source"]?.string, line = o["line"]?.string, zone = o["zone"]?.string
+        guard let counts else { throw CommandRefusal(.conflict, "this run cannot reset its counts") }
         let settings = rules.settings
-        if let source, !inputs.all.contains(where: { $0.id == source }) { throw CommandRefusal(404, "no input named \(source)") }
-        if line != nil && zone != nil { throw CommandRefusal(400, "reset_counts sets back one line or one zone (or, with neither, every one)") }
-        if let line, !settings.lines.contains(where: { $0.name == line }) { throw CommandRefusal(404, "no line named \(line)") }
-        if let zone, !settings.zones.contains(where: { $0.name == zone }) { throw CommandRefusal(404, "no zone named \(zone)") }
+        if let source, !inputs.all.contains(where: { $0.id == source }) { throw CommandRefusal(.notFound, "no input named \(source)") }
+        if let line, !settings.lines.contains(where: { $0.name == line }) { throw CommandRefusal(.notFound, "no line named \(line)") }
+        if let zone, !settings.zones.contains(where: { $0.name == zone }) { throw CommandRefusal(.notFound, "no zone named \(zone)") }
         let done = counts.reset(source: source, lines: line.map { [$0] }, zones: zone.map { [$0] }, by: origin.rawValue)
         var r = JSONObject()
         r.set("lines", strings: done.lines)
@@ -102,7 +82,7 @@ extension LiveCommands {
 
     private func analyticsChanger() throws -> (AnalyticsRules, InputChanges) {
         try refuseAfterEnd()
-        guard let rules, let changes else { throw CommandRefusal(409, "this run cannot change its analytics") }
+        guard let rules, let changes else { throw CommandRefusal(.conflict, "this run cannot change its analytics") }
         return (rules, changes)
     }
 

@@ -83,6 +83,25 @@ final class AnalyticsRules: Sendable {
         case mask(name: String, BoxMask?)
         case filter(label: String, input: String?, BoxFilter?)
 
+        var kind: RuleKind {
+            switch self {
+            case .zone: .zone
+            case .line: .line
+            case .track: .track
+            case .mask: .mask
+            case .filter: .filter
+            }
+        }
+
+        /// What it names: a zone's, line's or mask's name, a track's plugin, a filter's label.
+        var name: String {
+            switch self {
+            case .zone(let name, _), .line(let name, _), .mask(let name, _): name
+            case .track(let plugin, _): plugin
+            case .filter(let label, _, _): label
+            }
+        }
+
         /// Whether it removes what it names (rather than sets it).
         var removes: Bool {
             switch self {
@@ -104,8 +123,8 @@ final class AnalyticsRules: Sendable {
 
     /// Applies one change to the settings and to every runner's analytics, between two of its frames.
     /// - Parameters: plugins, inputs: the run's plugins' and inputs' names now.
-    /// - Throws: 404 (removing one that is not there), 409 (the most zones or lines; zones and lines
-    ///   without a track), 422 (an input or plugin the run does not have).
+    /// - Throws: notFound (removing one that is not there), conflict (the most zones or lines; zones and lines
+    ///   without a track), unprocessable (an input or plugin the run does not have).
     func apply(_ change: Change, plugins: [String], inputs: [String]) throws(CommandRefusal) -> Outcome {
         try state.withLock { s throws(CommandRefusal) -> Outcome in
             var n = s.settings
@@ -118,16 +137,16 @@ final class AnalyticsRules: Sendable {
                 try Self.check(input: l.input, among: inputs, tracked: n.tracked)
                 outcome = try Self.put(l, name: name, into: &n.lines, sameShape: { $0.hasShape(of: l) && $0.input == l.input })
             case .zone(let name, nil):
-                guard n.zones.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no zone named \(name)") }
+                guard n.zones.contains(where: { $0.name == name }) else { throw CommandRefusal(.notFound, "no zone named \(name)") }
                 n.zones.removeAll { $0.name == name }
                 outcome = Outcome(change: "removed", counts: nil)
             case .line(let name, nil):
-                guard n.lines.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no line named \(name)") }
+                guard n.lines.contains(where: { $0.name == name }) else { throw CommandRefusal(.notFound, "no line named \(name)") }
                 n.lines.removeAll { $0.name == name }
                 outcome = Outcome(change: "removed", counts: nil)
             case .track(let plugin, let t?):
                 guard plugins.contains(plugin) else {
-                    throw CommandRefusal(422, "no plugin \(plugin) in this run: its plugins are \(plugins.joined(separator: ", "))")
+                    throw CommandRefusal(.unprocessable, "no plugin \(plugin) in this run: its plugins are \(plugins.joined(separator: ", "))")
                 }
                 let had = n.tracked.contains { $0.plugin == plugin }
                 if had { n.tracked = n.tracked.map { $0.plugin == plugin ? t : $0 } } else { n.tracked.append(t) }
@@ -138,7 +157,7 @@ final class AnalyticsRules: Sendable {
                 outcome = try Self.put(m, name: name, into: &n.masks, sameShape: { _ in true })
                 outcome.counts = nil
             case .mask(let name, nil):
-                guard n.masks.contains(where: { $0.name == name }) else { throw CommandRefusal(404, "no mask named \(name)") }
+                guard n.masks.contains(where: { $0.name == name }) else { throw CommandRefusal(.notFound, "no mask named \(name)") }
                 n.masks.removeAll { $0.name == name }
                 outcome = Outcome(change: "removed", counts: nil)
             case .filter(let label, let input, let f?):
@@ -147,19 +166,19 @@ final class AnalyticsRules: Sendable {
                     n.filters[at] = f
                     outcome = Outcome(change: "changed", counts: nil)
                 } else {
-                    guard n.filters.count < AnalyticsSettings.most else { throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) filters, the most: remove one first") }
+                    guard n.filters.count < AnalyticsSettings.most else { throw CommandRefusal(.conflict, "this run has \(AnalyticsSettings.most) filters, the most: remove one first") }
                     n.filters.append(f)
                     outcome = Outcome(change: "added", counts: nil)
                 }
             case .filter(let label, let input, nil):
                 let gone = { (f: BoxFilter) in f.label == label && (input == nil || f.input == input) }
-                guard n.filters.contains(where: gone) else { throw CommandRefusal(404, "no filter of \(label)" + (input.map { " on \($0)" } ?? "")) }
+                guard n.filters.contains(where: gone) else { throw CommandRefusal(.notFound, "no filter of \(label)" + (input.map { " on \($0)" } ?? "")) }
                 n.filters.removeAll(where: gone)
                 outcome = Outcome(change: "removed", counts: nil)
             case .track(let plugin, nil):
-                guard n.tracked.contains(where: { $0.plugin == plugin }) else { throw CommandRefusal(404, "the boxes of \(plugin) are not followed") }
+                guard n.tracked.contains(where: { $0.plugin == plugin }) else { throw CommandRefusal(.notFound, "the boxes of \(plugin) are not followed") }
                 if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty && n.masks.isEmpty && n.filters.isEmpty) {
-                    throw CommandRefusal(409, "zones, lines, masks and filters work on tracks: remove them first (DELETE /zones/NAME, /lines/NAME, "
+                    throw CommandRefusal(.conflict, "zones, lines, masks and filters work on tracks: remove them first (DELETE /zones/NAME, /lines/NAME, "
                                          + "/masks/NAME, /filters/LABEL), or follow another plugin's boxes")
                 }
                 n.tracked.removeAll { $0.plugin == plugin }
@@ -186,9 +205,9 @@ final class AnalyticsRules: Sendable {
     }
 
     private static func check(input: String?, among inputs: [String], tracked: [AnalyticsSpec.Tracked]) throws(CommandRefusal) {
-        if let input, !inputs.contains(input) { throw CommandRefusal(422, AnalyticsSettings.noSuchInput(input, among: inputs)) }
+        if let input, !inputs.contains(input) { throw CommandRefusal(.unprocessable, AnalyticsSettings.noSuchInput(input, among: inputs)) }
         if tracked.isEmpty {
-            throw CommandRefusal(409, "zones, lines, masks and filters work on tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
+            throw CommandRefusal(.conflict, "zones, lines, masks and filters work on tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
         }
     }
 
@@ -201,7 +220,7 @@ final class AnalyticsRules: Sendable {
             return Outcome(change: "changed", counts: kept ? "kept" : "reset")
         }
         guard list.count < AnalyticsSettings.most else {
-            throw CommandRefusal(409, "this run has \(AnalyticsSettings.most) \(T.self == ZoneSettings.self ? "zones" : T.self == BoxMask.self ? "masks" : "lines"), "
+            throw CommandRefusal(.conflict, "this run has \(AnalyticsSettings.most) \(T.self == ZoneSettings.self ? "zones" : T.self == BoxMask.self ? "masks" : "lines"), "
                                  + "the most: remove one first")
         }
         list.append(item)

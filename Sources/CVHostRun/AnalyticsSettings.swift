@@ -21,9 +21,12 @@ public struct AnalyticsSettings: Sendable {
     ///     refused, unless that one is in `removed`.
     ///   - removed: inputs removed while an earlier run went on (--state): their zones and lines are
     ///     set aside, each said, so that a restart never fails for a change made before it.
+    ///   - kept: the state file (--state), whose tracks, zones, lines, masks and filters are applied
+    ///     over the texts' (an entry replaces what has its name, null removes it).
     ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
     public init(track: [String], zones: [String], lines: [String], filters: [String] = [], masks: [String] = [], inputs: [String]? = nil,
-                removed: Set<String> = [], origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
+                removed: Set<String> = [], kept: RunStateFile? = nil,
+                origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
         func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
             var out: [T] = []
             for v in values {
@@ -37,16 +40,28 @@ public struct AnalyticsSettings: Sendable {
             return out
         }
         // Every track is checked against every zone and line on every frame: a bound keeps a
-        // frame's analytics within reach (with at most 1000 points a zone).
-        for (flag, count) in [("--zone", zones.count), ("--line", lines.count), ("--filter", filters.count), ("--mask", masks.count)]
-            where count > Self.most {
-            throw UsageError("\(flag) is given \(count) times: at most \(Self.most) (each track is checked against each on every frame)")
+        // frame's analytics within reach (with at most 1000 points a zone), and the parsing short.
+        func bound(_ counts: [(String, Int)]) throws(UsageError) {
+            for (flag, count) in counts where count > Self.most {
+                throw UsageError("\(flag) is given \(count) times: at most \(Self.most) (each track is checked against each on every frame)")
+            }
         }
+        try bound([("--zone", zones.count), ("--line", lines.count), ("--filter", filters.count), ("--mask", masks.count)])
         tracked = try parsed("track", track, AnalyticsSpec.tracked)
         self.zones = try parsed("zone", zones, AnalyticsSpec.zone)
         self.lines = try parsed("line", lines, AnalyticsSpec.line)
         self.filters = try parsed("filter", filters, AnalyticsSpec.filter)
         self.masks = try parsed("mask", masks, AnalyticsSpec.mask)
+        let keptRules = kept?.current
+        keptRules?.apply(to: &self)
+        try bound([("--zone", self.zones.count), ("--line", self.lines.count), ("--filter", self.filters.count), ("--mask", self.masks.count)])
+        // Where a refusal says a rule comes from: the state file, the config file (its file and line), or the command line.
+        func source(_ key: String, _ name: String) -> String {
+            if let keptRules, keptRules.keeps(AnalyticsJSON.Kind(rawValue: key)!, name) { return "\(kept!.path): \(key) \(name)" }
+            let texts = ["zone": zones, "line": lines, "mask": masks, "filter": filters, "track": track][key] ?? []
+            let text = texts.first { $0.hasPrefix(name + (key == "filter" ? ":" : "=")) } ?? name
+            return origin(key, text) ?? "--\(key) \(text)"
+        }
         if let inputs {
             // Of an input removed while running (and kept so by --state): set aside, said.
             var aside: [String] = []
@@ -67,16 +82,13 @@ public struct AnalyticsSettings: Sendable {
                 + self.masks.map { ("mask", $0.name, $0.input) } + self.filters.map { ("filter", $0.label, $0.input) }
             for (key, name, input) in named {
                 guard let input, !inputs.contains(input) else { continue }
-                let why = Self.noSuchInput(input, among: inputs)
-                let texts = ["zone": zones, "line": lines, "mask": masks, "filter": filters][key] ?? []
-                let text = texts.first { $0.hasPrefix(name + (key == "filter" ? ":" : "=")) } ?? name
-                throw UsageError(origin(key, text).map { "\($0): \(why)" } ?? "--\(key) \(text): \(why)")
+                throw UsageError("\(source(key, name)): \(Self.noSuchInput(input, among: inputs))")
             }
         }
-        if tracked.isEmpty && !(zones.isEmpty && lines.isEmpty) {
+        if tracked.isEmpty && !(self.zones.isEmpty && self.lines.isEmpty) {
             throw UsageError("--zone and --line watch tracks: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
         }
-        if tracked.isEmpty && !(filters.isEmpty && masks.isEmpty) {
+        if tracked.isEmpty && !(self.filters.isEmpty && self.masks.isEmpty) {
             throw UsageError("--filter and --mask keep boxes from the tracker: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
         }
         let filterKeys = self.filters.map { "\($0.label) input=\($0.input ?? "*")" }

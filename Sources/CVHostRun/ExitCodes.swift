@@ -99,9 +99,8 @@ public func checkOutput(_ writer: JSONLineWriter) throws(RunFailure) {
     throw fail("cannot write to stdout: \(Errno(rawValue: error).description); the lines from then on are lost", code: ExitCodes.outputFailed)
 }
 
-/// Prints `cvhost: error: MESSAGE` on stderr (at once: before what the unwinding run says) and
-/// returns the failure that ends the run with `code`.
+/// The failure that ends the run with `code`, and `message` that the executable says as it exits
+/// (`cvhost: error: MESSAGE`).
 public func fail(_ message: String, code: Int32) -> RunFailure {
-    Log.error(message)
-    return RunFailure(code)
+    RunFailure(code, message: message)
 }

@@ -55,13 +55,20 @@ public final class HostRun: Sendable {
         running.reload(settings)
     }
 
+    /// Carries out one command, given as its JSON object, as a line on stdin is (its
+    /// `control.changed` and other lines on the outputs): for a program that runs cvhost in its own
+    /// process. Nil before the run runs and after it ended.
+    package func handle(_ command: String) -> LiveCommands.Answer? {
+        running.withLock { $0 }?.commands.handle(Array(command.utf8), from: .stdin)
+    }
+
     /// What the run is waiting for when a stop would end it at once, nothing having run yet (the
     /// outputs or inputs opening: a broker awaited, a FIFO with no writer, a server that does not
     /// answer, each of which may block); nil otherwise. For the executable's signal handler.
     public var stoppableAtOnce: String? { phase.withLock { $0.stoppableAtOnce } }
 
     /// Runs to the end.
-    /// - Throws: `RunFailure` with the exit code (its message already said on stderr);
+    /// - Throws: `RunFailure` with the exit code and the message to say on stderr;
     ///   `StoppedBeforeRunning` (exit 0, no line) when a stop came while a plugin was read.
     public func run() throws {
         let s = settings

@@ -28,7 +28,7 @@ final class InputChanges: Sendable {
 
     /// Opens and starts an input, in place of `replacing` when it changes one (same name).
     /// - Parameter plugins: names among the run's plugins; nil: all of them.
-    /// - Throws: 409 (the name taken, the input limit, the run ending), 422 (it cannot be opened: the
+    /// - Throws: conflict (the name taken, the input limit, the run ending), unprocessable (it cannot be opened: the
     ///   opener's error; a plugin the run does not have).
     @discardableResult
     func add(_ spec: InputSpec, plugins names: [String]?, by origin: String, replacing: SourceRun? = nil) throws(CommandRefusal) -> SourceRun {
@@ -78,7 +78,7 @@ final class InputChanges: Sendable {
         }
         guard outputs.lines.opened() else {
             undo()
-            throw CommandRefusal(409, "the run is ending: no input can be added")
+            throw CommandRefusal(.conflict, "the run is ending: no input can be added")
         }
         stop.add(session)
         outputs.liveView?.add(source)
@@ -86,7 +86,7 @@ final class InputChanges: Sendable {
         guard inputs.insert(source, replacing: nil) else {
             source.report.abandon(reason: .requested, framesCaptured: 0)
             finishRemoval(source)
-            throw CommandRefusal(409, "the run is ending: no input can be added")
+            throw CommandRefusal(.conflict, "the run is ending: no input can be added")
         }
         do {
             try session.startRunning()
@@ -103,31 +103,31 @@ final class InputChanges: Sendable {
 
     /// Ends the input called `id` (its final metrics and session.stopped, reason `removed`) and
     /// destroys its plugins' instances, once its session has stopped.
-    /// - Throws: 404 (no such input), 409 (it is being removed already).
+    /// - Throws: notFound (no such input), conflict (it is being removed already).
     func remove(_ id: String, by origin: String) throws(CommandRefusal) {
-        guard let source = inputs.named(id) else { throw CommandRefusal(404, "no input named \(id): \(names)") }
+        guard let source = inputs.named(id) else { throw CommandRefusal(.notFound, "no input named \(id): \(names)") }
         try removeNow(source, by: origin)
     }
 
-    /// Refuses (403) an input an HTTP client may not name (`--allow-inputs`): before it is opened
+    /// Refuses (forbidden) an input an HTTP client may not name (`--allow-inputs`): before it is opened
     /// or looked up, so that the refusal tells nothing of what is there.
     func allow(_ spec: InputSpec, by origin: LiveCommands.Origin) throws(CommandRefusal) {
         guard origin == .http, let why = (settings.liveView?.allowInputs ?? .standard).refusal(spec) else { return }
-        throw CommandRefusal(403, why)
+        throw CommandRefusal(.forbidden, why)
     }
 
     /// Where changes made while running are kept (--state), if anywhere.
     var state: RunStateFile? { settings.state }
 
-    /// An input that could not be opened or started: 422 with the opener's own error. Over HTTP
+    /// An input that could not be opened or started: unprocessable, with the opener's own error. Over HTTP
     /// with no token (any local user, any page: loopback), the answer does not say why: "not
     /// found", "permission denied" and "connection refused" would tell such a client which files
     /// and ports there are; the reason goes to stderr, the operator's.
     private func unopened(_ id: String, _ error: Error, by origin: String) -> CommandRefusal {
         let why = (error as? CaptureError)?.message ?? "\(error)"
-        guard origin == LiveCommands.Origin.http.rawValue, settings.liveView?.token == nil else { return CommandRefusal(422, "\(id): " + why) }
+        guard origin == LiveCommands.Origin.http.rawValue, settings.liveView?.token == nil else { return CommandRefusal(.unprocessable, "\(id): " + why) }
         Log.warning("an input added over HTTP cannot be opened: \(why)", source: id)
-        return CommandRefusal(422, "\(id): it cannot be opened (why is on cvhost's stderr; with a token, --http-token-file, the answer says)")
+        return CommandRefusal(.unprocessable, "\(id): it cannot be opened (why is on cvhost's stderr; with a token, --http-token-file, the answer says)")
     }
 
     /// The run's plugins' names, in the order of the --plugin flags.
@@ -140,7 +140,7 @@ final class InputChanges: Sendable {
     }
 
     private func removeNow(_ source: SourceRun, by origin: String) throws(CommandRefusal) {
-        guard inputs.beginRemoving(source) else { throw CommandRefusal(409, "\(source.id) is being removed already") }
+        guard inputs.beginRemoving(source) else { throw CommandRefusal(.conflict, "\(source.id) is being removed already") }
         outputs.lines.write(SessionEventLines.inputRemoved(source: source.id, by: origin))
         source.session.requestStop(reason: .removed)
         // Its plugins finish the frames they were given (a plugin that hangs ends the run, as at any stop: HungPluginStop).

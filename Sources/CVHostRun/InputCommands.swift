@@ -11,10 +11,9 @@ import CVHostLines
 ///
 /// `input` is what --input takes (a file, images, a URL, testsrc), `device` what --device takes
 /// (a V4L2 camera's path); `plugins` names some of the run's plugins (all of them when left out).
-/// Over HTTP, what an input may name is the run's `--allow-inputs` (InputPolicy: 403 beyond it).
+/// Over HTTP, what an input may name is the run's `--allow-inputs` (InputPolicy: refused as forbidden, 403, beyond it).
 extension LiveCommands {
-    func addInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
-        let (spec, plugins) = try inputSpec(o, nameRequired: false)
+    func addInput(_ spec: InputSpec, plugins: [String]?, origin: Origin) throws -> JSONObject {
         let changes = try changer()
         try changes.allow(spec, by: origin)
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue)
@@ -22,18 +21,16 @@ extension LiveCommands {
         return describe(source)
     }
 
-    func changeInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
-        let (spec, plugins) = try inputSpec(o, nameRequired: true)
+    func changeInput(_ spec: InputSpec, plugins: [String]?, origin: Origin) throws -> JSONObject {
         let changes = try changer()
         try changes.allow(spec, by: origin)
-        guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(404, "no input named \(spec.sourceID()): \(changes.names)") }
+        guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(.notFound, "no input named \(spec.sourceID()): \(changes.names)") }
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue, replacing: old)
         changes.state?.record(input: source.id, Self.entry(spec, plugins))
         return describe(source)
     }
 
-    func removeInput(_ o: [String: CommandValue], origin: Origin) throws -> JSONObject {
-        guard let name = o["name"]?.string else { throw CommandRefusal(400, "remove_input needs \"name\" (the input's name)") }
+    func removeInput(_ name: String, origin: Origin) throws -> JSONObject {
         let changes = try changer()
         try changes.remove(name, by: origin.rawValue)
         changes.state?.record(input: name, nil)
@@ -43,12 +40,11 @@ extension LiveCommands {
         return r
     }
 
-    /// Every input (or the one called `name`: 404 when there is none), as it is now.
-    func inputList(_ o: [String: CommandValue]) throws -> JSONObject {
-        let name = o["name"]?.string
+    /// Every input (or the one called `name`: notFound when there is none), as it is now.
+    func inputList(_ name: String?) throws -> JSONObject {
         let listed = inputs.all.filter { name == nil || $0.id == name }
         if let name, listed.isEmpty {
-            throw CommandRefusal(404, "no input named \(name): " + (inputs.all.isEmpty ? "the run has no input" : "the run's inputs are \(inputs.all.map(\.id).joined(separator: ", "))"))
+            throw CommandRefusal(.notFound, "no input named \(name): " + (inputs.all.isEmpty ? "the run has no input" : "the run's inputs are \(inputs.all.map(\.id).joined(separator: ", "))"))
         }
         var r = JSONObject()
         r.set("inputs", array: listed.map(describe))
@@ -67,39 +63,8 @@ extension LiveCommands {
 
     private func changer() throws -> InputChanges {
         try refuseAfterEnd()
-        guard let changes else { throw CommandRefusal(409, "this run cannot add or remove inputs") }
+        guard let changes else { throw CommandRefusal(.conflict, "this run cannot add or remove inputs") }
         return changes
-    }
-
-    /// An input as a command gives it: `input` or `device`, its name, and the plugins named for it.
-    private func inputSpec(_ o: [String: CommandValue], nameRequired: Bool) throws -> (InputSpec, [String]?) {
-        let text: InputSpec.Kind
-        switch (o["input"], o["device"]) {
-        case (.string(let t)?, nil) where !t.isEmpty:
-            guard t != "-" else { throw CommandRefusal(400, "\"input\":\"-\" (standard input) cannot be added while running: stdin carries the commands") }
-            text = .input(t)
-        case (nil, .string(let d)?) where !d.isEmpty: text = .camera(d)
-        case (nil, nil): throw CommandRefusal(400, "an input needs \"input\" (a file, a URL, testsrc: what --input takes) or \"device\" (a camera's path)")
-        default: throw CommandRefusal(400, "give one of \"input\" (a string: what --input takes) or \"device\" (a string: a camera's path)")
-        }
-        var name: String?
-        if let v = o["name"] {
-            guard case .string(let n) = v, InputSpec.isName(n) else {
-                throw CommandRefusal(400, "\"name\" is 1 to 64 letters, digits, _, - or . (as in --input NAME=...)")
-            }
-            name = n
-        } else if nameRequired {
-            throw CommandRefusal(400, "this command needs \"name\" (the input's name)")
-        }
-        var plugins: [String]?
-        switch o["plugins"] {
-        case nil: break
-        case .strings(let list)?:
-            guard !list.isEmpty else { throw CommandRefusal(400, "\"plugins\" names at least one of the run's plugins (leave it out for all of them)") }
-            plugins = list
-        default: throw CommandRefusal(400, "\"plugins\" is a list of the run's plugins' names, e.g. [\"detect\"]")
-        }
-        return (InputSpec(kind: text, name: name), plugins)
     }
 
     /// An input in `get_inputs` and in an add's or change's answer: its name, what it reads (a

@@ -91,7 +91,7 @@ final class PluginStage: Sendable {
     /// - Throws: `CommandRefusal` 422: a name the run has no plugin of, or a plugin that refused to be created.
     func makeRunners(for id: String, named: [String]?, live: Bool) throws(CommandRefusal) -> [PluginRunner] {
         if let unknown = named?.first(where: { n in !found.contains { $0.plugin.name == n } }) {
-            throw CommandRefusal(422, "no plugin \(unknown) in this run: an added input takes the run's plugins (\(found.map(\.plugin.name).joined(separator: ", ")))")
+            throw CommandRefusal(.unprocessable, "no plugin \(unknown) in this run: an added input takes the run's plugins (\(found.map(\.plugin.name).joined(separator: ", ")))")
         }
         var made: [PluginRunner] = []
         for (index, f) in found.enumerated() where named == nil || named!.contains(f.plugin.name) {
@@ -100,7 +100,7 @@ final class PluginStage: Sendable {
                                             shared: pools[index]))
             } catch {
                 _ = HungPluginStop.shutDown(made)
-                throw CommandRefusal(422, "plugin \(f.plugin.name) for \(id): " + ((error as? PluginLoadError)?.message ?? "\(error)"))
+                throw CommandRefusal(.unprocessable, "plugin \(f.plugin.name) for \(id): " + ((error as? PluginLoadError)?.message ?? "\(error)"))
             }
         }
         alive.withLock { $0 += made }

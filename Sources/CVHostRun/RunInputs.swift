@@ -5,7 +5,9 @@ import CVHostCore
 /// view, /metrics, /healthz) reads them here, as they are now. A name is reserved while its input
 /// opens, so that two requests cannot add one name twice; the number of inputs is bounded
 /// (`--max-inputs`), so that no client can exhaust the host.
-final class RunInputs: Sendable {
+///
+/// `@unchecked Sendable`: its state is read and changed only with `lock` held.
+final class RunInputs: @unchecked Sendable {
     private struct State {
         var sources: [SourceRun]
         /// Names of inputs being opened (or replaced), not yet in `sources`.
@@ -15,39 +17,51 @@ final class RunInputs: Sendable {
         /// The run is ending: nothing more is added.
         var closed = false
     }
-    private let state: Locked<State>
+    private var s: State
+    /// Guards `s`; broadcast at each change, for a run that waits while an input is being added.
+    private let lock = ConditionLock()
     /// The most inputs the run may have at once.
     let limit: Int
 
     init(_ sources: [SourceRun], limit: Int) {
-        state = Locked(State(sources: sources))
+        s = State(sources: sources)
         self.limit = limit
     }
 
-    /// The inputs now, in the order they were started or added.
-    var all: [SourceRun] { state.withLock { $0.sources } }
+    /// Reads or changes the state with the lock held, and wakes whoever waits for a change.
+    private func state<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer {
+            lock.broadcast()
+            lock.unlock()
+        }
+        return body(&s)
+    }
 
-    func named(_ id: String) -> SourceRun? { state.withLock { s in s.sources.first { $0.id == id } } }
+    /// The inputs now, in the order they were started or added.
+    var all: [SourceRun] { state { $0.sources } }
+
+    func named(_ id: String) -> SourceRun? { state { s in s.sources.first { $0.id == id } } }
 
     /// Holds `id` for an input about to be opened. `replacing`: the input of that name being changed.
-    /// - Throws: 409 when the name is taken (or being opened), the input limit is reached, or the run is ending.
+    /// - Throws: conflict when the name is taken (or being opened), the input limit is reached, or the run is ending.
     func reserve(_ id: String, replacing: SourceRun?) throws(CommandRefusal) {
-        try state.withLock { s throws(CommandRefusal) in
-            guard !s.closed else { throw CommandRefusal(409, "the run is ending: no input can be added") }
-            if s.opening.contains(id) || (replacing == nil && s.sources.contains { $0.id == id }) {
-                throw CommandRefusal(409, "an input is already called \(id): give another name, or change it (PUT /inputs/\(id))")
-            }
-            if replacing == nil && s.sources.count - s.removing.count + s.opening.count >= limit {
-                throw CommandRefusal(409, "this run has \(limit) inputs, its most (--max-inputs \(limit)): remove one first, or start cvhost with a higher --max-inputs")
-            }
-            s.opening.insert(id)
+        lock.lock()
+        defer { lock.unlock() }
+        guard !s.closed else { throw CommandRefusal(.conflict, "the run is ending: no input can be added") }
+        if s.opening.contains(id) || (replacing == nil && s.sources.contains { $0.id == id }) {
+            throw CommandRefusal(.conflict, "an input is already called \(id): give another name, or change it (PUT /inputs/\(id))")
         }
+        if replacing == nil && s.sources.count - s.removing.count + s.opening.count >= limit {
+            throw CommandRefusal(.conflict, "this run has \(limit) inputs, its most (--max-inputs \(limit)): remove one first, or start cvhost with a higher --max-inputs")
+        }
+        s.opening.insert(id)
     }
 
     /// Adds an opened input under its reserved name (`replacing`'s place, if it replaces one).
     /// - Returns: false when the run ended meanwhile (the input is not added).
     func insert(_ source: SourceRun, replacing: SourceRun?) -> Bool {
-        state.withLock { s in
+        state { s in
             s.opening.remove(source.id)
             guard !s.closed else { return false }
             if let replacing, let at = s.sources.firstIndex(where: { $0 === replacing }) {
@@ -61,12 +75,12 @@ final class RunInputs: Sendable {
 
     /// Lets go of a name reserved for an input that could not be opened.
     func release(_ id: String) {
-        state.withLock { _ = $0.opening.remove(id) }
+        state { _ = $0.opening.remove(id) }
     }
 
     /// Marks `source` as being removed. - Returns: false when it already is (or is gone).
     func beginRemoving(_ source: SourceRun) -> Bool {
-        state.withLock { s in
+        state { s in
             guard s.sources.contains(where: { $0 === source }), !s.removing.contains(source.id) else { return false }
             s.removing.insert(source.id)
             return true
@@ -75,7 +89,7 @@ final class RunInputs: Sendable {
 
     /// Drops a removed input (its session has stopped).
     func remove(_ source: SourceRun) {
-        state.withLock { s in
+        state { s in
             s.sources.removeAll { $0 === source }
             s.removing.remove(source.id)
         }
@@ -84,17 +98,25 @@ final class RunInputs: Sendable {
     /// The run ends when no input runs and none is being added or changed: then nothing is added
     /// from now on. - Returns: true when it ended so (at once, so that no add slips in between).
     func closeWhenIdle() -> Bool {
-        state.withLock { s in
+        state { s in
             guard s.opening.isEmpty, s.sources.allSatisfy(\.isStopped) else { return false }
             s.closed = true
             return true
         }
     }
 
-    /// The run is ending (a stop): no input is added from now on.
-    func close() {
-        state.withLock { $0.closed = true }
+    /// Waits, while an input is being opened (and none runs), until it is added or let go, or the
+    /// monotonic clock reaches `deadlineNs`: the run's wait for an add under way, without a poll.
+    func waitWhileOpening(untilMonotonicNs deadlineNs: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        if !s.opening.isEmpty { lock.wait(untilMonotonicNs: deadlineNs) }
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    /// The run is ending (a stop): no input is added from now on.
+    func close() {
+        state { $0.closed = true }
+    }
+
+    var isClosed: Bool { state { $0.closed } }
 }

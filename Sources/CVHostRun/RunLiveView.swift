@@ -182,13 +182,32 @@ final class RunLiveView: LiveViewService {
 
     func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String) {
         guard let commands = state.withLock({ $0.commands }) else { return (503, "{}") }
-        let (status, line) = commands.handle(body, from: .http, implied: name, target: target)
-        return (status, String(decoding: line.finished(), as: UTF8.self))
+        return Self.http(commands.handle(body, from: .http, implied: name, target: target))
     }
 
     func control(_ body: [UInt8]) -> (status: Int, json: String) {
         guard let commands = state.withLock({ $0.commands }) else { return (503, "{}") }
-        let (status, line) = commands.handle(body, from: .http)
-        return (status, String(decoding: line.finished(), as: UTF8.self))
+        return Self.http(commands.handle(body, from: .http))
+    }
+
+    /// A command's answer as HTTP says it: the status that says what it came to, the line as the body.
+    static func http(_ answer: LiveCommands.Answer) -> (status: Int, json: String) {
+        (answer.outcome.httpStatus, String(decoding: answer.line.finished(), as: UTF8.self))
+    }
+}
+
+extension LiveCommands.Answer.Outcome {
+    /// 200 done, 201 something added; 400 a bad request, 403 not this client's to ask, 404 no such
+    /// target, 409 not possible now, 422 understood but not possible; 500 a bug.
+    var httpStatus: Int {
+        switch self {
+        case .done(let created): created ? 201 : 200
+        case .refused(.invalid): 400
+        case .refused(.forbidden): 403
+        case .refused(.notFound): 404
+        case .refused(.conflict): 409
+        case .refused(.unprocessable): 422
+        case .failed: 500
+        }
     }
 }

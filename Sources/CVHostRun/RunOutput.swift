@@ -74,8 +74,7 @@ public enum RunOutput {
         }
         if let stdout = output.stdout { try checkOutput(stdout) }
         if let failure = output.requiredFailure {
-            Log.error(failure + ": the output is required=true, so the run ended")
-            throw RunFailure(ExitCodes.outputUnavailable)
+            throw RunFailure(ExitCodes.outputUnavailable, message: failure + ": the output is required=true, so the run ended")
         }
         if lost { throw RunFailure(ExitCodes.outputFailed) }
     }

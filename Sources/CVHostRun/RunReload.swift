@@ -19,14 +19,14 @@ enum RunReload {
         case addInput(InputSpec, plugins: [String]?)
         /// Opened anew: it reads something else, or with other plugins.
         case changeInput(InputSpec, plugins: [String]?)
-        case analytics(AnalyticsJSON.Kind, name: String, AnalyticsRules.Change)
+        case analytics(AnalyticsRules.Change)
 
         var description: String {
             switch self {
             case .removeInput(let id): "remove input \(id)"
             case .addInput(let spec, _): "add input \(spec.sourceID())"
             case .changeInput(let spec, _): "change input \(spec.sourceID())"
-            case .analytics(let kind, let name, let change): "\(change.removes ? "remove" : "set") \(kind.rawValue) \(name)"
+            case .analytics(let change): "\(change.removes ? "remove" : "set") \(change.kind.rawValue) \(change.name)"
             }
         }
     }
@@ -56,19 +56,19 @@ enum RunReload {
             if source.spec != spec || source.plugins != pluginsThen { steps.append(.changeInput(spec, plugins: plugins)) }
         }
         let next = new.analytics
-        for t in next.tracked where !now.tracked.contains(t) { steps.append(.analytics(.track, name: t.plugin, .track(plugin: t.plugin, t))) }
-        for z in now.zones where !next.zones.contains(where: { $0.name == z.name }) { steps.append(.analytics(.zone, name: z.name, .zone(name: z.name, nil))) }
-        for l in now.lines where !next.lines.contains(where: { $0.name == l.name }) { steps.append(.analytics(.line, name: l.name, .line(name: l.name, nil))) }
-        for z in next.zones where !now.zones.contains(z) { steps.append(.analytics(.zone, name: z.name, .zone(name: z.name, z))) }
-        for l in next.lines where !now.lines.contains(l) { steps.append(.analytics(.line, name: l.name, .line(name: l.name, l))) }
-        for m in now.masks where !next.masks.contains(where: { $0.name == m.name }) { steps.append(.analytics(.mask, name: m.name, .mask(name: m.name, nil))) }
-        for m in next.masks where !now.masks.contains(m) { steps.append(.analytics(.mask, name: m.name, .mask(name: m.name, m))) }
+        for t in next.tracked where !now.tracked.contains(t) { steps.append(.analytics(.track(plugin: t.plugin, t))) }
+        for z in now.zones where !next.zones.contains(where: { $0.name == z.name }) { steps.append(.analytics(.zone(name: z.name, nil))) }
+        for l in now.lines where !next.lines.contains(where: { $0.name == l.name }) { steps.append(.analytics(.line(name: l.name, nil))) }
+        for z in next.zones where !now.zones.contains(z) { steps.append(.analytics(.zone(name: z.name, z))) }
+        for l in next.lines where !now.lines.contains(l) { steps.append(.analytics(.line(name: l.name, l))) }
+        for m in now.masks where !next.masks.contains(where: { $0.name == m.name }) { steps.append(.analytics(.mask(name: m.name, nil))) }
+        for m in next.masks where !now.masks.contains(m) { steps.append(.analytics(.mask(name: m.name, m))) }
         for f in now.filters where !next.filters.contains(where: { $0.label == f.label && $0.input == f.input }) {
-            steps.append(.analytics(.filter, name: f.label, .filter(label: f.label, input: f.input, nil)))
+            steps.append(.analytics(.filter(label: f.label, input: f.input, nil)))
         }
-        for f in next.filters where !now.filters.contains(f) { steps.append(.analytics(.filter, name: f.label, .filter(label: f.label, input: f.input, f))) }
+        for f in next.filters where !now.filters.contains(f) { steps.append(.analytics(.filter(label: f.label, input: f.input, f))) }
         for t in now.tracked where !next.tracked.contains(where: { $0.plugin == t.plugin }) {
-            steps.append(.analytics(.track, name: t.plugin, .track(plugin: t.plugin, nil)))
+            steps.append(.analytics(.track(plugin: t.plugin, nil)))
         }
         return steps
     }
@@ -90,7 +90,7 @@ enum RunReload {
                 case .changeInput(let spec, let plugins):
                     // Removed meanwhile (by a command): added.
                     try changes.add(spec, plugins: plugins, by: "reload", replacing: commands.inputs.named(spec.sourceID()))
-                case .analytics(let kind, let name, let change): _ = try commands.applyAnalytics(kind, name: name, change, origin: "reload")
+                case .analytics(let change): _ = try commands.applyAnalytics(change, origin: "reload")
                 }
                 done.append(step.description)
             } catch let r as CommandRefusal {

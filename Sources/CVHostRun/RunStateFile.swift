@@ -13,39 +13,64 @@ import Glibc
 /// URL may hold its password). Its folder must be cvhost's user's own, as a spool's (PrivateFolder):
 /// another user could otherwise put a file of their choosing in its place.
 ///
-///     {"version": 1,
+///     {"version": 2,
 ///      "inputs": {"door": {"input": "rtsp://cam/1", "plugins": ["detect"]}, "old": null},
-///      "zones": {"bay": "bay=10,10 200,10 200,200 10,200:dwell=30"}, "lines": {"gate": null},
-///      "tracks": {"detect": "detect:high=0.5"}, "masks": {"tree": "tree=0,0 100,0 100,80"},
-///      "filters": {"person": "person:min_area=2000", "car@door": "car:min_score=0.6,input=door"}}
+///      "zones": {"bay": {"name": "bay", "points": [[10,10],[200,10],[200,200],[10,200]], "dwell": 30, ...}},
+///      "lines": {"gate": null}, "tracks": {"detect": {"plugin": "detect", "high": 0.5, ...}},
+///      "masks": {"tree": {...}}, "filters": {"person": {"label": "person", "min_area": 2000}, "car@door": {...}}}
 ///
 /// An entry names what it replaces (an input by its name, a zone or line by its name, a track by
-/// its plugin); null removes it; the zones, lines and tracks are written as --zone, --line and
-/// --track take them.
+/// its plugin); null removes it; the zones, lines, tracks, masks and filters are in their one JSON
+/// shape (RuleCoding, as GET /analytics says them). A file of version 1 (cvhost before 0.x) has
+/// them as --zone, --line and --track take them: read, and written as version 2 at the next change.
 public final class RunStateFile: Sendable {
     public struct Contents: Codable, Sendable, Equatable {
-        public var version = 1
+        public var version = 2
         public var inputs: [String: InputEntry?] = [:]
-        public var zones: [String: String?] = [:]
-        public var lines: [String: String?] = [:]
-        public var tracks: [String: String?] = [:]
+        public var zones: [String: ZoneSettings?] = [:]
+        public var lines: [String: LineSettings?] = [:]
+        public var tracks: [String: AnalyticsSpec.Tracked?] = [:]
         /// By name; filters by label, `LABEL@INPUT` for an input's own.
-        public var masks: [String: String?] = [:]
-        public var filters: [String: String?] = [:]
+        public var masks: [String: BoxMask?] = [:]
+        public var filters: [String: BoxFilter?] = [:]
 
         public init() {}
 
-        /// A file of an earlier cvhost has no masks or filters (nor, written by hand, other parts).
+        /// A file of an earlier cvhost has no masks or filters (nor, written by hand, other parts),
+        /// and its rules as text (version 1).
         public init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             version = try c.decode(Int.self, forKey: .version)
+            guard version == 1 || version == 2 else { throw VersionProblem(version: version) }
+            func rules<R: AnalyticsRule>(_ key: CodingKeys) throws -> [String: R?] {
+                try (c.decodeIfPresent([String: Kept<R>?].self, forKey: key) ?? [:]).mapValues { $0?.rule }
+            }
             inputs = try c.decodeIfPresent([String: InputEntry?].self, forKey: .inputs) ?? [:]
-            zones = try c.decodeIfPresent([String: String?].self, forKey: .zones) ?? [:]
-            lines = try c.decodeIfPresent([String: String?].self, forKey: .lines) ?? [:]
-            tracks = try c.decodeIfPresent([String: String?].self, forKey: .tracks) ?? [:]
-            masks = try c.decodeIfPresent([String: String?].self, forKey: .masks) ?? [:]
-            filters = try c.decodeIfPresent([String: String?].self, forKey: .filters) ?? [:]
+            zones = try rules(.zones)
+            lines = try rules(.lines)
+            tracks = try rules(.tracks)
+            masks = try rules(.masks)
+            filters = try rules(.filters)
+            version = 2
         }
+
+        /// A rule as a file of either version has it: its JSON, or the text its flag takes (version 1).
+        private struct Kept<R: AnalyticsRule>: Decodable {
+            let rule: R
+
+            init(from decoder: Decoder) throws {
+                if let text = try? decoder.singleValueContainer().decode(String.self) {
+                    rule = try R(text: text)
+                } else {
+                    rule = try R(from: decoder)
+                }
+            }
+        }
+    }
+
+    /// A state file of a version this cvhost does not read.
+    struct VersionProblem: Error {
+        let version: Int
     }
 
     /// The name an entry is kept under: a filter's label, with `@INPUT` for an input's own.
@@ -99,11 +124,11 @@ public final class RunStateFile: Sendable {
             var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
             let n = bytes.withUnsafeMutableBytes { SystemCall.readFully(fd, into: $0) }
             do {
-                let read = try JSONDecoder().decode(Contents.self, from: Data(bytes.prefix(max(0, n))))
-                guard read.version == 1 else { throw UsageError("the state file \(path) is of version \(read.version): this cvhost reads version 1") }
-                contents = Locked(read)
-            } catch let e as UsageError {
-                throw e
+                contents = Locked(try JSONDecoder().decode(Contents.self, from: Data(bytes.prefix(max(0, n)))))
+            } catch let e as AnalyticsSpec.Problem {
+                throw UsageError("the state file \(path) keeps a rule that cannot be (\(e.description)): remove it from the file, or move the file away (--state)")
+            } catch let e as VersionProblem {
+                throw UsageError("the state file \(path) is of version \(e.version): this cvhost reads versions 1 and 2")
             } catch {
                 throw UsageError("the state file \(path) is not cvhost's state (\(Self.reason(error))): move it away, or name another file (--state)")
             }
@@ -117,15 +142,28 @@ public final class RunStateFile: Sendable {
         write { $0.inputs[id] = .some(entry) }
     }
 
-    /// A zone, line or track set (`text`: as --zone, --line, --track take it) or removed (nil).
-    func record(_ kind: AnalyticsJSON.Kind, name: String, text: String?) {
+    /// A track, zone, line, mask or filter set or removed while the run goes on.
+    func record(_ change: AnalyticsRules.Change) {
+        write { c in
+            switch change {
+            case .zone(let name, let z): c.zones[name] = .some(z)
+            case .line(let name, let l): c.lines[name] = .some(l)
+            case .track(let plugin, let t): c.tracks[plugin] = .some(t)
+            case .mask(let name, let m): c.masks[name] = .some(m)
+            case .filter(let label, let input, let f): c.filters[Self.key(.filter, name: label, input: f?.input ?? input)] = .some(f)
+            }
+        }
+    }
+
+    /// A track, zone, line, mask or filter removed, by the name it is kept under (`key`).
+    func remove(_ kind: AnalyticsJSON.Kind, name: String) {
         write { c in
             switch kind {
-            case .zone: c.zones[name] = .some(text)
-            case .line: c.lines[name] = .some(text)
-            case .track: c.tracks[name] = .some(text)
-            case .mask: c.masks[name] = .some(text)
-            case .filter: c.filters[name] = .some(text)
+            case .zone: c.zones[name] = .some(nil)
+            case .line: c.lines[name] = .some(nil)
+            case .track: c.tracks[name] = .some(nil)
+            case .mask: c.masks[name] = .some(nil)
+            case .filter: c.filters[name] = .some(nil)
             }
         }
     }
@@ -157,34 +195,23 @@ public final class RunStateFile: Sendable {
     }
 }
 
-/// What the command line and the config file give of a run's inputs and analytics, as text (the
-/// flags' values), with a state file's changes applied over them (`RunStateFile.Contents.apply`).
+/// What the command line and the config file give of a run's inputs, as text (the flags' values),
+/// with a state file's changes applied over them (`RunStateFile.Contents.apply`).
 public struct RunArguments: Sendable {
     public var inputs: [String]
     public var devices: [String]
-    public var tracks: [String]
-    public var zones: [String]
-    public var lines: [String]
-    public var filters: [String]
-    public var masks: [String]
     /// The plugins named for an input added while running (by its name); an input not here has them all.
     public var inputPlugins: [String: [String]] = [:]
 
-    public init(inputs: [String], devices: [String], tracks: [String], zones: [String], lines: [String], filters: [String] = [],
-                masks: [String] = []) {
+    public init(inputs: [String], devices: [String]) {
         self.inputs = inputs
         self.devices = devices
-        self.tracks = tracks
-        self.zones = zones
-        self.lines = lines
-        self.filters = filters
-        self.masks = masks
     }
 }
 
 extension RunStateFile.Contents {
-    /// `arguments` with the changes kept applied: an entry replaces what has its name (an input,
-    /// a zone, a line; a track by its plugin), null removes it, the others are added.
+    /// `arguments` with the inputs kept applied: an entry replaces the input of its name, null
+    /// removes it, the others are added.
     public func apply(to a: inout RunArguments) {
         var inputEntries = inputs
         func kept(_ texts: [String], device: Bool) -> [String] {
@@ -205,22 +232,35 @@ extension RunStateFile.Contents {
             let named = InputSpec.isName(id) ? "\(id)=" : ""
             if let input = entry.input { a.inputs.append(named + input) } else if let device = entry.device { a.devices.append(named + device) }
         }
-        func named(_ texts: [String], _ changes: [String: String?], key: (String) -> String) -> [String] {
+    }
+
+    /// `rules` with the tracks, zones, lines, masks and filters kept applied over them: an entry
+    /// replaces what has its name (a track by its plugin, a filter by its label and input), null
+    /// removes it, the others are added (in the order of their names).
+    func apply(to rules: inout AnalyticsSettings) {
+        func kept<R: AnalyticsRule>(_ given: [R], _ changes: [String: R?], key: (R) -> String = { $0.ruleName }) -> [R] {
             var left = changes
-            let out = texts.compactMap { text -> String? in
-                guard let change = left.removeValue(forKey: key(text)) else { return text }
+            let out = given.compactMap { r -> R? in
+                guard let change = left.removeValue(forKey: key(r)) else { return r }
                 return change
             }
             return out + left.sorted { $0.key < $1.key }.compactMap { $0.value }
         }
-        let upTo = { (cut: Character) in { (text: String) in String(text.prefix { $0 != cut }) } }
-        a.zones = named(a.zones, zones, key: upTo("="))
-        a.lines = named(a.lines, lines, key: upTo("="))
-        a.tracks = named(a.tracks, tracks, key: upTo(":"))
-        a.masks = named(a.masks, masks, key: upTo("="))
-        // A filter by its label and input (a text that cannot be read: by its label; refused later, naming it).
-        a.filters = named(a.filters, filters) { text in
-            (try? AnalyticsSpec.filter(text)).map { RunStateFile.key(.filter, name: $0.label, input: $0.input) } ?? upTo(":")(text)
+        rules.tracked = kept(rules.tracked, tracks)
+        rules.zones = kept(rules.zones, zones)
+        rules.lines = kept(rules.lines, lines)
+        rules.masks = kept(rules.masks, masks)
+        rules.filters = kept(rules.filters, filters) { RunStateFile.key(.filter, name: $0.label, input: $0.input) }
+    }
+
+    /// The names of what it keeps of `kind` (set, not removed): said as the state file's in a refusal.
+    func keeps(_ kind: AnalyticsJSON.Kind, _ name: String) -> Bool {
+        switch kind {
+        case .zone: (zones[name] ?? nil) != nil
+        case .line: (lines[name] ?? nil) != nil
+        case .track: (tracks[name] ?? nil) != nil
+        case .mask: (masks[name] ?? nil) != nil
+        case .filter: filters.contains { $0.value?.label == name }
         }
     }
 }

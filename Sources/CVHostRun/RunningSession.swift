@@ -19,7 +19,8 @@ final class RunningSession: Sendable {
     private let outputs: OutputStage
     private let stop: RunStop
     private let monitor: V4L2DeviceMonitor?
-    private let commands: LiveCommands
+    /// Commands while running (stdin's, HTTP's, and HostRun's `handle`).
+    let commands: LiveCommands
     /// Reloads, one at a time, off the thread that asked (a signal's).
     private let reloads = DispatchQueue(label: "cvhost.reload")
 
@@ -118,10 +119,8 @@ final class RunningSession: Sendable {
         guard let (code, message) = conclusion.failure else { return }
         if code == ExitCodes.nothingFound {
             Log.info("nothing found: no plugin wrote a result (exit code \(ExitCodes.nothingFound))")
-        } else if !message.isEmpty {
-            Log.error(message)
         }
-        throw RunFailure(code)
+        throw RunFailure(code, message: code == ExitCodes.nothingFound || message.isEmpty ? nil : message)
     }
 
     /// On the run's thread, until every input has stopped: periodic metrics, progress (one input
@@ -150,7 +149,7 @@ final class RunningSession: Sendable {
             let sources = inputs.all
             guard let running = sources.first(where: { !$0.isStopped }) else {
                 if inputs.closeWhenIdle() { break }
-                usleep(20_000)
+                inputs.waitWhileOpening(untilMonotonicNs: HostClock.monotonicNs() + 500_000_000)
                 continue
             }
             // A look every half second at least: a stop under way may be held up by a plugin that hangs.

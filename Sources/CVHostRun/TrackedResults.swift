@@ -144,50 +144,16 @@ final class TrackedResults: @unchecked Sendable {
     /// What it follows and watches, for session.started (and the live view, which draws the zones and
     /// lines), each line with the counts it starts from (`counts`: kept from a run before, `--state`).
     var summary: JSONObject {
-        func points(_ ps: [Point]) -> [JSONObject] {
-            ps.map { p in
-                var o = JSONObject()
-                o.set("x", p.x, decimals: 6)
-                o.set("y", p.y, decimals: 6)
-                return o
-            }
-        }
         var o = JSONObject()
-        o.set("zones", array: analytics.zones.map { z in
-            var j = JSONObject()
-            j.set("name", z.name)
-            j.set("points", array: points(z.polygon.points))
-            j.set("units", z.fractions ? "fractions" : "pixels")
-            j.set("anchor", z.anchor.rawValue)
-            if let dwell = z.dwell { j.set("dwell", dwell) }
-            if let sides = z.distances {
-                j.set("distances", numbers: sides)
-                j.set("speed_unit", z.speedUnit.rawValue)
-            }
-            if let labels = z.labels { j.set("labels", strings: labels.sorted()) }
-            return j
-        })
+        o.set("zones", array: analytics.zones.map { AnalyticsJSON.json($0) })
         let counts = analytics.counts
         o.set("lines", array: analytics.lines.map { l in
-            var j = JSONObject()
-            j.set("name", l.name)
-            j.set("points", array: points([l.segment.a, l.segment.b]))
-            j.set("units", l.fractions ? "fractions" : "pixels")
-            j.set("anchor", l.anchor.rawValue)
-            j.set("in", l.inSide.rawValue)
-            if let labels = l.labels { j.set("labels", strings: labels.sorted()) }
+            var j = AnalyticsJSON.json(l)
             j.set("counts", object: AnalyticsJSON.lineCounts(l.name, counts))
             return j
         })
         // Where boxes are ignored (the live view draws them).
-        o.set("masks", array: analytics.masks.map { m in
-            var j = JSONObject()
-            j.set("name", m.name)
-            j.set("points", array: points(m.polygon.points))
-            j.set("units", m.fractions ? "fractions" : "pixels")
-            j.set("anchor", m.anchor.rawValue)
-            return j
-        })
+        o.set("masks", array: analytics.masks.map { AnalyticsJSON.json($0) })
         return o
     }
 

@@ -69,7 +69,7 @@ struct CVHost: ParsableCommand {
         } catch {
             // Help, --version and exit codes as ArgumentParser ends them; a refusal of the command
             // line in cvhost's one style (one line: `cvhost: error: ...`), as every other refusal.
-            // A run's own failure said its message already (RunFailure, as an ExitCode): no second line.
+            // A run's own failure was said as it became an ExitCode (asCommandErrors): no second line.
             if let code = error as? ExitCode { Glibc.exit(code.rawValue) }
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
             Log.error(locate(message(for: error)))

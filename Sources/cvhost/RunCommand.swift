@@ -298,16 +298,8 @@ struct RunCommand: ParsableCommand {
     func settings() throws(UsageError) -> RunSettings {
         // The changes kept from earlier runs (--state), over the command line's and the config file's.
         let stateFile = try state.map { path throws(UsageError) in try RunStateFile(path: path) }
-        var kept = RunArguments(inputs: inputs, devices: devices, tracks: track, zones: zones, lines: lines, filters: filters, masks: masks)
+        var kept = RunArguments(inputs: inputs, devices: devices)
         stateFile?.current.apply(to: &kept)
-        let keptTexts: Set<String> = stateFile.map { s -> Set<String> in
-            let c = s.current
-            let parts: [[String: String?]] = [c.zones, c.lines, c.tracks, c.masks, c.filters]
-            return Set(parts.flatMap { $0.values.compactMap { $0 } })
-        } ?? []
-        let origin: (String, String) -> String? = { key, value in
-            Self.origin(key, value) ?? (keptTexts.contains(value) ? "\(stateFile!.path): \(key)" : nil)
-        }
         var settings = try RunSettings(plugins: plugins, inputs: kept.inputs, devices: kept.devices, outputs: outputs, resultsOnly: resultsOnly, events: events, field: field,
                         format: format, pixelFormat: pixelFormat, controls: controls, reconnect: reconnect,
                         rtspTransport: rtspTransport, openTimeout: openTimeout.value, maxImagePixels: maxImagePixels,
@@ -317,8 +309,8 @@ struct RunCommand: ParsableCommand {
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
         // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
         let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
-        settings.analytics = try AnalyticsSettings(track: kept.tracks, zones: kept.zones, lines: kept.lines, filters: kept.filters, masks: kept.masks,
-                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, origin: origin)
+        settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, filters: filters, masks: masks,
+                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, kept: stateFile, origin: Self.origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)

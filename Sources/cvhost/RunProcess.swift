@@ -55,6 +55,7 @@ enum RunProcess {
             try run.run()
         } catch let failure as RunFailure where failure.abandonsThreads {
             // A plugin's call never returned: nothing may wait for its thread (exit handlers, destructors).
+            if let message = failure.message { Log.error(message) }
             cvhost_guard_host_exiting()
             _exit(failure.exitCode)
         } catch is StoppedBeforeRunning {

@@ -28,7 +28,7 @@ struct AnalyticsRulesTests {
             try body()
             return nil
         } catch let refusal as CommandRefusal {
-            return refusal.status
+            return LiveCommands.Answer.Outcome.refused(refusal.kind).httpStatus
         } catch {
             return -1
         }

@@ -1,3 +1,4 @@
+import CVHostAnalytics
 import CVHostCore
 import CVHostOutput
 import CVHostTestSupport
@@ -20,9 +21,9 @@ struct LiveCommandsTests {
 
     static func answer(_ body: String, from origin: LiveCommands.Origin = .http) throws -> (status: Int, json: [String: Any]) {
         let (commands, _) = try commands()
-        let (status, line) = commands.handle(Array(body.utf8), from: origin)
-        let json = try JSONSerialization.jsonObject(with: Data(line.finished())) as? [String: Any] ?? [:]
-        return (status, json)
+        let answer = commands.handle(Array(body.utf8), from: origin)
+        let json = try JSONSerialization.jsonObject(with: Data(answer.line.finished())) as? [String: Any] ?? [:]
+        return (answer.outcome.httpStatus, json)
     }
 
     @Test("bodies that are not one JSON object are 400, said in the answer's error", arguments: [
@@ -55,6 +56,13 @@ struct LiveCommandsTests {
             (#"{"command":"change_input","input":"a.mp4"}"#, 400, "this command needs \"name\""),
             (#"{"command":"remove_input"}"#, 400, "remove_input needs \"name\""),
             (#"{"command":"remove_input","name":"gate"}"#, 409, "this run cannot add or remove inputs"),
+            (#"{"command":"set_colour","name":"x"}"#, 400, "unknown command \"set_colour\""),
+            (#"{"command":"set_zone","points":[[0,0],[1,0],[1,1]]}"#, 400, "set_zone needs \"name\""),
+            (#"{"command":"set_zone","name":"bay","points":[[0,0],[1,0],[1,1]],"in":"left"}"#, 400, "a zone has no \"in\""),
+            (#"{"command":"set_line","name":"gate","points":[[0,0],[0,0]]}"#, 400, "line gate: its two points are the same"),
+            (#"{"command":"set_track","plugin":"detect","low":0.6,"high":0.5}"#, 400, "track detect: low (0.6) must not be above high (0.5)"),
+            (#"{"command":"set_zone","name":"bay","points":[[0,0],[1,0],[1,1]]}"#, 409, "this run cannot change its analytics"),
+            (#"{"command":"reset_counts","line":"a","zone":"b"}"#, 400, "reset_counts sets back one line or one zone"),
         ]
         for (body, code, message) in cases {
             let (status, json) = try Self.answer(body, from: .stdin)
@@ -68,9 +76,32 @@ struct LiveCommandsTests {
     @Test("stop asks the run to stop, and is answered ok")
     func stop() throws {
         let (commands, stop) = try Self.commands()
-        let (status, line) = commands.handle(Array(#"{"command":"stop","id":1}"#.utf8), from: .stdin)
-        #expect(status == 200)
-        #expect(String(decoding: line.finished(), as: UTF8.self).contains("\"ok\":true"))
+        let answer = commands.handle(Array(#"{"command":"stop","id":1}"#.utf8), from: .stdin)
+        #expect(answer.outcome == .done(created: false))
+        #expect(String(decoding: answer.line.finished(), as: UTF8.self).contains("\"ok\":true"))
         #expect(stop.requested?.why == .requested)
+    }
+
+    @Test("each command's JSON is read into its case, typed: a rule checked as its flag's text is, the route's name put in")
+    func typed() throws {
+        guard case .setRule(.zone(let name, let zone?)) = try LiveCommand("set_zone", try LiveCommand.object(
+            Array(#"{"points":[[0,0],[10,0],[10,10]],"dwell":30,"labels":"car+bus"}"#.utf8), implied: "set_zone", target: "bay")) else {
+            Issue.record("not a zone set")
+            return
+        }
+        let same = try AnalyticsSpec.zone("bay=0,0 10,0 10,10:dwell=30,labels=bus+car")
+        #expect(name == "bay" && zone == same)
+        guard case .removeRule(.filter, let label, let input) = try LiveCommand("remove_filter", ["label": .string("car"), "input": .string("door")]) else {
+            Issue.record("not a filter removed")
+            return
+        }
+        #expect(label == "car" && input == "door")
+        guard case .setPlugin(let plugins, let enabled, let maxFPS) = try LiveCommand("set_plugin", ["plugin": .string("detect"), "plugin_index": .number(1),
+                                                                                                     "max_fps": .number(2)]) else {
+            Issue.record("not set_plugin")
+            return
+        }
+        #expect(plugins == LiveCommand.Plugins(plugin: "detect", source: nil, index: 1) && enabled == nil && maxFPS == 2)
+        #expect(throws: CommandRefusal.self) { try LiveCommand.object(Array(#"{"name":"other"}"#.utf8), implied: "set_zone", target: "bay") }
     }
 }

@@ -400,7 +400,9 @@ struct RunChangesTests {
         var info = stat()
         #expect(stat(state, &info) == 0 && info.st_mode & 0o777 == 0o600, "the state file is its owner's alone")
         let kept = (try? String(contentsOfFile: state, encoding: .utf8)) ?? ""
-        #expect(kept.contains("\"extra\"") && kept.contains("\"side\" : null") && kept.contains("door=10,10 100,10"), "\(kept)")
+        let keptLine = ((try? JSONSerialization.jsonObject(with: Data(kept.utf8))) as? [String: Any])
+            .flatMap { ($0["lines"] as? [String: Any])?["door"] as? [String: Any] }
+        #expect(kept.contains("\"extra\"") && kept.contains("\"side\" : null") && keptLine?["points"] as? [[Double]] == [[10, 10], [100, 10]], "\(kept)")
 
         // The next start applies them over the config; SIGHUP then applies an edited config.
         var reloaded = ""

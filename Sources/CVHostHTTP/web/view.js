@@ -223,7 +223,7 @@ function drawAnalytics(svg, plugin, inp) {
   // In the plugin's frame (turned as it asks: fractions of its sides), then on the picture as results are.
   const turned = plugin.rotate === 90 || plugin.rotate === 270;
   const [w, h] = turned ? [frame.height, frame.width] : [frame.width, frame.height];
-  const place = (shape) => shape.points.map((p) => toFrame(plugin, shape.units === 'fractions' ? [p.x * w, p.y * h] : [p.x, p.y]));
+  const place = (shape) => shape.points.map(([x, y]) => toFrame(plugin, shape.units === 'fractions' ? [x * w, y * h] : [x, y]));
   for (const m of a.masks || []) {
     const points = place(m);
     svg.append(el('polygon', { class: 'mask', 'data-mask': m.name, points: points.map((p) => p.join(',')).join(' ') }));
@@ -566,14 +566,13 @@ async function loadAnalytics() {
     const response = await fetch(url('analytics'), { headers: authHeaders() });
     if (!response.ok) return;
     const a = (await response.json()).result;
-    // As session.started says them: points as {x, y}, and only those of each input.
-    const shape = (s) => ({ ...s, points: s.points.map(([x, y]) => ({ x, y })) });
+    // In the shape session.started has (one shape: points as [x, y]), only those of each input.
     const tracked = new Set(a.tracks.map((t) => t.plugin));
     for (const [source, inp] of inputs) {
       for (const plugin of inp.started ? inp.started.plugins : []) {
         if (!tracked.has(plugin.plugin)) { delete plugin.analytics; continue; }
         const mine = (s) => !s.input || s.input === source;
-        plugin.analytics = { zones: a.zones.filter(mine).map(shape), lines: a.lines.filter(mine).map(shape), masks: (a.masks || []).filter(mine).map(shape) };
+        plugin.analytics = { zones: a.zones.filter(mine), lines: a.lines.filter(mine), masks: (a.masks || []).filter(mine) };
       }
     }
     // What each line and zone has counted now (kept from a run before, with --state; set back by a reset).

@@ -72,6 +72,9 @@ let package = Package(
         .target(name: "CV4L2Shim", path: "Sources/CV4L2Shim", linkerSettings: [.linkedLibrary("v4lconvert")]),
 
         // Linux cameras: discovery, formats, controls, streaming; MJPEG decoded with FFmpeg, Bayer and vendor formats with libv4lconvert.
+        // Motion in an input's frames, from their luma (Frigate's steps on a small picture): where
+        // a detector need look, and when.
+        .target(name: "CVHostMotion", dependencies: ["CVHostCore", "CVHostAnalytics"], path: "Sources/CVHostMotion"),
         .target(name: "CVHostV4L2", dependencies: ["CVHostCore", "CV4L2Shim", "CFFmpeg"], path: "Sources/CVHostV4L2"),
 
         // Capture devices that are not cameras: test pattern, still images, video files.
@@ -150,7 +153,7 @@ let package = Package(
             name: "CVHostRun",
             dependencies: [
                 "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostHTTP", "CVHostAnalytics", "CVHostEvidence",
-                "CVHostEvents", "CPluginGuard", .product(name: "Yams", package: "Yams"),
+                "CVHostEvents", "CVHostMotion", "CPluginGuard", .product(name: "Yams", package: "Yams"),
             ],
             path: "Sources/CVHostRun"),
 
@@ -158,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostMotion", "CPluginGuard",
                 // Not imported: a dependency so that `swift build` puts the bundled Python plugins beside the executable.
                 "PythonPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -167,7 +170,8 @@ let package = Package(
 
         // What the host itself costs, measured with the null plugin, and its MJPEG decoding (not a test: prints figures).
         .executableTarget(
-            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostAnalytics"],
+            name: "cvhost-bench", dependencies: ["CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostAnalytics",
+                                                 "CVHostMotion"],
             path: "benchmarks/cvhost-bench"),
 
         // Every parser of bytes someone else wrote, as a function of those bytes (fuzz/targets), and
@@ -212,6 +216,7 @@ let package = Package(
         .target(name: "CVHostTestSupport", dependencies: ["CNATS"], path: "Tests/CVHostTestSupport"),
         .testTarget(name: "CVHostCoreTests", dependencies: ["CVHostCore", "CVHostTestSupport"]),
         .testTarget(name: "CVHostAnalyticsTests", dependencies: ["CVHostAnalytics", "CVHostLines", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostMotionTests", dependencies: ["CVHostMotion", "CVHostAnalytics", "CVHostCore"]),
         .testTarget(name: "CVHostEvidenceTests", dependencies: ["CVHostEvidence", "CVHostCore", "CVHostLines", "CVHostTestSupport", "CFFmpeg"]),
         .testTarget(name: "CVHostEventsTests", dependencies: ["CVHostEvents", "CVHostCore", "CVHostLines", "CVHostTestSupport"]),
         .testTarget(name: "CVHostOutputTests", dependencies: ["CVHostOutput", "CVHostLines", "CVHostCore", "CVHostTestSupport"]),
@@ -230,7 +235,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         // The run's settings, config file, exit codes and stops, as a library (no binary run).
-        .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostTestSupport"]),
+        .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostMotion", "CVHostTestSupport"]),
         // Every fuzz seed and finding (fuzz/corpus, fuzz/findings) through its target: what a fuzz run found stays fixed.
         .testTarget(name: "FuzzRegressionTests", dependencies: ["CVHostFuzzTargets", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.

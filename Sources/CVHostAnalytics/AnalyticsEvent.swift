@@ -24,7 +24,8 @@ public struct AnalyticsEvent: Sendable {
         self.label = label
     }
 
-    static func box(_ b: Box) -> JSONObject {
+    /// A box as every line has one: {x, y, width, height} in the frame's pixels.
+    public static func box(_ b: Box) -> JSONObject {
         var o = JSONObject()
         o.set("x", b.x, decimals: 2)
         o.set("y", b.y, decimals: 2)

@@ -19,8 +19,11 @@ public struct BoxMask: Equatable, Sendable {
     }
 
     /// Whether `box`'s anchor is inside, on a frame of `width` x `height`.
-    func covers(_ box: Box, width: Int, height: Int) -> Bool {
-        let p = box.point(anchor)
+    func covers(_ box: Box, width: Int, height: Int) -> Bool { contains(box.point(anchor), width: width, height: height) }
+
+    /// Whether the point `p` (the frame's pixels) is inside, on a frame of `width` x `height`:
+    /// also where motion is not looked for (MotionDetector).
+    public func contains(_ p: Point, width: Int, height: Int) -> Bool {
         guard fractions else { return polygon.contains(p) }
         return polygon.contains(Point(p.x / Double(max(1, width)), p.y / Double(max(1, height))))
     }

@@ -8,6 +8,6 @@ public enum EventNames {
         "plugin.quarantined", "plugin.reloaded", "plugin.reload_failed", "output.connected", "output.disconnected",
         "command.result", "control.changed", "track.started", "track.ended", "zone.entered", "zone.exited",
         "zone.occupancy", "zone.dwell", "line.crossed", "analytics.summary", "analytics.changed", "input.time_jumped",
-        "clip.saved",
+        "clip.saved", "motion.started", "motion.ended",
     ]
 }

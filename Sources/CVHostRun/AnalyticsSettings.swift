@@ -24,8 +24,9 @@ public struct AnalyticsSettings: Sendable {
     ///   - kept: the state file (--state), whose tracks, zones, lines, masks and filters are applied
     ///     over the texts' (an entry replaces what has its name, null removes it).
     ///   - origin: where the config file gives a value of a key ("FILE:LINE: zone"), if it does.
+    ///   - motion: motion is looked for (--motion), which masks keep out too: they need no --track then.
     public init(track: [String], zones: [String], lines: [String], filters: [String] = [], masks: [String] = [], inputs: [String]? = nil,
-                removed: Set<String> = [], kept: RunStateFile? = nil,
+                removed: Set<String> = [], kept: RunStateFile? = nil, motion: Bool = false,
                 origin: (_ key: String, _ value: String) -> String? = { _, _ in nil }) throws(UsageError) {
         func parsed<T>(_ key: String, _ values: [String], _ parse: (String) throws(AnalyticsSpec.Problem) -> T) throws(UsageError) -> [T] {
             var out: [T] = []
@@ -88,8 +89,11 @@ public struct AnalyticsSettings: Sendable {
         if tracked.isEmpty && !(self.zones.isEmpty && self.lines.isEmpty) {
             throw UsageError("--zone and --line watch tracks: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
         }
-        if tracked.isEmpty && !(self.filters.isEmpty && self.masks.isEmpty) {
-            throw UsageError("--filter and --mask keep boxes from the tracker: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
+        if tracked.isEmpty && !self.filters.isEmpty {
+            throw UsageError("--filter keeps boxes from the tracker: add --track PLUGIN, the plugin whose boxes are followed (--track detect)")
+        }
+        if tracked.isEmpty && !motion && !self.masks.isEmpty {
+            throw UsageError("--mask keeps boxes from the tracker and motion from --motion: add --track PLUGIN (the plugin whose boxes are followed) or --motion")
         }
         let filterKeys = self.filters.map { "\($0.label) input=\($0.input ?? "*")" }
         for (flag, names) in [("--track", tracked.map(\.plugin)), ("--zone", self.zones.map(\.name)), ("--line", self.lines.map(\.name)),

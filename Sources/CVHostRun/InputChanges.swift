@@ -71,7 +71,7 @@ final class InputChanges: Sendable {
         let source: SourceRun
         do {
             source = try SourceRun(id: id, spec: spec, device: opened.0, session: session, runners: runners, lines: outputs.lines, deviceSettings: opened.1,
-                                   frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence)
+                                   frameLimit: settings.maxFrames, tagLogs: true, evidence: outputs.evidence, motion: settings.motion(on: id))
         } catch {
             undo()
             throw unopened(id, error, by: origin)

@@ -35,7 +35,7 @@ struct InputStage: Sendable {
                 }
                 sources.append(try SourceRun(id: id, spec: spec, device: device, session: sessions[i], runners: runners[i], lines: lines,
                                              deviceSettings: settings, frameLimit: s.maxFrames, tagLogs: s.inputs.count > 1,
-                                             evidence: evidence))
+                                             evidence: evidence, motion: s.motion(on: id)))
             } catch let error as CaptureError {
                 throw fail((spec.name.map { "\($0): " + error.message } ?? error.message) + Self.keptBy(s.state, id: id), code: ExitCodes.inputUnavailable)
             } catch {

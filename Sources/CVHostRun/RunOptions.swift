@@ -55,6 +55,7 @@ public enum RunOptions {
         .restart("events-db", .string) { $0.eventsDatabase },
         .restart("state", .string) { $0.state?.path },
         .restart("reset-counts-at", .string) { $0.resetCountsAt },
+        .restart("motion", .string) { $0.motion },
         .restart("max-inputs", .integer) { $0.maxInputs },
         .restart("queue-depth", .integer) { $0.queueDepth },
         .restart("backpressure", .string) { $0.backpressure },

@@ -1,5 +1,7 @@
+import CVHostAnalytics
 import CVHostCore
 import CVHostEvidence
+import CVHostMotion
 import CVHostOutput
 import CVHostPlugins
 import CVHostSources
@@ -58,6 +60,13 @@ public struct RunSettings: Sendable {
     public var eventsDatabase: String?
     /// `--reset-counts-at`: the local time of day the lines' and zones' counts go back to 0 (nil: never).
     public var resetCountsAt: DailyTime?
+    /// `--motion`: how each input's motion is looked for (motion.started, motion.ended); nil: it is not.
+    public var motion: MotionSettings?
+
+    /// How input `source`'s motion is looked for, and where not (its masks); nil without --motion.
+    func motion(on source: String) -> (settings: MotionSettings, masks: [BoxMask])? {
+        motion.map { ($0, analytics.masks(on: source)) }
+    }
 
     /// `--state`: where the changes made while running are kept (nil: not kept).
     public private(set) var state: RunStateFile?

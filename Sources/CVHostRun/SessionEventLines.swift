@@ -1,4 +1,6 @@
+import CVHostAnalytics
 import CVHostCore
+import CVHostMotion
 import CVHostLines
 import CVHostPlugins
 import CVHostV4L2
@@ -161,6 +163,22 @@ public enum SessionEventLines {
         var e = JSONObject.envelope(event: "input.removed", source: source, tsNs: HostClock.wallNs())
         e.set("by", origin)
         return e
+    }
+
+    /// `motion.started` (where: `boxes`, in the frame's pixels; `changed`, the share of the picture)
+    /// and `motion.ended` (`seconds` it lasted): an input's motion as the host sees it (--motion).
+    static func motion(_ change: MotionWatch.Change, source: String) -> JSONObject {
+        switch change {
+        case .started(let sequence, let ptsNs, let captureNs, let boxes, let changed):
+            var e = JSONObject.envelope(event: "motion.started", source: source, seq: sequence, tsNs: captureNs, ptsNs: ptsNs)
+            e.set("boxes", array: boxes.map(AnalyticsEvent.box))
+            e.set("changed", changed, decimals: 4)
+            return e
+        case .ended(let sequence, let ptsNs, let captureNs, let seconds):
+            var e = JSONObject.envelope(event: "motion.ended", source: source, seq: sequence, tsNs: captureNs, ptsNs: ptsNs)
+            e.set("seconds", seconds, decimals: 3)
+            return e
+        }
     }
 
     static func inputSkipped(source: String, path: String, reason: String) -> JSONObject {

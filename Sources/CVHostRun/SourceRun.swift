@@ -1,4 +1,6 @@
+import CVHostAnalytics
 import CVHostCore
+import CVHostMotion
 import CVHostV4L2
 import CVHostEvidence
 import CVHostPlugins
@@ -16,11 +18,15 @@ final class SourceRun: Sendable {
     let session: CaptureSession
     let report: SourceReport
     var runners: [PluginRunner] { report.runners }
+    /// Its motion, looked for by the host (--motion); nil when it is not.
+    let motion: MotionWatch?
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
     /// - Parameter evidence: sees the input's encoded packets (clips) and each frame's results of its plugins (snapshots, clips' events).
+    /// - Parameter motion: how its motion is looked for (--motion), and where not (its masks).
     init(id: String, spec: InputSpec, device: CaptureDevice, session: CaptureSession, runners: [PluginRunner], lines: RunLines,
-         deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool, evidence: Evidence? = nil) throws {
+         deviceSettings: [SettingReport], frameLimit: UInt64?, tagLogs: Bool, evidence: Evidence? = nil,
+         motion: (settings: MotionSettings, masks: [BoxMask])? = nil) throws {
         self.id = id
         self.spec = spec
         self.device = device
@@ -30,8 +36,12 @@ final class SourceRun: Sendable {
         session.frameLimit = frameLimit
         session.eventHandler = { [report] event in report.handle(event) }
         try session.addInput(CaptureDeviceInput(device: device))
+        self.motion = motion.map { m in
+            MotionWatch(source: id, settings: m.settings, masks: m.masks, live: device.isLive) { [lines] change in lines.write(SessionEventLines.motion(change, source: id)) }
+        }
         session.beginConfiguration()
         for r in runners { try session.addOutput(r.output) }
+        if let watch = self.motion { try session.addOutput(watch.output) }
         session.commitConfiguration()
         if let evidence { try keepEvidence(evidence, tagLogs: tagLogs) }
     }

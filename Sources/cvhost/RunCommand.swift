@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostMotion
 import CVHostPlugins
 import CVHostRun
 import CVHostSources
@@ -224,6 +225,11 @@ struct RunCommand: ParsableCommand {
                                valueName: "time"))
     var resetCountsAt: String?
 
+    @Option(name: .customLong("motion"),
+            help: ArgumentHelp("Look for motion in every input's frames (their luma, on a small picture, against a background that follows slow changes; --mask parts left out) and say when it starts and ends: motion.started (with its boxes) and motion.ended lines. on, or settings such as threshold=25,hold=5 (height, threshold, min_area, alpha, lightning, contrast, hold: see docs/motion.md).",
+                               valueName: "settings"))
+    var motion: String?
+
     @Option(name: .customLong("max-frames"), help: ArgumentHelp("Stop each input after this many frames.", valueName: "count"))
     var maxFrames: UInt64?
 
@@ -310,13 +316,17 @@ struct RunCommand: ParsableCommand {
         // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
         let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
         settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, filters: filters, masks: masks,
-                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, kept: stateFile, origin: Self.origin)
+                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, kept: stateFile, motion: motion != nil,
+                                                   origin: Self.origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)
         settings.snapshots = try RunSettings.evidence(snapshots, .snapshots)
         settings.clips = try RunSettings.evidence(clips, .clips)
         settings.eventsDatabase = try RunSettings.eventsDatabase(eventsDB, snapshots: settings.snapshots, clips: settings.clips)
         settings.resetCountsAt = try resetCountsAt.map { text throws(UsageError) in try DailyTime(text) }
+        settings.motion = try motion.map { text throws(UsageError) in
+            do throws(MotionSettings.Problem) { return try MotionSettings(parsing: text) } catch { throw UsageError("--\(error.description)") }
+        }
         return settings
     }
 

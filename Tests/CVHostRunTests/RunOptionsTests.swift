@@ -1,4 +1,5 @@
 import CVHostEvidence
+import CVHostMotion
 import CVHostOutput
 import CVHostTestSupport
 import Foundation
@@ -24,6 +25,7 @@ struct RunOptionsTests {
             "events-db": { $0.eventsDatabase = folder + "/events.sqlite" },
             "state": { $0.keep(try RunStateFile(path: folder + "/state.json"), inputPlugins: [:]) },
             "reset-counts-at": { $0.resetCountsAt = try DailyTime("06:00") },
+            "motion": { $0.motion = try MotionSettings(parsing: "threshold=20") },
             "max-inputs": { try $0.limitInputs(to: 9) },
             "queue-depth": { $0.queueDepth = 5 },
             "backpressure": { $0.backpressure = .block },

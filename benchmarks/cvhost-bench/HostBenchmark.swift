@@ -21,7 +21,8 @@ import Foundation
 ///
 /// `cvhost-bench --mjpeg FILE WIDTH HEIGHT` instead measures the camera path's MJPEG decoder
 /// (MJPEGBenchmark; run by benchmarks/mjpeg_decode.py); `cvhost-bench --tracking BOXES FRAMES` the
-/// analytics stage's time per frame (TrackingBenchmark; run by benchmarks/tracking.py).
+/// analytics stage's time per frame (TrackingBenchmark; run by benchmarks/tracking.py); `cvhost-bench
+/// --motion [FRAMES]` the host's motion detector's time per frame (MotionBenchmark).
 @main
 struct HostBenchmark {
     static func main() throws {
@@ -47,8 +48,10 @@ struct HostBenchmark {
                     return
                 }
                 return TrackingBenchmark.run(boxes: boxes, frames: n)
+            case "--motion":
+                return MotionBenchmark.run(frames: args.popFirst().flatMap { Int($0) } ?? 1000)
             default:
-                print("usage: cvhost-bench [--frames N] [--live-seconds S] | --mjpeg FILE WIDTH HEIGHT | --tracking BOXES FRAMES")
+                print("usage: cvhost-bench [--frames N] [--live-seconds S] | --mjpeg FILE WIDTH HEIGHT | --tracking BOXES FRAMES | --motion [FRAMES]")
                 return
             }
         }

@@ -53,6 +53,20 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         [removal("binary_sensor", source + "_status")]
     }
 
+    /// An input's motion as cvhost sees it (--motion): a motion binary sensor.
+    func motion(_ source: String, stateTopic: String) -> [Publication] {
+        [config("binary_sensor", source + "_motion", name: "motion", device: device(source)) { o in
+            o.set("state_topic", stateTopic)
+            o.set("payload_on", "ON")
+            o.set("payload_off", "OFF")
+            o.set("device_class", "motion")
+        }]
+    }
+
+    func motionRemoved(_ source: String) -> [Publication] {
+        [removal("binary_sensor", source + "_motion")]
+    }
+
     func line(_ source: String, _ key: MQTTStateTopics.Counted, stateTopic: String) -> [Publication] {
         ["in", "out"].map { direction in
             config("sensor", "\(source)_\(key.plugin)_line_\(key.name)_\(direction)", name: "\(key.name) \(direction) (\(key.plugin))",

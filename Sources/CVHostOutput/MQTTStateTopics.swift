@@ -12,6 +12,7 @@ import Foundation
 ///     PREFIX/HOST/SOURCE/PLUGIN/lines/NAME     {"line":NAME,"in":N,"out":M,"labels":{"person":{"in":N,"out":M}}}
 ///     PREFIX/HOST/SOURCE/PLUGIN/zones/NAME     {"zone":NAME,"occupancy":N,"labels":{"person":N}}
 ///     PREFIX/HOST/SOURCE/snapshot_url          the newest snapshot's URL (with --http)
+///     PREFIX/HOST/SOURCE/motion                "ON" from motion.started to motion.ended, else "OFF" (with --motion)
 ///
 /// A line's or zone's topic names the tracked plugin, since two plugins tracked on one input (faces
 /// and cars) each count their own crossings of a line of the same name. Topics appear when an input
@@ -53,6 +54,8 @@ public final class MQTTStateTopics: Sendable {
         var lines: [Counted: LineCounts] = [:]
         var zones: [Counted: [String: Int]] = [:]
         var snapshotURL: String?
+        /// Its motion (--motion: session.started says so); nil when cvhost does not look for it.
+        var moving: Bool?
     }
 
     struct LineCounts: Equatable {
@@ -113,7 +116,7 @@ public final class MQTTStateTopics: Sendable {
     /// The events that change a state (a set made once: every line the router writes is asked).
     private static let stateEvents: Set<String> = [
         "session.started", "session.stopped", "session.interrupted", "session.interruption_ended", "input.removed",
-        "line.crossed", "zone.occupancy", "analytics.changed",
+        "line.crossed", "zone.occupancy", "analytics.changed", "motion.started", "motion.ended",
     ]
 
     /// The retained publications a line brings about, in order (none for most lines).
@@ -162,6 +165,15 @@ public final class MQTTStateTopics: Sendable {
                     out += discovery?.input(source, statusTopic: topic(source, "status")) ?? []
                 }
                 out += self.appeared(source, input, since: before)
+                // Its motion, when cvhost looks for it: none yet.
+                if object["motion"] is [String: Any] {
+                    input.moving = false
+                    if before?.moving == nil { out += discovery?.motion(source, stateTopic: topic(source, "motion")) ?? [] }
+                    out.append((topic(source, "motion"), Array("OFF".utf8)))
+                } else if before?.moving != nil {
+                    out.append((topic(source, "motion"), []))
+                    out += discovery?.motionRemoved(source) ?? []
+                }
                 s.inputs[source] = input
                 out.append((topic(source, "status"), Array("online".utf8)))
                 out += input.lines.sorted(by: { Self.order($0.key, $1.key) }).map { key, counts in
@@ -183,6 +195,10 @@ public final class MQTTStateTopics: Sendable {
                 if input.snapshotURL != nil {
                     out.append((topic(source, "snapshot_url"), []))
                     out += discovery?.snapshotRemoved(source) ?? []
+                }
+                if input.moving != nil {
+                    out.append((topic(source, "motion"), []))
+                    out += discovery?.motionRemoved(source) ?? []
                 }
                 out += discovery?.inputRemoved(source) ?? []
             case "line.crossed":
@@ -217,6 +233,11 @@ public final class MQTTStateTopics: Sendable {
                 out.append((topic(source, plugin, "zones", name), Self.payload(zone: name, input.zones[key]!)))
             case "analytics.changed":
                 out += changed(object, source: line.route.source, in: &s)
+            case "motion.started", "motion.ended":
+                guard s.inputs[source]?.moving != nil else { break }
+                let moving = event == "motion.started"
+                s.inputs[source]?.moving = moving
+                out.append((topic(source, "motion"), Array((moving ? "ON" : "OFF").utf8)))
             default: break
             }
             if snapshot, let url = object["snapshot_url"] as? String, var input = s.inputs[source] {

@@ -181,6 +181,19 @@ public enum SessionEventLines {
         }
     }
 
+    /// How an input's motion is looked for, in its session.started (`motion`).
+    static func motionSettings(_ m: MotionSettings) -> JSONObject {
+        var o = JSONObject()
+        o.set("height", m.height)
+        o.set("threshold", m.threshold)
+        o.set("min_area", m.minArea)
+        o.set("alpha", m.alpha, decimals: 4)
+        o.set("lightning", m.lightning, decimals: 3)
+        o.set("contrast", m.contrast)
+        o.set("hold", m.hold, decimals: 3)
+        return o
+    }
+
     static func inputSkipped(source: String, path: String, reason: String) -> JSONObject {
         var e = JSONObject.envelope(event: "input.skipped", source: source, tsNs: HostClock.wallNs())
         e.set("path", path)

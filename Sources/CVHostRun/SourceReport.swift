@@ -1,6 +1,7 @@
 import CVHostCore
 import CVHostEvidence
 import CVHostLines
+import CVHostMotion
 import CVHostOutput
 import CVHostPlugins
 import CVHostV4L2
@@ -74,11 +75,14 @@ final class SourceReport: Sendable {
     private let finalWritten = Locked(false)
     /// The evidence room: the input's clip is finished before its final lines.
     private let evidence: Evidence?
+    /// How the input's motion is looked for (--motion), for session.started; nil when it is not.
+    private let motion: MotionSettings?
     private let counts = Locked<(failed: Bool, lost: [FrameLossReason: UInt64], error: String?, stopped: StopReason?)>((false, [:], nil, nil))
 
     init(source: String, logSource: String?, runners: [PluginRunner], lines: RunLines, deviceSettings: [SettingReport] = [],
-         evidence: Evidence? = nil) {
+         evidence: Evidence? = nil, motion: MotionSettings? = nil) {
         self.evidence = evidence
+        self.motion = motion
         self.source = source
         self.logSource = logSource
         self.runners = runners
@@ -124,6 +128,7 @@ final class SourceReport: Sendable {
             let all = SessionEvent.started(device: device, format: format, settings: deviceSettings + settings)
             var line = SessionEventLines.line(for: all, source: source, runners: runners)
             line.set("http", lines.liveViewURL.withLock { $0 })
+            if let motion { line.set("motion", object: SessionEventLines.motionSettings(motion)) } else { line.set("motion", nil as String?) }
             lines.write(line)
         default:
             lines.write(SessionEventLines.line(for: event, source: source, runners: runners))

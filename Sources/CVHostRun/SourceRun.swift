@@ -1,10 +1,10 @@
 import CVHostAnalytics
 import CVHostCore
-import CVHostMotion
-import CVHostV4L2
 import CVHostEvidence
+import CVHostMotion
 import CVHostPlugins
 import CVHostSources
+import CVHostV4L2
 
 /// One input of a run and all that serves it: its capture device and session (with its own
 /// capture thread), a PluginRunner per --plugin (its own instances, queues and metrics), and
@@ -32,7 +32,7 @@ final class SourceRun: Sendable {
         self.device = device
         self.session = session
         report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,
-                              evidence: evidence)
+                              evidence: evidence, motion: motion?.settings)
         session.frameLimit = frameLimit
         session.eventHandler = { [report] event in report.handle(event) }
         try session.addInput(CaptureDeviceInput(device: device))

@@ -246,4 +246,32 @@ struct MQTTStateTopicsTests {
             #expect(throws: OutputDestination.ParseError.self, "\(text)") { try OutputDestination(parsing: text) }
         }
     }
+
+    @Test("--motion: session.started with motion settings makes a motion topic, OFF, and Home Assistant's motion binary sensor; motion.started ON, motion.ended OFF; an input without it none; removed: emptied")
+    func motion() {
+        let s = MQTTStateTopics(prefix: "cvhost", host: "gate-1", discoveryPrefix: "homeassistant")
+        _ = s.opening()
+        var e = JSONObject.envelope(event: "session.started", source: "door", tsNs: 0)
+        var settings = JSONObject()
+        settings.set("threshold", 30)
+        e.set("motion", object: settings)
+        let start = Self.shown(s.publications(after: e.line()))
+        let config = start.first { $0.topic == "homeassistant/binary_sensor/cvhost_gate-1/door_motion/config" }
+        #expect(Self.json(config?.payload ?? "")["device_class"] as? String == "motion", "\(start)")
+        #expect(Self.json(config?.payload ?? "")["state_topic"] as? String == "cvhost/gate-1/door/motion")
+        #expect(start.first { $0.topic == "cvhost/gate-1/door/motion" }?.payload == "OFF")
+        var started = JSONObject.envelope(event: "motion.started", source: "door", tsNs: 0)
+        started.set("changed", 0.1, decimals: 3)
+        #expect(Self.shown(s.publications(after: started.line())).map(\.payload) == ["ON"])
+        let ended = JSONObject.envelope(event: "motion.ended", source: "door", tsNs: 0)
+        #expect(Self.shown(s.publications(after: ended.line())).map(\.payload) == ["OFF"])
+        // An input whose motion is not looked for: no topic, and its motion lines change nothing.
+        var other = JSONObject.envelope(event: "session.started", source: "yard", tsNs: 0)
+        other.set("motion", nil as String?)
+        #expect(!Self.shown(s.publications(after: other.line())).contains { $0.topic.hasSuffix("/motion") || $0.topic.contains("yard_motion") })
+        #expect(s.publications(after: JSONObject.envelope(event: "motion.started", source: "yard", tsNs: 0).line()).isEmpty)
+        let removed = Self.shown(s.publications(after: Self.event("input.removed", "door", plugin: nil) { _ in }))
+        #expect(removed.contains { $0.topic == "cvhost/gate-1/door/motion" && $0.payload.isEmpty }, "\(removed)")
+        #expect(removed.contains { $0.topic == "homeassistant/binary_sensor/cvhost_gate-1/door_motion/config" && $0.payload.isEmpty }, "\(removed)")
+    }
 }

@@ -144,4 +144,22 @@ struct HomeAssistantDiscoveryTests {
             #expect(r.exitCode == 64 && r.stderr.contains(says) && r.stderr.split(separator: "\n").count == 1, "\(output): \(r.stderr)")
         }
     }
+
+    @Test("--motion with discovery: a square crossing a still scene turns the input's retained motion topic ON then OFF, and Home Assistant gets a motion binary sensor with the documented keys")
+    func motionSensor() throws {
+        let broker = try MQTTBroker()
+        let subscriber = try MQTTSubscriber(port: broker.port, topic: "cvhost/#")
+        let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "door=" + (try MediaFixtures.motionClip()), "--motion", "on", "-q",
+                                      "--output", "mqtt://127.0.0.1:\(broker.port)/cvhost?discovery=homeassistant&events=motion.*", "--output", "-"],
+                                     timeout: 60)
+        #expect(r.exitCode == 22, "\(r.stderr)")  // the null plugin writes no result
+        let host = try #require(r.events.first?["host"] as? String)
+        let got = subscriber.wait { m in m.contains { $0.topic == "cvhost/\(host)/status" && $0.payload == "offline" } }
+        #expect(got.filter { $0.topic == "cvhost/\(host)/door/motion" }.map(\.payload) == ["OFF", "ON", "OFF"], "\(got.map(\.topic))")
+        let retained = try Self.retained(broker)
+        let config = Self.json(retained["homeassistant/binary_sensor/cvhost_\(host)/door_motion/config"])
+        #expect(config["device_class"] as? String == "motion" && config["state_topic"] as? String == "cvhost/\(host)/door/motion", "\(retained.keys.sorted())")
+        #expect(Set(config.keys).isSubset(of: Self.documented["binary_sensor"]!), "\(config.keys)")
+        #expect(retained["cvhost/\(host)/door/motion"] == "OFF")
+    }
 }

@@ -18,6 +18,8 @@ public enum DropReason: String, Sendable, CaseIterable {
     case restarting
     /// Delivered after the consumer was given up on (a plugin quarantined after repeated crashes).
     case quarantined
+    /// Nothing moved in it, and the output is offered only frames that move (MotionGate).
+    case noMotion = "no_motion"
 }
 
 /// Where a delivered frame came from within an output with several workers.

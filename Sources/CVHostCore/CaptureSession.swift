@@ -25,6 +25,10 @@ public final class CaptureSession: @unchecked Sendable {
     /// Stop after this many frames (nil: no limit).
     public var frameLimit: UInt64?
 
+    /// Sees each frame on the capture thread before the outputs are offered it (`--motion`). Set
+    /// before the session starts.
+    public var analyzer: SampleAnalyzer?
+
     private let cond = ConditionLock()
     private var committed = Configuration()
     private var pending: Configuration?
@@ -232,6 +236,7 @@ public final class CaptureSession: @unchecked Sendable {
         var reason = StopReason.endOfInput
         var lost: [FrameLossReason: UInt64] = [:]
         let limit = frameLimit
+        let analyzer = self.analyzer
         var needed: Double?
         while true {
             if let stop = cond.withLock({ stopReason }) {
@@ -290,11 +295,13 @@ public final class CaptureSession: @unchecked Sendable {
                 lost[why, default: 0] += count
                 eventHandler?(.framesLost(count: count, beforeSequence: sequence, reason: why))
             }
-            let sample = SampleBuffer(
+            var sample = SampleBuffer(
                 sequence: sequence, captureTimeNs: frame.captureTimeNs ?? HostClock.wallNs(),
                 monotonicCaptureNs: frame.monotonicCaptureNs ?? HostClock.monotonicNs(), presentationTimeNs: frame.presentationTimeNs,
                 pixelBuffer: frame.pixelBuffer, imagePath: frame.imagePath, isIndependent: frame.isIndependent)
             sequence += 1
+            // What moved in it, seen before any output is offered it (the gates decide on it).
+            if let analyzer { sample.motion = analyzer.analyze(sample) }
             cond.withLock {
                 framesCaptured = sequence
                 recentFrames.add(HostClock.monotonicNs())
@@ -311,6 +318,7 @@ public final class CaptureSession: @unchecked Sendable {
             drainingSince = (reason, HostClock.monotonicNs())
         }
         stream.close()
+        analyzer?.sessionEnded()
         // Drain: every frame already accepted by an output reaches its delegate.
         for output in outputs { output.finish() }
         let captured = sequence

@@ -14,6 +14,8 @@ public struct SampleBuffer: Sendable {
     public let imagePath: String?
     /// The frame has nothing to do with the one before (a still image of a list).
     public let isIndependent: Bool
+    /// What moved in it, when its session looks (`--motion`); set before outputs are offered it.
+    public internal(set) var motion: FrameMotion?
 
     public init(sequence: UInt64, captureTimeNs: Int64, monotonicCaptureNs: UInt64, presentationTimeNs: Int64,
                 pixelBuffer: PixelBuffer, imagePath: String? = nil, isIndependent: Bool = false) {

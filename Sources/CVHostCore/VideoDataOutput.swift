@@ -57,6 +57,10 @@ public final class VideoDataOutput: @unchecked Sendable {
     public var workerCount = 1
     /// What the consumer would like the device to do (merged over all outputs at start).
     public var captureHints = CaptureHints()
+    /// Frames offered only while they move (a plugin's `on_motion=true`); nil: every frame.
+    public var motionGate: MotionGate?
+    /// The media time of the last frame the gate let through (`refresh` counts from it).
+    private let gateLastNs = Locked<Int64?>(nil)
     /// The output's connection to the session's video.
     public let connection = CaptureConnection()
 
@@ -127,6 +131,10 @@ public final class VideoDataOutput: @unchecked Sendable {
     func offer(_ sample: SampleBuffer) {
         guard connection.isEnabled else { return }
         counters.withLock { $0.offered += 1 }
+        if let gate = motionGate, let motion = sample.motion, !lets(sample, through: gate, motion) {
+            drop(sample, reason: .noMotion)
+            return
+        }
         guard connection.admit(presentationTimeNs: sample.presentationTimeNs) else {
             drop(sample, reason: .frameRateCap)
             return
@@ -144,6 +152,16 @@ public final class VideoDataOutput: @unchecked Sendable {
             }
         }
         q.enqueue(sample)
+    }
+
+    /// Whether a frame with `motion` passes `gate`: it moves, or `refresh` passed since the last let through.
+    private func lets(_ sample: SampleBuffer, through gate: MotionGate, _ motion: FrameMotion) -> Bool {
+        gateLastNs.withLock { last in
+            let due = gate.refresh.map { r in last.map { sample.presentationTimeNs - $0 >= Int64(r * 1e9) } ?? true } ?? false
+            guard motion.active || due else { return false }
+            last = sample.presentationTimeNs
+            return true
+        }
     }
 
     /// Whether the delegate's pixels are made from the frame's (converted, turned, scaled) rather

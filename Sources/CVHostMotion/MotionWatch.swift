@@ -1,13 +1,13 @@
 import CVHostAnalytics
 import CVHostCore
 
-/// One input's motion, as the host sees it (`--motion`): an output of the input's session, like a
-/// plugin's, that never holds a live input back (drop-late; a file's frames are each looked at,
-/// as its plugins' are: block), runs the MotionDetector on each
-/// frame's luma and says when motion starts (with its boxes) and when it has ended: no motion
-/// for `hold` seconds of the input's media time.
-public final class MotionWatch: VideoDataOutputDelegate, @unchecked Sendable {
-    // @unchecked Sendable: the detector and the state are used on the output's one worker thread only.
+/// One input's motion, as the host sees it (`--motion`): its session's analyzer, which runs the
+/// MotionDetector on each frame's luma on the capture thread, before any output is offered the
+/// frame (a plugin gated on motion decides on the frame's own motion: `FrameMotion`), and says when
+/// motion starts (with its boxes) and when it has ended: no motion for `hold` seconds of the
+/// input's media time.
+public final class MotionWatch: SampleAnalyzer, @unchecked Sendable {
+    // @unchecked Sendable: the detector and the state are used on the session's capture thread only.
 
     /// What the watch says.
     public enum Change: Sendable {
@@ -17,30 +17,23 @@ public final class MotionWatch: VideoDataOutputDelegate, @unchecked Sendable {
         case ended(sequence: UInt64, ptsNs: Int64, captureNs: Int64, seconds: Double)
     }
 
-    public let output: VideoDataOutput
     private let detector: MotionDetector
     private let holdNs: Int64
     private let said: @Sendable (Change) -> Void
     /// Since when (media time) motion runs, and when it was last seen; nil: none.
     private var moving: (sinceNs: Int64, lastNs: Int64, lastSequence: UInt64, lastCaptureNs: Int64)?
 
-    /// - Parameters:
-    ///   - live: a camera or a stream (drop-late), not a file (block).
-    ///   - said: each change, on the output's thread.
-    public init(source: String, settings: MotionSettings, masks: [BoxMask], live: Bool, said: @escaping @Sendable (Change) -> Void) {
+    /// - Parameter said: each change, on the capture thread (it must not wait long).
+    public init(settings: MotionSettings, masks: [BoxMask], said: @escaping @Sendable (Change) -> Void) {
         detector = MotionDetector(settings: settings, masks: masks)
         holdNs = Int64(settings.hold * 1e9)
         self.said = said
-        output = VideoDataOutput(label: "motion of \(source)")
-        // The luma is read as it is from these; anything else (RGB) is made grey first.
-        output.acceptedPixelFormats = [.gray8, .i420, .nv12, .yuyv]
-        output.backpressure = live ? .dropLate : .block
-        output.maxQueuedFrames = live ? 1 : 2
-        output.setSampleBufferDelegate(self)
     }
 
-    public func videoDataOutput(_ output: VideoDataOutput, didOutput sample: SampleBuffer, pixelBuffer: PixelBuffer, context: DeliveryContext) {
-        let pixels = [.gray8, .i420, .nv12, .yuyv].contains(pixelBuffer.format) ? pixelBuffer : pixelBuffer.converted(to: .gray8)
+    public func analyze(_ sample: SampleBuffer) -> FrameMotion {
+        // The luma is read as it is from these; anything else (RGB) is made grey first.
+        let frame = sample.pixelBuffer
+        let pixels = [.gray8, .i420, .nv12, .yuyv].contains(frame.format) ? frame : frame.converted(to: .gray8)
         let luma = pixels.planes[0]
         let outcome = detector.detect(luma: luma.base.assumingMemoryBound(to: UInt8.self), width: pixels.width, height: pixels.height,
                                       stride: luma.bytesPerRow, step: pixels.format == .yuyv ? 2 : 1)
@@ -58,12 +51,13 @@ public final class MotionWatch: VideoDataOutputDelegate, @unchecked Sendable {
             moving = nil
             said(.ended(sequence: sample.sequence, ptsNs: pts, captureNs: sample.captureTimeNs, seconds: Double(m.lastNs - m.sinceNs) / 1e9))
         }
+        return FrameMotion(active: moving != nil, regions: outcome.boxes.map { b in
+            FrameMotion.Region(x: Int(b.x.rounded(.down)), y: Int(b.y.rounded(.down)), width: Int(b.width.rounded(.up)), height: Int(b.height.rounded(.up)))
+        })
     }
 
-    public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {}
-
     /// The input ended: motion that runs ends with it.
-    public func videoDataOutputDidFinish(_ output: VideoDataOutput, worker: Int) {
+    public func sessionEnded() {
         guard let m = moving else { return }
         moving = nil
         said(.ended(sequence: m.lastSequence, ptsNs: m.lastNs, captureNs: m.lastCaptureNs, seconds: Double(m.lastNs - m.sinceNs) / 1e9))

@@ -28,6 +28,10 @@ public struct PluginConfiguration: Sendable {
     /// a frame that finds an instance free waits for others to join it (`batch_wait_ms`).
     public let batch: Int
     public let batchWaitMs: Int
+    /// Frames offered only while the input moves (`on_motion`, with `--motion`), and a still one
+    /// every `motion_refresh` seconds anyway (nil: never).
+    public let onMotion: Bool
+    public let refresh: Double?
 
     /// Default of `batch` for a plugin that takes batches. `benchmarks/detect.py --batches` (two runs):
     /// YOLOv8n at 320 on 2 cores, onnxruntime 23.5-25.1 ms a frame alone, 16.8-17.8 in fours (1.40x),
@@ -72,6 +76,10 @@ public struct PluginConfiguration: Sendable {
         PluginOptionSpec(name: "batch_wait_ms", type: .int, defaultValue: "0",
                          help: "shared instances: how long a frame that finds an instance free waits for others to join its batch "
                              + "(0: batches are the frames that queued while the instances were busy)", range: 0...1000),
+        PluginOptionSpec(name: "on_motion", type: .bool, defaultValue: "false",
+                         help: "offer this plugin only frames in which the input moves, and the next `hold` seconds (--motion; with its defaults when not given)"),
+        PluginOptionSpec(name: "motion_refresh", type: .double, defaultValue: "10",
+                         help: "on_motion: a frame every this many seconds anyway, still or not (0: never)", range: 0...86400),
     ]
 
     /// Checks `options` (as written, host options included) against `plugin`.
@@ -137,6 +145,9 @@ public struct PluginConfiguration: Sendable {
         }
         let batchGiven = try hostValue("batch").flatMap { Int($0) }
         batchWaitMs = try hostValue("batch_wait_ms").flatMap { Int($0) } ?? 0
+        onMotion = try hostValue("on_motion") == "true"
+        let refreshSeconds = try hostValue("motion_refresh").flatMap { Double($0) } ?? 10
+        refresh = refreshSeconds > 0 ? refreshSeconds : nil
         if let n = batchGiven, n > 1, !plugin.takesBatches {
             throw PluginLoadError(.badOptionValue, "plugin \(plugin.name) takes one frame a call (batch=\(n)): only a plugin with "
                                   + "process_batch (a Python plugin's) takes several")

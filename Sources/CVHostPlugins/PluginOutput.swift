@@ -16,5 +16,6 @@ extension VideoDataOutput {
         if c.maxFPS > 0 { connection.videoMinFrameDuration = 1 / c.maxFPS }
         connection.isVideoMirrored = c.mirror
         connection.videoRotationAngle = c.rotate
+        if c.onMotion { motionGate = MotionGate(refresh: c.refresh) }
     }
 }

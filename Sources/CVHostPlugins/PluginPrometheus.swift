@@ -15,7 +15,7 @@ extension PluginRunner {
         p.counter("cvhost_plugin_frames_processed_total", "Frames the plugin's process() returned success for.", l, m.processed)
         p.counter("cvhost_plugin_frames_failed_total", "Frames the plugin's process() failed on.", l, m.failed)
         for reason in DropReason.allCases {
-            p.counter("cvhost_plugin_frames_dropped_total", "Frames not processed, by reason (late, frame_rate_cap, restarting, quarantined).",
+            p.counter("cvhost_plugin_frames_dropped_total", "Frames not processed, by reason (late, frame_rate_cap, restarting, quarantined, no_motion).",
                       l + [("reason", reason.rawValue)], d.dropped[reason] ?? 0)
         }
         p.counter("cvhost_plugin_results_total", "Results the plugin emitted that were written.", l, m.results)

@@ -37,11 +37,11 @@ final class SourceRun: Sendable {
         session.eventHandler = { [report] event in report.handle(event) }
         try session.addInput(CaptureDeviceInput(device: device))
         self.motion = motion.map { m in
-            MotionWatch(source: id, settings: m.settings, masks: m.masks, live: device.isLive) { [lines] change in lines.write(SessionEventLines.motion(change, source: id)) }
+            MotionWatch(settings: m.settings, masks: m.masks) { [lines] change in lines.write(SessionEventLines.motion(change, source: id)) }
         }
+        session.analyzer = self.motion
         session.beginConfiguration()
         for r in runners { try session.addOutput(r.output) }
-        if let watch = self.motion { try session.addOutput(watch.output) }
         session.commitConfiguration()
         if let evidence { try keepEvidence(evidence, tagLogs: tagLogs) }
     }

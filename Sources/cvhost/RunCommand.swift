@@ -313,10 +313,14 @@ struct RunCommand: ParsableCommand {
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration?.value, metricsInterval: metricsInterval.value,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
+        // A plugin gated on motion (on_motion=true) has the inputs' motion looked for, with the defaults when --motion is not given.
+        settings.motion = try motion.map { text throws(UsageError) in
+            do throws(MotionSettings.Problem) { return try MotionSettings(parsing: text) } catch { throw UsageError("--\(error.description)") }
+        } ?? (plugins.contains(where: Self.gatedOnMotion) ? MotionSettings() : nil)
         // Zones and lines of an input a change removed (kept by the state file) are set aside, not refused.
         let removed = Set(stateFile?.current.inputs.filter { $0.value == nil }.keys.map { $0 } ?? [])
         settings.analytics = try AnalyticsSettings(track: track, zones: zones, lines: lines, filters: filters, masks: masks,
-                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, kept: stateFile, motion: motion != nil,
+                                                   inputs: settings.inputs.map { $0.sourceID() }, removed: removed, kept: stateFile, motion: settings.motion != nil,
                                                    origin: Self.origin)
         settings.keep(stateFile, inputPlugins: kept.inputPlugins)
         try settings.limitInputs(to: maxInputs)
@@ -324,10 +328,13 @@ struct RunCommand: ParsableCommand {
         settings.clips = try RunSettings.evidence(clips, .clips)
         settings.eventsDatabase = try RunSettings.eventsDatabase(eventsDB, snapshots: settings.snapshots, clips: settings.clips)
         settings.resetCountsAt = try resetCountsAt.map { text throws(UsageError) in try DailyTime(text) }
-        settings.motion = try motion.map { text throws(UsageError) in
-            do throws(MotionSettings.Problem) { return try MotionSettings(parsing: text) } catch { throw UsageError("--\(error.description)") }
-        }
         return settings
+    }
+
+    /// Whether a --plugin's text asks for on_motion=true (a value it cannot be is refused when the plugin is loaded).
+    static func gatedOnMotion(_ spec: String) -> Bool {
+        guard let request = try? PluginRequest(parsing: spec), let given = request.options.last(where: { $0.key == "on_motion" }) else { return false }
+        return (try? PluginConfiguration.hostOptions.first { $0.name == "on_motion" }?.normalize(given.value, plugin: request.nameOrPath)) == "true"
     }
 
     func run() throws {

@@ -45,4 +45,25 @@ struct HostMotionTests {
             #expect(r.exitCode == 64 && r.stderr.contains(said) && r.stderr.split(separator: "\n").count == 1, "\(value): \(r.stderr)")
         }
     }
+
+    static func results(_ r: CommandResult, plugin index: Int = 0) -> [Int] {
+        r.events("result").filter { $0["plugin_index"] as? Int == index }.compactMap { $0["seq"] as? Int }
+    }
+
+    @Test("on_motion=true (motion looked for with its defaults): the plugin gets the frames that move, the still ones counted as dropped (no_motion); motion_refresh=0.5 lets a still frame through every half second; a plugin not gated gets every frame")
+    func gated() throws {
+        let clip = try MediaFixtures.motionClip()
+        let r = try CVHostBinary.run(["run", "--plugin", "null:results=1,on_motion=true,motion_refresh=0", "--plugin", "null:results=1,on_motion=true,motion_refresh=0.5",
+                                      "--plugin", "null:results=1", "--input", clip, "-q"])
+        #expect(r.exitCode == 0, "\(r.stderr)")
+        #expect(r.events("motion.started").count == 1, "motion is on without --motion")
+        // The square moves from frame 30 to the last (59).
+        #expect(Self.results(r, plugin: 0) == Array(30...59), "\(Self.results(r, plugin: 0))")
+        #expect(Self.results(r, plugin: 1) == [0, 15] + Array(30...59), "\(Self.results(r, plugin: 1))")
+        #expect(Self.results(r, plugin: 2) == Array(0...59))
+        let final = r.events("metrics").filter { $0["final"] as? Bool == true && $0["plugin_index"] as? Int == 0 }.first
+        let dropped = (final?["frames"] as? [String: Any])?["dropped"] as? [String: Any]
+        #expect(dropped?["no_motion"] as? Int == 30, "\(final ?? [:])")
+        #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+    }
 }

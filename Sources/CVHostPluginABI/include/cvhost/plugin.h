@@ -214,7 +214,7 @@ typedef enum cvhost_option_type {
  * the descriptor's option_spec_size, so this struct can grow at its end.
  * Names are [a-z0-9_]+ and not one of the host's own, which every plugin takes: instances,
  * queue_depth, backpressure, max_fps, mirror, rotate, isolation, timeout_ms, max_rss_mb, share,
- * batch, batch_wait_ms
+ * batch, batch_wait_ms, on_motion, motion_refresh
  * (`cvhost plugins` lists them).
  */
 typedef struct cvhost_option_spec {

@@ -25,7 +25,7 @@ public final class MotionDetector {
     }
 
     public let settings: MotionSettings
-    private let masks: [BoxMask]
+    private var masks: [BoxMask]
 
     /// The small picture's size, and the frame size it was made for (a new size starts anew).
     private var small = (width: 0, height: 0)
@@ -122,6 +122,23 @@ public final class MotionDetector {
         return Outcome(boxes: boxes, changed: changed, calibrating: calibrating)
     }
 
+    /// Where motion is not looked for from the next frame on (a mask set or removed while the run
+    /// goes on); the background is kept.
+    public func replaceMasks(_ new: [BoxMask]) {
+        masks = new
+        if frame.width > 0 { placeMasks() }
+    }
+
+    /// Which pixels of the small picture are under a mask.
+    private func placeMasks() {
+        let (w, h) = small, (width, height) = frame
+        masked = (0..<(w * h)).map { i in
+            let p = Point((Double(i % w) + 0.5) * Double(width) / Double(w), (Double(i / w) + 0.5) * Double(height) / Double(h))
+            return masks.contains { $0.contains(p, width: width, height: height) }
+        }
+        hasMask = masked.contains(true)
+    }
+
     /// A new frame size: the small picture's, its buffers and its mask.
     private func resize(width: Int, height: Int) {
         frame = (width, height)
@@ -134,11 +151,7 @@ public final class MotionDetector {
         changedMask = picture
         dilated = picture
         background = [Float](repeating: 0, count: w * h)
-        masked = (0..<(w * h)).map { i in
-            let p = Point((Double(i % w) + 0.5) * Double(width) / Double(w), (Double(i / w) + 0.5) * Double(height) / Double(h))
-            return masks.contains { $0.contains(p, width: width, height: height) }
-        }
-        hasMask = masked.contains(true)
+        placeMasks()
         changedFor = picture
         calibrating = false
         contrast = []

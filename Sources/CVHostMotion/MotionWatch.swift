@@ -18,6 +18,8 @@ public final class MotionWatch: SampleAnalyzer, @unchecked Sendable {
     }
 
     private let detector: MotionDetector
+    /// Masks set or removed while the run goes on, for the capture thread to take up at its next frame.
+    private let newMasks = Locked<[BoxMask]?>(nil)
     private let holdNs: Int64
     private let said: @Sendable (Change) -> Void
     /// Since when (media time) motion runs, and when it was last seen; nil: none.
@@ -30,7 +32,13 @@ public final class MotionWatch: SampleAnalyzer, @unchecked Sendable {
         self.said = said
     }
 
+    /// Where motion is not looked for from the next frame on (`PUT /masks/NAME`, a reload). Any thread.
+    public func replaceMasks(_ masks: [BoxMask]) {
+        newMasks.withLock { $0 = masks }
+    }
+
     public func analyze(_ sample: SampleBuffer) -> FrameMotion {
+        if let masks = newMasks.withLock({ m in defer { m = nil }; return m }) { detector.replaceMasks(masks) }
         // The luma is read as it is from these; anything else (RGB) is made grey first.
         let frame = sample.pixelBuffer
         let pixels = [.gray8, .i420, .nv12, .yuyv].contains(frame.format) ? frame : frame.converted(to: .gray8)

@@ -35,6 +35,11 @@ extension LiveCommands {
     func applyAnalytics(_ change: AnalyticsRules.Change, origin: String) throws -> (created: Bool, result: JSONObject) {
         let (rules, changes) = try analyticsChanger()
         let outcome = try rules.apply(change, plugins: changes.pluginNames, inputs: inputs.all.map(\.id))
+        // Masks keep motion out too (--motion): each input's detector gets its masks now.
+        if change.kind == .mask {
+            let settings = rules.settings
+            for source in inputs.all { source.motion?.replaceMasks(settings.masks(on: source.id)) }
+        }
         return (outcome.change == "added", changed(change.kind, name: change.name, outcome, rules: rules, origin: origin))
     }
 

@@ -9,10 +9,13 @@ final class AnalyticsRules: Sendable {
     private let state: Locked<(settings: AnalyticsSettings, slots: [TrackingSlot])>
     /// The counts of earlier runs (`--state`), which a new runner's lines and zones go on from.
     private let kept: KeptTotals?
+    /// The inputs' motion is looked for (--motion), which masks keep out too: a mask needs no track then.
+    private let motion: Bool
 
-    init(_ settings: AnalyticsSettings, kept: KeptTotals? = nil) {
+    init(_ settings: AnalyticsSettings, kept: KeptTotals? = nil, motion: Bool = false) {
         state = Locked((settings, []))
         self.kept = kept
+        self.motion = motion
     }
 
     var settings: AnalyticsSettings { state.withLock { $0.settings } }
@@ -153,7 +156,7 @@ final class AnalyticsRules: Sendable {
                 // A tracker set anew: its zones and lines go on from what the one before counted.
                 outcome = Outcome(change: had ? "changed" : "added", counts: had ? "kept" : "reset")
             case .mask(let name, let m?):
-                try Self.check(input: m.input, among: inputs, tracked: n.tracked)
+                try Self.check(input: m.input, among: inputs, tracked: n.tracked, motion: motion)
                 outcome = try Self.put(m, name: name, into: &n.masks, sameShape: { _ in true })
                 outcome.counts = nil
             case .mask(let name, nil):
@@ -177,7 +180,8 @@ final class AnalyticsRules: Sendable {
                 outcome = Outcome(change: "removed", counts: nil)
             case .track(let plugin, nil):
                 guard n.tracked.contains(where: { $0.plugin == plugin }) else { throw CommandRefusal(.notFound, "the boxes of \(plugin) are not followed") }
-                if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty && n.masks.isEmpty && n.filters.isEmpty) {
+                // Masks stay with --motion (they keep motion out too).
+                if n.tracked.count == 1 && !(n.zones.isEmpty && n.lines.isEmpty && (n.masks.isEmpty || motion) && n.filters.isEmpty) {
                     throw CommandRefusal(.conflict, "zones, lines, masks and filters work on tracks: remove them first (DELETE /zones/NAME, /lines/NAME, "
                                          + "/masks/NAME, /filters/LABEL), or follow another plugin's boxes")
                 }
@@ -204,9 +208,10 @@ final class AnalyticsRules: Sendable {
         }
     }
 
-    private static func check(input: String?, among inputs: [String], tracked: [AnalyticsSpec.Tracked]) throws(CommandRefusal) {
+    /// - Parameter motion: a mask's check with --motion on: it needs no track (it keeps motion out).
+    private static func check(input: String?, among inputs: [String], tracked: [AnalyticsSpec.Tracked], motion: Bool = false) throws(CommandRefusal) {
         if let input, !inputs.contains(input) { throw CommandRefusal(.unprocessable, AnalyticsSettings.noSuchInput(input, among: inputs)) }
-        if tracked.isEmpty {
+        if tracked.isEmpty && !motion {
             throw CommandRefusal(.conflict, "zones, lines, masks and filters work on tracks, and no plugin's boxes are followed: add a track first (PUT /tracks/PLUGIN, set_track)")
         }
     }

@@ -83,7 +83,7 @@ public final class HostRun: Sendable {
         // The counts of earlier runs (--state), which the lines and zones go on from.
         let kept = s.state.map { KeptTotals(beside: $0) }
         if let kept, let daily = s.resetCountsAt { kept.resetIfOlder(than: daily) }
-        let rules = AnalyticsRules(s.analytics, kept: kept)
+        let rules = AnalyticsRules(s.analytics, kept: kept, motion: s.motion != nil)
         let plugins = try opening(after: outputs) { try PluginStage(s, sourceIDs: sourceIDs, sink: outputs.pluginSink, stop: stop, rules: rules) }
         phase.withLock { $0 = .inputs }
         let inputs = try opening(after: outputs, plugins) {

@@ -115,6 +115,22 @@ struct MotionDetectorTests {
         #expect(Self.detect(d, &scene).boxes.count == 1)
     }
 
+    @Test("masks replaced while it runs (PUT /masks): motion under the new mask is not seen from the next frame, the background kept; removed, it is seen again")
+    func masksReplaced() throws {
+        let d = MotionDetector()
+        var scene = Scene()
+        _ = Self.detect(d, &scene)
+        scene.squares = [(100, 150)]
+        #expect(Self.detect(d, &scene).boxes.count == 1)
+        d.replaceMasks([try AnalyticsSpec.mask("road=0,100 640,100 640,240 0,240")])
+        scene.squares = [(110, 150)]
+        #expect(Self.detect(d, &scene).boxes.isEmpty)
+        d.replaceMasks([])
+        scene.squares = [(120, 150)]
+        let seen = Self.detect(d, &scene)
+        #expect(seen.boxes.count == 1 && !seen.calibrating, "\(seen)")
+    }
+
     @Test("YUYV's luma (every other byte) gives the boxes the grey picture does")
     func yuyv() {
         let grey = MotionDetector(), packed = MotionDetector()

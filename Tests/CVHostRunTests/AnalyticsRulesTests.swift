@@ -82,4 +82,17 @@ struct AnalyticsRulesTests {
         // What was refused changed nothing.
         #expect(rules.settings.zones.count == AnalyticsSettings.most && rules.settings.tracked.map(\.plugin) == ["walker"])
     }
+
+    @Test("with --motion, a mask needs no track (it keeps motion out too), and stays when the last track goes; without it, a mask with no track is refused (409)")
+    func masksForMotion() throws {
+        let mask = try AnalyticsSpec.mask("tree=0,0 10,0 10,10")
+        let motion = AnalyticsRules(try AnalyticsSettings(track: [], zones: [], lines: [], inputs: Self.inputs), motion: true)
+        #expect(try motion.apply(.mask(name: "tree", mask), plugins: Self.plugins, inputs: Self.inputs).change == "added")
+        #expect(motion.settings.masks == [mask])
+        let tracked = AnalyticsRules(try AnalyticsSettings(track: ["walker"], zones: [], lines: [], inputs: Self.inputs), motion: true)
+        _ = try tracked.apply(.mask(name: "tree", mask), plugins: Self.plugins, inputs: Self.inputs)
+        #expect(try tracked.apply(.track(plugin: "walker", nil), plugins: Self.plugins, inputs: Self.inputs).change == "removed")
+        let without = AnalyticsRules(try AnalyticsSettings(track: [], zones: [], lines: [], inputs: Self.inputs))
+        #expect(Self.status { _ = try without.apply(.mask(name: "tree", mask), plugins: Self.plugins, inputs: Self.inputs) } == 409)
+    }
 }

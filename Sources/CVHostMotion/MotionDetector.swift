@@ -1,13 +1,15 @@
 import CVHostAnalytics
 
 /// Motion in one input's frames, from their luma alone, in a few hundred microseconds a frame:
-/// Frigate's steps (frigate/motion/improved_motion.py) on a small picture, with four changes, each
+/// Frigate's steps (frigate/motion/improved_motion.py) on a small picture, with five changes, each
 /// said where it is made: the small picture averages 2x2 pixels at each sample (nearest-pixel
 /// sampling aliases leaves and sensor noise into changes); the contrast is stretched by scaling
 /// the threshold, not the picture (a stretch that changes as the scene does, a square appearing
 /// on a plain wall, would else change every pixel against the background); the background starts
-/// as the first frame (not black: no frames of calibration at start); and a frame that changed
-/// almost everywhere reports no motion (a flash is no object) while the background is learnt anew.
+/// as the first frame (not black: no frames of calibration at start); it takes in each pixel by
+/// its own count of frames changed (not the whole picture's: a walker leaves no trail); and a frame
+/// that changed almost everywhere reports no motion (a flash is no object) while the background is
+/// learnt anew.
 ///
 /// For each frame: the luma scaled to `height` rows; a 3x3 blur; the difference from the
 /// background, times the contrast's gain, over `threshold` (masked parts left out); dilated once;

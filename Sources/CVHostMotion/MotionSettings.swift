@@ -31,10 +31,10 @@ public struct MotionSettings: Equatable, Sendable {
         public let description: String
     }
 
-    /// `key=value,...` (or `on`: the defaults).
+    /// `key=value,...` (or `on`: the defaults; `true` too, which a config file's YAML may make of `on`).
     public init(parsing text: String) throws(Problem) {
         self.init()
-        guard text != "on" else { return }
+        guard text != "on" && text != "true" else { return }
         for part in text.split(separator: ",") {
             let kv = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw Problem(description: "motion: '\(part)' is not key=value (height, threshold, min_area, alpha, lightning, contrast, hold)") }

@@ -149,7 +149,7 @@ struct MotionDetectorTests {
 
     @Test("settings: key=value, on; every refusal names the setting")
     func settings() throws {
-        #expect(try MotionSettings(parsing: "on") == MotionSettings())
+        #expect(try MotionSettings(parsing: "on") == MotionSettings() && MotionSettings(parsing: "true") == MotionSettings())
         let s = try MotionSettings(parsing: "height=180,threshold=25,min_area=20,alpha=0.02,lightning=0.7,contrast=false,hold=5")
         #expect(s.height == 180 && s.threshold == 25 && s.minArea == 20 && s.alpha == 0.02 && s.lightning == 0.7 && !s.contrast && s.hold == 5)
         for bad in ["height=8", "threshold=x", "colour=1", "contrast=yes", "height"] {

@@ -25,6 +25,14 @@ struct HostMotionTests {
         #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
     }
 
+    @Test("motion: on in a config file (YAML may make it true) is --motion on")
+    func inConfig() throws {
+        let config = TestFolders.make("host-motion") + "/motion.yaml"
+        try "plugin: [null]\ninput: [\(try MediaFixtures.motionClip())]\nmotion: on\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let r = try CVHostBinary.run(["run", "--config", config, "-q"])
+        #expect(r.events("motion.started").count == 1 && r.events("motion.ended").count == 1, "\(r.stderr)")
+    }
+
     @Test("the still part alone: no motion; a --mask over the square's path (no --track needed): none either")
     func stillAndMasked() throws {
         let clip = try MediaFixtures.motionClip()

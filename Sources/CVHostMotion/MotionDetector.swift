@@ -48,6 +48,8 @@ public final class MotionDetector {
     /// all the first frame's at the start and after a flash (Frigate starts from 0 and 255).
     private var contrast: [(lo: UInt8, hi: UInt8)] = []
     private var contrastIndex = 0
+    /// The small picture's histogram, counted anew each frame (kept: no allocation a frame).
+    private var histogram = [Int](repeating: 0, count: 256)
     private var calibrating = false
     /// Frames in a row each pixel changed: after 10, the background takes it in (a car that parks).
     private var changedFor: [UInt8] = []
@@ -187,8 +189,8 @@ public final class MotionDetector {
     /// averages of its 4th and 96th percentiles (at most `maxGain`: a plain wall's noise is not
     /// made into change); 1 until a picture with any contrast came.
     private func contrastGain() -> Float {
-        var histogram = [Int](repeating: 0, count: 256)
         histogram.withUnsafeMutableBufferPointer { hist in
+            hist.update(repeating: 0)
             picture.withUnsafeBufferPointer { for v in $0 { hist[Int(v)] += 1 } }
         }
         let n = picture.count

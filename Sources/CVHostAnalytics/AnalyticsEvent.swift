@@ -5,7 +5,7 @@ import CVHostLines
 public struct AnalyticsEvent: Sendable {
     /// The event, as the line's `event` names it.
     public enum Kind: String, Sendable, CaseIterable {
-        case trackStarted = "track.started", trackEnded = "track.ended"
+        case trackStarted = "track.started", trackEnded = "track.ended", trackStationary = "track.stationary"
         case zoneEntered = "zone.entered", zoneExited = "zone.exited", zoneOccupancy = "zone.occupancy", zoneDwell = "zone.dwell"
         case lineCrossed = "line.crossed"
         case summary = "analytics.summary", timeJumped = "input.time_jumped"
@@ -43,6 +43,18 @@ public struct AnalyticsEvent: Sendable {
         o.set("frames", t.frames)
         o.set("bounds", object: box(t.lastBox))
         return AnalyticsEvent(kind: .trackStarted, data: o, track: t.id, label: t.label)
+    }
+
+    /// A track became stationary (its box stayed where it settled for the tracker's `stationary`
+    /// seconds: `since` is when it settled), or moved from there (`stationary` false).
+    static func trackStationary(_ t: Track, stationary: Bool, time: Double) -> AnalyticsEvent {
+        var o = JSONObject()
+        o.set("track_id", t.id)
+        o.set("label", t.label)
+        o.set("stationary", stationary)
+        if stationary { o.set("since", t.settled.time) }
+        o.set("bounds", object: box(t.lastBox))
+        return AnalyticsEvent(kind: .trackStationary, data: o, track: t.id, label: t.label)
     }
 
     /// `reason`: "lost" (not seen for `lost` seconds) or "input_ended".

@@ -2,7 +2,7 @@ import Foundation
 
 /// Zones, lines and tracked plugins as the command line and the config file give them:
 ///
-///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5,iou=0.2,by_label=false]
+///     --track PLUGIN[:high=0.4,low=0.1,min_hits=3,lost=1.5,iou=0.2,by_label=false,stationary=10]
 ///     --zone NAME=X,Y X,Y X,Y ...[:dwell=SECONDS,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto,
 ///                                 distances=A,B,C,D,speed_unit=kmh]
 ///     --line NAME=X,Y X,Y[:in=left,anchor=bottom_center,min_frames=2,min_distance=PIXELS,input=ID,units=auto]
@@ -37,13 +37,14 @@ public enum AnalyticsSpec {
             case "min_hits": s.minHits = Int(try number(f, v, k, 1...1000))
             case "lost": s.lost = try number(f, v, k, 0...3600)
             case "iou": s.matchIoU = try number(f, v, k, 0.01...1)
+            case "stationary": s.stationary = try number(f, v, k, 0...31_536_000)
             case "by_label":
                 switch v {
                 case .bool(let b): s.byLabel = b
                 case .text(let t) where t == "true" || t == "false": s.byLabel = t == "true"
                 default: throw Problem("\(f.what): by_label is true or false, not '\(v.quoted)'")
                 }
-            default: throw Problem("\(f.what): no option '\(k)' (high, low, min_hits, lost, iou, by_label)")
+            default: throw Problem("\(f.what): no option '\(k)' (high, low, min_hits, lost, iou, by_label, stationary)")
             }
         }
         guard s.low <= s.high else { throw Problem("\(f.what): low (\(s.low)) must not be above high (\(s.high))") }

@@ -122,6 +122,8 @@ public final class BoxAnalytics: @unchecked Sendable {
         public var trackIDs: [Int?]
         public var events: [AnalyticsEvent]
         public var betweenEvents: [[AnalyticsEvent]] = []
+        /// The ids of the stationary tracks among `trackIDs`.
+        public var stationary: Set<Int> = []
     }
 
     /// One frame's boxes at `time` (seconds, the frame's media time), the frame `width` x `height`.
@@ -130,7 +132,11 @@ public final class BoxAnalytics: @unchecked Sendable {
     ///   its filtered boxes of the two frames around (a smoother's estimate: never past what the
     ///   detector saw, so a box that turns back before a line is not counted across it), before
     ///   this frame's boxes. A track seen in only one of the two is not placed between them.
-    public func update(_ detections: [Detection], time: Double, width: Int, height: Int, between: [Double] = []) -> Outcome {
+    /// - Parameter motion: what the host's motion saw of this frame and the frames since the one
+    ///   before (nil: motion is not looked for): a stationary track no motion touches is held where
+    ///   it is (the zones see it there), and still time does not count against `lost` (Tracker).
+    public func update(_ detections: [Detection], time: Double, width: Int, height: Int, between: [Double] = [],
+                       motion: MotionLook? = nil) -> Outcome {
         state.withLock { s in
             if s.size == nil || s.size! != (width, height) {
                 // The first frame, or the frame's size changed (a camera's new stream): zones and
@@ -139,16 +145,16 @@ public final class BoxAnalytics: @unchecked Sendable {
                 for i in s.zones.indices { s.zones[i].settings = Self.placed(s.zoneSettings[i], width, height) }
                 for i in s.lines.indices { s.lines[i].settings = Self.placed(s.lineSettings[i], width, height) }
             }
-            // Each reported track's filtered box at the frame before, where it was seen there.
+            // Each reported track's filtered box at the frame before, where it was there (seen or held).
             let before = s.lastTime
-            let placedFrom = Dictionary(uniqueKeysWithValues: s.tracker.tracks.filter { $0.id != 0 && $0.lastTime == before }
+            let placedFrom = Dictionary(uniqueKeysWithValues: s.tracker.tracks.filter { $0.id != 0 && $0.presentTime == before }
                 .map { ($0.id, $0.filter.box) })
             // Boxes a filter or a mask refuses are never tracked (counted by reason).
             var followed: [Int] = []
             for (i, d) in detections.enumerated() {
                 if let why = Self.refusal(d, s, width: width, height: height) { s.filtered[why, default: 0] += 1 } else { followed.append(i) }
             }
-            let step = s.tracker.update(followed.map { detections[$0] }, time: time)
+            let step = s.tracker.update(followed.map { detections[$0] }, time: time, motion: motion)
             s.untracked += step.untracked
             s.lastTime = time
             for (track, _) in step.seen {
@@ -156,24 +162,28 @@ public final class BoxAnalytics: @unchecked Sendable {
                 let share = d / track.filter.box.height
                 s.usualJitter = s.usualJitter.map { $0 + (share - $0) * 0.05 } ?? share
             }
+            // The tracks there this frame: seen, or held where they are.
+            let present = step.seen.map(\.track) + step.held
             // One list of events for each frame between (none where it lies outside the two frames' times).
             let betweenEvents = between.map { t -> [AnalyticsEvent] in
                 guard let before, t > before, t < time else { return [] }
                 var events: [AnalyticsEvent] = []
                 let f = (t - before) / (time - before)
-                for (track, _) in step.seen {
+                for track in present {
                     guard let from = placedFrom[track.id] else { continue }
                     Self.see(track, box: from.interpolated(to: track.filter.box, f), time: t, &s, into: &events)
                 }
                 return events
             }
             var events = step.started.map(AnalyticsEvent.trackStarted)
+            events += step.stationary.map { AnalyticsEvent.trackStationary($0.track, stationary: $0.stationary, time: time) }
             // Zones and lines see each track's filtered box (steadier than the detector's) and its voted label.
-            for (track, _) in step.seen { Self.see(track, box: track.filter.box, time: time, &s, into: &events) }
+            for track in present { Self.see(track, box: track.filter.box, time: time, &s, into: &events) }
             for t in step.ended { Self.end(t, reason: "lost", &s, &events) }
             var trackIDs = [Int?](repeating: nil, count: detections.count)
             for (k, i) in followed.enumerated() { trackIDs[i] = step.trackOf[k] }
-            return Outcome(trackIDs: trackIDs, events: events, betweenEvents: betweenEvents)
+            return Outcome(trackIDs: trackIDs, events: events, betweenEvents: betweenEvents,
+                           stationary: Set(step.seen.filter { $0.track.stationary }.map(\.track.id)))
         }
     }
 
@@ -235,6 +245,9 @@ public final class BoxAnalytics: @unchecked Sendable {
         let jitter = track.jitter.deviation ?? s.usualJitter.map { $0 * box.height }
         for i in s.zones.indices { s.zones[i].see(track: track.id, label: track.label, box: box, jitter: jitter, time: time, into: &events) }
         // Its speed so far, from the first measured zone it is in (said on a line it crosses there).
+        // A stationary track is never counted on a line (a parked car's box astride one): they
+        // see it again once it moves, from the side it was on.
+        guard !track.stationary else { return }
         let speed = s.zones.lazy.compactMap { z in
             z.speed(track: track.id, box: box, time: time).map { LineWatch.Speed(value: $0, unit: z.settings.speedUnit, zone: z.settings.name) }
         }.first

@@ -8,7 +8,7 @@
 ///     line   {"name":"gate", "points":[[x,y],[x,y]], "units", "in":"left", "anchor", "min_frames", "min_distance", "input", "labels"}
 ///     mask   {"name":"tree", "points":[[x,y],[x,y],[x,y],...], "units", "anchor", "input"}
 ///     filter {"label":"person", "min_score":0.5, "min_area":A, "max_area":A, "min_ratio":R, "max_ratio":R, "input"}
-///     track  {"plugin":"detect", "high":0.4, "low":0.1, "min_hits":3, "lost":1.5, "iou":0.2, "by_label":false}
+///     track  {"plugin":"detect", "high":0.4, "low":0.1, "min_hits":3, "lost":1.5, "iou":0.2, "by_label":false, "stationary":10}
 ///
 /// Optional fields are left out when not set; a track's `high` when it follows the plugin's own
 /// threshold (TrackerSettings.highGiven). `labels` may also be given as one string, "person+car".
@@ -161,5 +161,6 @@ extension AnalyticsSpec.Tracked: AnalyticsRule {
         try w.set("lost", settings.lost)
         try w.set("iou", settings.matchIoU)
         try w.set("by_label", settings.byLabel)
+        try w.set("stationary", settings.stationary)
     }
 }

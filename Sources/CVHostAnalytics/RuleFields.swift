@@ -7,7 +7,7 @@ public enum RuleKind: String, CaseIterable, Sendable {
         switch self {
         case .zone: ["units", "anchor", "min_frames", "min_distance", "dwell", "input", "distances", "speed_unit", "labels"]
         case .line: ["in", "units", "anchor", "min_frames", "min_distance", "input", "labels"]
-        case .track: ["high", "low", "min_hits", "lost", "iou", "by_label"]
+        case .track: ["high", "low", "min_hits", "lost", "iou", "by_label", "stationary"]
         case .mask: ["units", "anchor", "input"]
         case .filter: ["min_score", "min_area", "max_area", "min_ratio", "max_ratio", "input"]
         }

@@ -36,6 +36,13 @@ public struct TrackerSettings: Equatable, Sendable {
     /// Boxes matched to tracks of their own label only. Off by default: a detector's label flips
     /// between classes on one object (car and truck, man and woman), which is still one object.
     public var byLabel = false
+    /// Seconds a reported track's box must stay where it settled (`stationaryIoU` with the box it
+    /// settled at) to be stationary (0: never). In seconds, not detections (Frigate counts frames):
+    /// a camera gated on motion sees a parked car once a refresh, so a count of detections would
+    /// make the same car stationary at another time gated and ungated.
+    public var stationary = 10.0
+    /// The least overlap of a track's box with the box it settled at to be still there (Frigate's 0.6).
+    static let stationaryIoU = 0.6
 
     /// The settings for a plugin that reports boxes from `confidence` up: a box it reports is not
     /// to be left without a track for being under `high`, so `high` (when not given) comes down to
@@ -71,6 +78,14 @@ struct Track {
     var lastBox: Box
     /// How much its boxes jitter: the width of the bands it must pass to change side.
     private(set) var jitter = TrackJitter()
+    /// Of the seconds since it was last seen, those that do not count against `lost`: no motion
+    /// was seen anywhere (nothing left), or it was stationary and no motion touched it.
+    var held = 0.0
+    /// The last time it was seen or held: present in that frame.
+    var presentTime: Double
+    /// Where its box settled, and since when: it is stationary once there for `stationary` seconds.
+    private(set) var settled: (box: Box, time: Double)
+    private(set) var stationary = false
 
     /// Labels a track keeps a count for (a plugin that makes a new one per frame cannot grow it).
     static let mostLabels = 16
@@ -83,10 +98,26 @@ struct Track {
         lastTime = time
         firstBox = d.box
         lastBox = d.box
+        presentTime = time
+        settled = (d.box, time)
         jitter.see(d.box, time: time)
     }
 
-    mutating func see(_ d: Detection, time: Double) {
+    /// Seen at `time`: whether it became stationary (true), moved from where it was stationary
+    /// (false), or neither (nil), with `stationaryAfter` seconds settled to be stationary (0: never).
+    mutating func see(_ d: Detection, time: Double, stationaryAfter: Double) -> Bool? {
+        see(d, time: time)
+        let was = stationary
+        if d.box.iou(settled.box) < TrackerSettings.stationaryIoU {
+            settled = (d.box, time)
+            stationary = false
+        } else if stationaryAfter > 0, time - settled.time >= stationaryAfter {
+            stationary = true
+        }
+        return stationary == was ? nil : stationary
+    }
+
+    private mutating func see(_ d: Detection, time: Double) {
         filter.update(d.box)
         frames += 1
         if labels[d.label] != nil || labels.count < Self.mostLabels {
@@ -94,9 +125,14 @@ struct Track {
             if labels[d.label]! > labels[label]! { label = d.label }
         }
         lastTime = time
+        presentTime = time
+        held = 0
         lastBox = d.box
         jitter.see(d.box, time: time)
     }
+
+    /// Seconds unseen that count against `lost` at `time`.
+    func unseen(at time: Double) -> Double { time - lastTime - held }
 }
 
 /// ByteTrack (Zhang et al., 2022) for boxes of any plugin, across labels (as ByteTrack and
@@ -105,6 +141,11 @@ struct Track {
 /// overlap, then the weak boxes to the followed tracks left; new tracks are matched to the strong
 /// boxes left and reported after `minHits` frames; strong boxes left start new tracks; a track not
 /// seen for `lost` seconds ends.
+///
+/// With the host's motion (`MotionLook`), what did not move is not lost for being unseen (Frigate's
+/// stationary objects): time in which no motion was seen anywhere does not count against `lost`
+/// (nothing can have left; a camera gated on motion gives no frames then), and a stationary track
+/// that no motion touches is held where it is, present, through frames it is not found in.
 struct Tracker {
     let settings: TrackerSettings
     private(set) var tracks: [Track] = []
@@ -128,13 +169,23 @@ struct Tracker {
         var seen: [(track: Track, detection: Int)] = []
         /// Boxes that joined no track, new or reported (under `low`, or weak with no track to keep).
         var untracked = 0
+        /// Reported stationary tracks not found this frame but held where they are (no motion touched them).
+        var held: [Track] = []
+        /// Reported tracks that became stationary (true) or moved from where they were (false) this frame.
+        var stationary: [(track: Track, stationary: Bool)] = []
     }
 
-    /// Follows the boxes of a frame at `time` (seconds; never earlier than the frame before).
-    mutating func update(_ detections: [Detection], time: Double) -> Step {
+    /// Follows the boxes of a frame at `time` (seconds; never earlier than the frame before), with
+    /// what the host's motion saw since the frame before (nil: motion is not looked for).
+    mutating func update(_ detections: [Detection], time: Double, motion: MotionLook? = nil) -> Step {
         let dt = lastTime.map { max(0, time - $0) } ?? 0
+        // Nothing moved in the still part: no track was lost then, nor went on moving.
+        let still = min(dt, max(0, motion?.stillSeconds ?? 0))
         lastTime = time
-        for i in tracks.indices { tracks[i].filter.predict(seconds: dt, still: tracks[i].state != .tracked) }
+        for i in tracks.indices {
+            tracks[i].held += still
+            tracks[i].filter.predict(seconds: dt - still, still: tracks[i].state != .tracked)
+        }
         var step = Step()
         var matchedTrack = Set<Int>()
         var placed = 0
@@ -157,14 +208,17 @@ struct Tracker {
             // Every strong box left joins a new track (matched in the third pass, or its first box).
             placed += first.pairs.count + second.pairs.count + strongLeft.count
             for (t, d) in first.pairs + second.pairs + third.pairs {
-                tracks[t].see(detections[d], time: time)
+                let change = tracks[t].see(detections[d], time: time, stationaryAfter: settings.stationary)
                 matchedTrack.insert(t)
                 if tracks[t].state == .new {
                     if tracks[t].frames >= settings.minHits { report(t, &step) }
                 } else {
                     tracks[t].state = .tracked
                 }
-                if tracks[t].id != 0 { step.trackOf[d] = tracks[t].id }
+                if tracks[t].id != 0 {
+                    step.trackOf[d] = tracks[t].id
+                    if let change { step.stationary.append((tracks[t], change)) }
+                }
             }
             // Strong boxes that matched nothing start tracks.
             for d in strongLeft where !third.detections.contains(d) {
@@ -176,16 +230,23 @@ struct Tracker {
                 }
             }
         }
-        // Unmatched: a followed track is lost; a new one that missed a frame is dropped; a lost one past `lost` ends.
+        // Unmatched: a stationary track no motion touched is held; a followed track is lost; a new
+        // one that missed a frame is dropped; a lost one unseen past `lost` ends.
         var kept: [Track] = []
         for (i, t) in tracks.enumerated() {
             var t = t
             if !matchedTrack.contains(i) {
                 if t.state == .new { continue }
-                t.state = .lost
-                if time - t.lastTime > settings.lost {
-                    step.ended.append(t)
-                    continue
+                if t.stationary, let motion, !motion.touches(t.lastBox) {
+                    t.held += dt - still
+                    t.presentTime = time
+                    if t.id != 0 { step.held.append(t) }
+                } else {
+                    t.state = .lost
+                    if t.unseen(at: time) > settings.lost {
+                        step.ended.append(t)
+                        continue
+                    }
                 }
             }
             kept.append(t)
@@ -211,14 +272,15 @@ struct Tracker {
     }
 
     /// The least-cost pairs of tracks and detections by 1 - IoU of the predicted box and the box.
-    /// A lost track is also matched by its last box seen (OC-SORT's recovery by observation): an
-    /// object that stopped while it was not seen is where it was, not where its motion led.
+    /// A lost or stationary track is also matched by its last box seen (OC-SORT's recovery by
+    /// observation): an object that stopped while it was not seen is where it was, not where its motion led.
     private func match(_ ts: [Int], _ ds: [Int], _ detections: [Detection], minIoU: Double)
         -> (pairs: [(Int, Int)], tracks: Set<Int>, detections: Set<Int>) {
         guard !ts.isEmpty, !ds.isEmpty else { return ([], [], []) }
         var cost = [Double](repeating: 1, count: ts.count * ds.count)
         for (i, t) in ts.enumerated() {
-            let predicted = tracks[t].filter.box, last = tracks[t].state == .lost ? tracks[t].lastBox : nil
+            // A stationary track is where it settled too (its filter may still carry the speed it came with).
+            let predicted = tracks[t].filter.box, last = tracks[t].state == .lost || tracks[t].stationary ? tracks[t].lastBox : nil
             for (j, d) in ds.enumerated() {
                 let box = detections[d].box
                 cost[i * ds.count + j] = 1 - max(predicted.iou(box), last?.iou(box) ?? 0)

@@ -22,6 +22,21 @@ public struct FrameMotion: Sendable, Equatable {
         self.active = active
         self.regions = regions
     }
+
+    /// The regions in the picture `orientation` makes of a `width` x `height` capture (mirrored left
+    /// to right, then turned clockwise): where a plugin's results' boxes are.
+    public func turned(_ orientation: VideoOrientation, width: Int, height: Int) -> FrameMotion {
+        guard !orientation.isIdentity else { return self }
+        return FrameMotion(active: active, regions: regions.map { r in
+            let x = orientation.isMirrored ? width - r.x - r.width : r.x
+            switch orientation.rotationAngle {
+            case 90: return Region(x: height - r.y - r.height, y: x, width: r.height, height: r.width)
+            case 180: return Region(x: width - x - r.width, y: height - r.y - r.height, width: r.width, height: r.height)
+            case 270: return Region(x: r.y, y: width - x - r.width, width: r.height, height: r.width)
+            default: return Region(x: x, y: r.y, width: r.width, height: r.height)
+            }
+        })
+    }
 }
 
 /// Sees every frame of a session on its capture thread, before the outputs are offered it, and

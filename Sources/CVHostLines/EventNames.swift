@@ -6,7 +6,7 @@ public enum EventNames {
         "session.interruption_ended", "input.skipped", "input.added", "input.removed", "image.scanned", "result",
         "metrics", "plugin", "device", "device.connected", "device.disconnected", "plugin.crashed", "plugin.restarted",
         "plugin.quarantined", "plugin.reloaded", "plugin.reload_failed", "output.connected", "output.disconnected",
-        "command.result", "control.changed", "track.started", "track.ended", "zone.entered", "zone.exited",
+        "command.result", "control.changed", "track.started", "track.ended", "track.stationary", "zone.entered", "zone.exited",
         "zone.occupancy", "zone.dwell", "line.crossed", "analytics.summary", "analytics.changed", "input.time_jumped",
         "clip.saved", "motion.started", "motion.ended",
     ]

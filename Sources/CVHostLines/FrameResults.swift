@@ -15,9 +15,12 @@ public struct ProcessedFrame: Sendable {
     /// How the plugin's frames are turned (its `mirror` and `rotate`): results' boxes are in the
     /// turned picture.
     public let orientation: VideoOrientation
+    /// What moved in it (`--motion`), in the turned picture's pixels; nil when motion is not looked for.
+    public let motion: FrameMotion?
 
     public init(_ sample: SampleBuffer, width: Int, height: Int, orientation: VideoOrientation = .identity, keepPicture: Bool = true) {
         sequence = sample.sequence
+        motion = sample.motion?.turned(orientation, width: sample.pixelBuffer.width, height: sample.pixelBuffer.height)
         captureTimeNs = sample.captureTimeNs
         presentationTimeNs = sample.presentationTimeNs
         self.width = width
@@ -35,10 +38,12 @@ public struct ProcessedFrame: Sendable {
     /// The same frame without its picture (the memory it holds let go).
     public var withoutPicture: ProcessedFrame {
         ProcessedFrame(sequence: sequence, captureTimeNs: captureTimeNs, presentationTimeNs: presentationTimeNs, width: width, height: height,
-                       orientation: orientation)
+                       orientation: orientation, motion: motion)
     }
 
-    private init(sequence: UInt64, captureTimeNs: Int64, presentationTimeNs: Int64, width: Int, height: Int, orientation: VideoOrientation) {
+    private init(sequence: UInt64, captureTimeNs: Int64, presentationTimeNs: Int64, width: Int, height: Int, orientation: VideoOrientation,
+                 motion: FrameMotion?) {
+        self.motion = motion
         self.sequence = sequence
         self.captureTimeNs = captureTimeNs
         self.presentationTimeNs = presentationTimeNs

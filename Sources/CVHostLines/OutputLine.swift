@@ -89,12 +89,13 @@ public struct OutputLine: Sendable {
                           eventID: eventID, ptsNs: ptsNs, track: track, label: label, createdNs: createdNs, result: result)
     }
 
-    /// The result line with `"track_id":ID` as its data's first member (the analytics' track).
+    /// The result line with `"track_id":ID` as its data's first member (the analytics' track), and
+    /// `"stationary":true` after it when the track is stationary.
     /// Nil for a line that is no result of known layout, or whose data has a track id already.
-    public func with(trackID: Int) -> OutputLine? {
+    public func with(trackID: Int, stationary: Bool = false) -> OutputLine? {
         guard let result, !result.fields.hasTrackID, result.dataStart < bytes.count else { return nil }
         let empty = bytes[result.dataStart] == UInt8(ascii: "}")
-        let member = Array("\"track_id\":\(trackID)\(empty ? "" : ",")".utf8)
+        let member = Array("\"track_id\":\(trackID)\(stationary ? ",\"stationary\":true" : "")\(empty ? "" : ",")".utf8)
         var fields = result.fields
         fields.hasTrackID = true
         return OutputLine(bytes: bytes[..<result.dataStart] + member + bytes[result.dataStart...], route: route, sequence: sequence,

@@ -51,7 +51,10 @@ public final class MotionDetector {
     /// The small picture's histogram, counted anew each frame (kept: no allocation a frame).
     private var histogram = [Int](repeating: 0, count: 256)
     private var calibrating = false
-    /// Frames in a row each pixel changed: after 10, the background takes it in (a car that parks).
+    /// Frames in a row each pixel changed: after `changedFrames`, the background takes it in at
+    /// `settle` a frame (a car that parks: about 3 s at 10 fps, its edge's difference under the threshold).
+    static let changedFrames: UInt8 = 10
+    static let settle: Float = 0.1
     private var changedFor: [UInt8] = []
 
     /// - Parameter masks: where motion is not looked for (`--mask`: a tree in the wind, a clock).
@@ -106,10 +109,12 @@ public final class MotionDetector {
             Box(x: Double(r.minX) * sx, y: Double(r.minY) * sy, width: Double(r.maxX - r.minX + 1) * sx, height: Double(r.maxY - r.minY + 1) * sy)
         }
         // The background follows: every pixel at once while calibrating; otherwise slowly, each
-        // pixel that did not change, and one that changed for 10 frames in a row (a car that
-        // parked: else motion for ever). Frigate counts those frames for the whole picture, so a
+        // pixel that did not change; and one that changed for 10 frames in a row (a car that
+        // parked) faster, at `settle`: at `alpha` a white car on grey asphalt stays motion for
+        // 20-30 s (measured: 15 s at 10 fps, with the contrast's gain), all of it given to a
+        // detector gated on motion. Frigate counts those frames for the whole picture, so a
         // walker's trail is taken in behind them as they go, and seen as motion once they are gone.
-        let a = Float(calibrating ? 0.2 : settings.alpha)
+        let a = Float(calibrating ? 0.2 : settings.alpha), settled = max(a, Self.settle)
         let all = calibrating
         blurred.withUnsafeBufferPointer { b in
             changedMask.withUnsafeBufferPointer { c in
@@ -117,7 +122,11 @@ public final class MotionDetector {
                     background.withUnsafeMutableBufferPointer { bg in
                         for i in bg.indices {
                             since[i] = c[i] != 0 ? since[i] &+ (since[i] < 255 ? 1 : 0) : 0
-                            if all || since[i] == 0 || since[i] >= 10 { bg[i] += a * (Float(b[i]) - bg[i]) }
+                            if all || since[i] == 0 {
+                                bg[i] += a * (Float(b[i]) - bg[i])
+                            } else if since[i] >= Self.changedFrames {
+                                bg[i] += settled * (Float(b[i]) - bg[i])
+                            }
                         }
                     }
                 }

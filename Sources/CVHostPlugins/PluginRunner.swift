@@ -164,9 +164,9 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
 
     public func videoDataOutput(_ output: VideoDataOutput, didDrop sample: SampleBuffer, reason: DropReason) {
         // Counted by the output itself (DeliveryStatistics.dropped). A frame passed over by the
-        // frame-rate cap is still a frame of the input for the stages (tracks placed in it, their
-        // events' snapshots of it).
-        guard reason == .frameRateCap else { return }
+        // frame-rate cap, or for want of motion, is still a frame of the input for the stages
+        // (tracks placed in it, their events' snapshots of it; a still one holds the tracks).
+        guard reason == .frameRateCap || reason == .noMotion else { return }
         let captured = sample.pixelBuffer
         let placement = output.content(sourceWidth: captured.width, sourceHeight: captured.height, format: captured.format)
         after.passedOver(sample, width: placement.sourceWidth, height: placement.sourceHeight, orientation: output.connection.videoOrientation)

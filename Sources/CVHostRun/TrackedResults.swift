@@ -63,6 +63,7 @@ final class TrackedResults: @unchecked Sendable {
             return (timed.map(\.time), before == 0 ? timed.lazy.compactMap(\.jump).first : nil)
         }
         let betweenTimes = Array(times.dropLast()), time = times.last!
+        let look = motionLook(frames: between + [frame], times: times)
         var jumped: [AnalyticsEvent] = []
         if let jump {
             Log.warning("the timestamps jumped from \(Double(jump.fromNs) / 1e9) s to \(Double(jump.toNs) / 1e9) s (a reconnection, or a camera's "
@@ -70,17 +71,33 @@ final class TrackedResults: @unchecked Sendable {
                         source: source)
             jumped.append(AnalyticsEvent.timeJumped(fromNs: jump.fromNs, toNs: jump.toNs))
         }
-        let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes)
+        let outcome = analytics.update(detections, time: time, width: frame.width, height: frame.height, between: betweenTimes, motion: look)
         sayIfNoTrackStarts(detections)
         sayIfBehind(frame, time: time, passedOver: between.count)
-        sayIfFartherThanLost(frame, time: time)
+        sayIfFartherThanLost(frame, time: time, still: look?.stillSeconds ?? 0)
         var out = lines
         for (k, id) in outcome.trackIDs.enumerated() {
-            if let id, let tagged = out[at[k]].with(trackID: id) { out[at[k]] = tagged }
+            if let id, let tagged = out[at[k]].with(trackID: id, stationary: outcome.stationary.contains(id)) { out[at[k]] = tagged }
         }
         last.withLock { $0 = frame.withoutPicture }
         let passed = zip(between, outcome.betweenEvents).flatMap { f, events in events.map { line($0, f) } }
         results.lines = passed + out + (jumped + outcome.events).map { line($0, frame) }
+    }
+
+    /// What the host's motion saw of the frame and of the frames since the one processed before it
+    /// (`frames`, the frame last, at `times`): the seconds that ended in a still frame, and where the
+    /// frame moved. Nil when motion is not looked for.
+    private func motionLook(frames: [ProcessedFrame], times: [Double]) -> MotionLook? {
+        guard let motion = frames.last?.motion else { return nil }
+        var still = 0.0
+        var before = lastProcessed.withLock { $0?.time }
+        for (f, t) in zip(frames.dropLast(), times) {
+            if let before, f.motion?.active == false { still += max(0, t - before) }
+            before = t
+        }
+        return MotionLook(stillSeconds: still, regions: motion.regions.map {
+            Box(x: Double($0.x), y: Double($0.y), width: Double($0.width), height: Double($0.height))
+        })
     }
 
     /// A plugin whose boxes all fall under `high` counts nothing, silently but for
@@ -118,13 +135,14 @@ final class TrackedResults: @unchecked Sendable {
     /// A plugin that sees frames further apart than the tracker's `lost` (a low `max_fps`, or too
     /// slow for its input) ends every track between two of them: each object is a new track, counted
     /// again. Said once, with the gap and the fix; a gap of the input's own (a reconnection, a file's
-    /// pause: no frame between) is not the plugin's.
-    private func sayIfFartherThanLost(_ frame: ProcessedFrame, time: Double) {
+    /// pause: no frame between) is not the plugin's, nor a still one (`still` seconds of it: a plugin
+    /// gated on motion, which the tracker holds its tracks through).
+    private func sayIfFartherThanLost(_ frame: ProcessedFrame, time: Double, still: Double) {
         let gap = lastProcessed.withLock { last -> Double? in
             defer { last = (time, frame.sequence, last?.said ?? false) }
-            guard let before = last, !before.said, frame.sequence > before.sequence + 1, time - before.time > lost else { return nil }
+            guard let before = last, !before.said, frame.sequence > before.sequence + 1, time - before.time - still > lost else { return nil }
             last?.said = true
-            return time - before.time
+            return time - before.time - still
         }
         guard let gap else { return }
         let wanted = (gap * 1.5 * 10).rounded(.up) / 10

@@ -59,6 +59,29 @@ def constant_detector(folder, name, table, metadata=None, input_shape=(1, 3, SIZ
          constants, metadata)
 
 
+def unconverted_detector(folder, name, table, metadata):
+    """constant_detector's model through an onnxruntime contrib op (com.microsoft's MurmurHash3 of the
+    input's mean) that OpenVINO has no conversion for: onnxruntime runs it, OpenVINO cannot."""
+    out = np.asarray(table, np.float32)
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["mean"], keepdims=0),
+        helper.make_node("Cast", ["mean"], ["whole"], to=TensorProto.INT32),
+        helper.make_node("MurmurHash3", ["whole"], ["hash"], domain="com.microsoft", positive=1),
+        helper.make_node("Cast", ["hash"], ["hashed"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["hashed", "zero"], ["nothing"]),
+        helper.make_node("Add", ["table", "nothing"], ["output0"]),
+    ]
+    constants = [numpy_helper.from_array(out, "table"), numpy_helper.from_array(np.array(0, np.float32), "zero")]
+    graph = helper.make_graph(nodes, name, [image_input()], [helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(out.shape))],
+                              constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)],
+                              producer_name="cvhost-tests")
+    model.ir_version = 7
+    for k, v in metadata.items():
+        model.metadata_props.add(key=k, value=v)
+    onnx.save(model, f"{folder}/{name}.onnx")
+
+
 def multi_output(folder, name, tables):
     """Several constant outputs (an SSD-style model): name -> array."""
     nodes = [helper.make_node("ReduceMean", ["images"], ["mean"], keepdims=0),
@@ -102,6 +125,7 @@ def main(folder):
         v8[0, :4, i] = (cx, cy, w, h)
         v8[0, 4 + c, i] = s
     constant_detector(folder, "yolov8", v8, meta)
+    unconverted_detector(folder, "yolov8-unconverted", v8, meta)
     constant_detector(folder, "yolov8-dynamic", v8, meta, input_shape=(1, 3, "height", "width"))
     constant_detector(folder, "yolov8-dynamic-nometa", v8, None, input_shape=(1, 3, "height", "width"))
     # One class, no metadata: A, E and D (all class 0 here), and empty candidates.

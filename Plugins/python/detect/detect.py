@@ -1,5 +1,5 @@
 """detect: the user's own ONNX model, with no code: a detector (YOLOv5/v7, YOLOv8/v9/v11, end-to-end
-YOLOv10 exports, SSD-style) or a classifier, run with onnxruntime on the frames cvhost gives it.
+YOLOv10 exports, SSD-style) or a classifier, run with OpenVINO (where installed) or onnxruntime on the frames cvhost gives it.
 
     cvhost run --plugin detect:model=yolov8n.onnx --input rtsp://...
 
@@ -19,7 +19,7 @@ from typing import Any, Optional
 import cvhost
 
 from detect_model import LAYOUTS, Model, printable
-from detect_runtime import cores, require
+from detect_runtime import cores, importable, require
 
 BACKGROUND = {"background", "__background__"}
 """Labels that mean "no object" in SSD-style models' class lists: never reported."""
@@ -96,7 +96,7 @@ class Detect(cvhost.Plugin):
     api_version = (1, 3)
     name = "detect"
     version = "1.0.0"
-    description = "your own ONNX model (onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
+    description = "your own ONNX model (OpenVINO or onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
     pixel_formats = ("bgr24", "rgb24")
     stateless = True
     options = (
@@ -126,8 +126,9 @@ class Detect(cvhost.Plugin):
         cvhost.Option("classify_labels", cvhost.File, "", "the second stage's labels file (default: its own names)"),
         cvhost.Option("threads", int, 0, "the runtime's threads for each instance; 0: cvhost's thread plan (the cores it may use "
                       "divided among every plugin instance of the run)", min=0, max=256),
-        cvhost.Option("runtime", str, "onnxruntime", "what runs the model: onnxruntime, or openvino (Intel's OpenVINO, PyPI's openvino: "
-                      "often faster on Intel CPUs)", choices=("onnxruntime", "openvino")),
+        cvhost.Option("runtime", str, "auto", "what runs the model: auto (OpenVINO where PyPI's openvino is installed, else "
+                      "onnxruntime; onnxruntime when OpenVINO cannot compile the model, said in one line), onnxruntime, or openvino "
+                      "(Intel's OpenVINO: often faster on Intel CPUs)", choices=("auto", "onnxruntime", "openvino")),
         cvhost.Option("precision", str, "auto", "runtime=openvino: auto (OpenVINO's choice: bf16 where the CPU computes in it, "
                       "faster and a little less exact) or f32", choices=("auto", "f32")),
     )
@@ -135,14 +136,20 @@ class Detect(cvhost.Plugin):
     def __init__(self, options: dict[str, Any]) -> None:
         if not options["model"]:
             raise cvhost.OptionError("give the model to run: --plugin detect:model=FILE.onnx")
-        require("onnxruntime", "numpy", "cv2", *(("openvino",) if options["runtime"] == "openvino" else ()))
+        # auto: OpenVINO where it is installed (5.0 of 5 detections a second on 8 cameras here, where
+        # onnxruntime kept 3.9-4.6: docs/benchmarks.md), falling back to onnxruntime.
+        runtime, fallback = options["runtime"], options["runtime"] == "auto"
+        if fallback:
+            runtime = "openvino" if importable("openvino") else "onnxruntime"
+        require("onnxruntime", "numpy", "cv2", *(("openvino",) if runtime == "openvino" else ()))
         import numpy
         import detect_decode
         import detect_prepare
         self.np, self.decode = numpy, detect_decode
         threads = options["threads"] or max(1, cores() // self.instance_count)
+        said = self.instance_index == 0
         self.model = Model(options["model"], "model", threads, options["type"], options["size"], options["ssd_boxes"],
-                           options["runtime"], options["precision"])
+                           runtime, options["precision"], fallback=fallback, say=said)
         self.classes = Classes(self.model, options["labels"], "labels")
         self.wanted = self.classes.ids(options["classes"], "classes")
         self.confidence, self.iou = options["confidence"], options["iou"]
@@ -175,8 +182,8 @@ class Detect(cvhost.Plugin):
         if options["classify"]:
             if classifier:
                 raise cvhost.OptionError("classify= runs a classifier on each object a detector finds, and model= is a classifier itself")
-            second = Model(options["classify"], "classify", threads, "classify", "", runtime=options["runtime"],
-                           precision=options["precision"])
+            second = Model(options["classify"], "classify", threads, "classify", "", runtime=runtime,
+                           precision=options["precision"], fallback=fallback, say=said)
             self.second = (second, Classes(second, options["classify_labels"], "classify_labels"),
                            detect_prepare.InputFormat(second, rgb, mean, std, options["pad"], "stretch"))
 

@@ -7,6 +7,7 @@ model (runtime=openvino: Intel's, which reads ONNX files itself, often faster on
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Any, Optional
 
 import cvhost
@@ -41,6 +42,14 @@ def first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
+def openvino_reason(error: BaseException) -> str:
+    """OpenVINO's reason in its error's lines, which begin with where it was raised and checked
+    ("Exception from src/...", "Check 'false' failed at ...", "Summary:"): the last line of its own."""
+    lines = [line.strip().lstrip("- ").strip() for line in str(error).splitlines()]
+    said = [line for line in lines if line and not line.startswith(("Exception from", "Check '", "Summary:"))]
+    return said[-1] if said else first_line(error)
+
+
 def dim(d: Any) -> Optional[int]:
     """A dimension's size, or None when the model leaves it open (a name, or nothing)."""
     return d if isinstance(d, int) and d > 0 else None
@@ -59,11 +68,17 @@ class Output:
         return f"{self.name} {shape_text(self.shape)}"
 
 
+class OpenVINORefused(Exception):
+    """OpenVINO could not read or compile the model (its first line)."""
+
+
 class Model:
     """One model file, loaded. `what` is the option that named it (model, classify), for errors."""
 
     def __init__(self, path: str, what: str, threads: int, forced_type: str, size: str, ssd_boxes: str = "auto",
-                 runtime: str = "onnxruntime", precision: str = "auto") -> None:
+                 runtime: str = "onnxruntime", precision: str = "auto", fallback: bool = False, say: bool = True) -> None:
+        """`fallback`: onnxruntime runs the model when OpenVINO cannot (said in one line when `say`),
+        rather than the model being refused (runtime=auto)."""
         import onnxruntime as ort
         self.path, self.what = path, what
         self.runtime, self.precision = runtime, None
@@ -96,7 +111,15 @@ class Model:
         self.ssd_order = ssd_boxes if ssd_boxes != "auto" else ("yxyx" if boxes == "detection_boxes" else "xyxy")
         self.compiled = None
         if runtime == "openvino":
-            self.compile_openvino(threads, precision)
+            try:
+                self.compile_openvino(threads, precision)
+            except OpenVINORefused as e:
+                cannot = f"{what}={path} cannot be run by OpenVINO {self.ov.__version__.split('-')[0]}: {e}"
+                if not fallback:
+                    raise cvhost.OptionError(f"{cannot} (runtime=onnxruntime runs it otherwise)") from None
+                self.runtime, self.compiled = "onnxruntime", None
+                if say:
+                    sys.stderr.write(f"detect: {cannot}; it runs on onnxruntime (runtime=onnxruntime does not try OpenVINO)\n")
 
     def compile_openvino(self, threads: int, precision: str) -> None:
         """OpenVINO's compiled model in place of onnxruntime's session (which read the model and is let go):
@@ -127,8 +150,7 @@ class Model:
             model.reshape({self.input_name: shape})
             compiled = self.ov_core.compile_model(model, "CPU", self.ov_config)
         except Exception as e:
-            raise cvhost.OptionError(f"{self.what}={self.path} cannot be run by OpenVINO {self.ov.__version__}: {first_line(e)} "
-                                     "(runtime=onnxruntime runs it otherwise)") from None
+            raise OpenVINORefused(openvino_reason(e)) from None
         return compiled, compiled.create_infer_request(), [compiled.output(o.name) for o in self.outputs]
 
     def refuse(self, why: str) -> cvhost.OptionError:

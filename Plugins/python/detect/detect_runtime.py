@@ -27,6 +27,15 @@ def require(*modules: str) -> None:
         raise cvhost.CreateError(refusal(missing)) from None
 
 
+def importable(module: str) -> bool:
+    """Whether this Python imports the module (a broken install is as good as none)."""
+    try:
+        __import__(module)
+        return True
+    except Exception:
+        return False
+
+
 def refusal(missing: list[tuple[str, ImportError]]) -> str:
     names = " and ".join(m for m, _ in missing)
     packages = " ".join(PACKAGES.get(m, m) for m, _ in missing)

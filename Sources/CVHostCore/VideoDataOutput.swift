@@ -48,6 +48,9 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// With `scaling`: the delegate also reads each frame at its captured size, in the same format
     /// (`fullPixels(for:)`), made off the capture thread as the scaled one is.
     public var deliversFullFrame = false
+    /// With `motionGate`: the delegate reads each frame's motion regions (`regions(for:)`, squares
+    /// of `scaling`'s larger side), and the frame at its captured size with them.
+    public var deliversRegions = false
     /// nil: the source decides (drop-late for live sources, block for files and images).
     public var backpressure: BackpressurePolicy?
     /// How many frames may wait for the delegate.
@@ -182,8 +185,17 @@ public final class VideoDataOutput: @unchecked Sendable {
     /// The frame at its captured size (turned) in the delegate's format, when the output scales
     /// frames and delivers the full one too; made once and cached on the frame's buffer.
     public func fullPixels(for sample: SampleBuffer) -> PixelBuffer? {
-        guard scaling != nil, deliversFullFrame else { return nil }
+        guard scaling != nil, deliversFullFrame || !regions(for: sample).isEmpty else { return nil }
         return sample.pixelBuffer.converted(to: deliveredFormat(for: sample.pixelBuffer.format), orientation: connection.videoOrientation)
+    }
+
+    /// Where the frame moved, as squares of `scaling`'s larger side in the captured picture (turned),
+    /// for a delegate gated on motion that reads regions (`deliversRegions`); empty: the whole frame.
+    public func regions(for sample: SampleBuffer) -> [FrameMotion.Region] {
+        guard deliversRegions, motionGate != nil, let motion = sample.motion, motion.active else { return [] }
+        let o = connection.videoOrientation, w = sample.pixelBuffer.width, h = sample.pixelBuffer.height
+        let (width, height) = o.swapsSides ? (h, w) : (w, h)
+        return motion.turned(o, width: w, height: h).squares(side: scaling.map { max($0.width, $0.height) } ?? 0, width: width, height: height)
     }
 
     /// Drains and stops the workers; returns when the delegate has seen its last frame.

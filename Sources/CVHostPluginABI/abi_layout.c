@@ -33,7 +33,9 @@ LP64_PIN(offsetof(cvhost_plugin_descriptor, shared_create) == 104 && sizeof(cvho
 // lies at the end of cvhost_frame); file options.
 LP64_PIN(offsetof(cvhost_host, request_frames) == 48 && sizeof(cvhost_host) == 56, "cvhost_host 2.2");
 LP64_PIN(offsetof(cvhost_frame, content_height) == 244, "cvhost_frame 2.2");
-LP64_PIN(offsetof(cvhost_frame, full) == 248 && sizeof(cvhost_frame) == 256, "cvhost_frame 2.3");
+LP64_PIN(offsetof(cvhost_frame, full) == 248, "cvhost_frame 2.3");
+LP64_PIN(offsetof(cvhost_frame, region_count) == 256 && offsetof(cvhost_frame, regions) == 264 && sizeof(cvhost_frame) == 272, "cvhost_frame 2.4");
+LP64_PIN(sizeof(cvhost_region) == 16, "cvhost_region 2.4");
 _Static_assert(offsetof(cvhost_frame_request, pixel_format) == 20, "cvhost_frame_request 2.2");
 _Static_assert(offsetof(cvhost_frame_request, flags) == 24 && sizeof(cvhost_frame_request) == 28, "cvhost_frame_request 2.3");
 _Static_assert(CVHOST_OPTION_FILE == 6, "file options");

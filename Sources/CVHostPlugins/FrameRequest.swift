@@ -10,15 +10,22 @@ public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
     public let pixelFormat: PixelFormat?
     /// The captured picture at its own size as well, in the same format (ABI 2.3, cvhost_frame.full).
     public let fullFrame: Bool
+    /// When gated on motion, the frame's motion regions squared to this size, with the full frame (ABI 2.4).
+    public let motionRegions: Bool
 
-    public var description: String { scaling.description + (pixelFormat.map { " \($0)" } ?? "") + (fullFrame ? " and the full frame" : "") }
+    public var description: String {
+        scaling.description + (pixelFormat.map { " \($0)" } ?? "") + (fullFrame ? " and the full frame" : "") + (motionRegions ? " and motion regions" : "")
+    }
+
+    static let knownFlags = UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) | UInt32(CVHOST_FRAME_REQUEST_MOTION_REGIONS)
 
     /// The request a plugin made, checked: nil for a size out of range, an unknown resize, a pad
     /// over 255, a format the plugin did not declare, or a flag cvhost does not know.
     init?(width: UInt32, height: UInt32, resize: UInt32, pad: UInt32, pixelFormat: UInt32, flags: UInt32, declared: [PixelFormat]) {
         guard FrameScaling.sides.contains(Int(width)), FrameScaling.sides.contains(Int(height)), pad <= 255,
-              flags & ~UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) == 0 else { return nil }
+              flags & ~Self.knownFlags == 0 else { return nil }
         fullFrame = flags & UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) != 0
+        motionRegions = flags & UInt32(CVHOST_FRAME_REQUEST_MOTION_REGIONS) != 0
         let mode: FrameScaling.Mode
         switch resize {
         case CVHOST_RESIZE_STRETCH.rawValue: mode = .stretch
@@ -42,7 +49,7 @@ public struct FrameRequest: Equatable, Sendable, CustomStringConvertible {
         case .letterbox(let pad): (CVHOST_RESIZE_LETTERBOX.rawValue, UInt32(pad))
         }
         return [UInt32(scaling.width), UInt32(scaling.height), resize, pad, pixelFormat?.rawValue ?? 0,
-                fullFrame ? UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) : 0]
+                (fullFrame ? UInt32(CVHOST_FRAME_REQUEST_FULL_FRAME) : 0) | (motionRegions ? UInt32(CVHOST_FRAME_REQUEST_MOTION_REGIONS) : 0)]
     }
 
     /// How many `fields` there are.

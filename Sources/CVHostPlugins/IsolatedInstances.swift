@@ -160,6 +160,9 @@ final class IsolatedInstances: PluginInstances, @unchecked Sendable {
         case .copied: copiedFrames.add(1, ordering: .relaxed)
         }
         var message = WorkerMessage.FrameMessage(memory: memory, frame: frame)
+        if let regions = frame.regions, frame.region_count > 0 {
+            message.regions = Array(UnsafeBufferPointer(start: regions, count: Int(frame.region_count)))
+        }
         if let full = call.full, var fullFrame = frame.full?.pointee {
             guard let (_, fullMemory) = try transfer.prepare(&fullFrame, pixels: full, channel: channel, generation: w.generation,
                                                              slot: .full, position: position)

@@ -90,6 +90,7 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         if let request = instances.frameRequest {
             output.scaling = request.scaling
             output.deliversFullFrame = request.fullFrame
+            output.deliversRegions = request.motionRegions
             if let format = request.pixelFormat { output.acceptedPixelFormats = [format] }
         }
         output.setSampleBufferDelegate(self)
@@ -115,10 +116,16 @@ public final class PluginRunner: VideoDataOutputDelegate, @unchecked Sendable {
         var fullFrame = full.map { p in
             cvhost_frame(sample, p, deliveryIndex: context.ticket, placement: (.whole(width: p.width, height: p.height), p.width, p.height))
         } ?? cvhost_frame()
+        // And its motion regions (ABI 2.4), when it asked for them and is gated on motion.
+        let regions = output.regions(for: sample).map { cvhost_region(x: UInt32($0.x), y: UInt32($0.y), width: UInt32($0.width), height: UInt32($0.height)) }
         var outcome = withUnsafePointer(to: &fullFrame) { p -> PluginCallOutcome in
-            frame.full = full == nil ? nil : p
-            defer { frame.full = nil }
-            return instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, full: full, stamp: stamp, source: source)
+            regions.withUnsafeBufferPointer { r in
+                frame.full = full == nil ? nil : p
+                frame.region_count = UInt32(r.count)
+                frame.regions = r.isEmpty ? nil : r.baseAddress
+                defer { (frame.full, frame.region_count, frame.regions) = (nil, 0, nil) }
+                return instances.process(lane: context.worker, frame: &frame, pixels: pixelBuffer, full: full, stamp: stamp, source: source)
+            }
         }
         if plugin.hasOrderedStage {
             outcome = turns.take(context.ticket) {

@@ -79,6 +79,7 @@ public enum PluginWorker {
         func placed(_ m: WorkerMessage.PlacedFrame) -> cvhost_frame? {
             var f = m.frame
             f.full = nil
+            (f.region_count, f.regions) = (0, nil)
             let count = Int(min(f.plane_count, 4))
             guard m.memory.count >= count else { return nil }
             var inside = true
@@ -111,8 +112,11 @@ public enum PluginWorker {
         func process(_ m: WorkerMessage.FrameMessage) {
             guard case (var f, let stamp)? = frame(m) else { channel.send(.done(status: -EINVAL)); return }
             reply(withUnsafePointer(to: &full) { p in
-                f.full = m.full == nil ? nil : p
-                return instance.process(&f, stamp: stamp)
+                m.regions.withUnsafeBufferPointer { r in
+                    f.full = m.full == nil ? nil : p
+                    (f.region_count, f.regions) = (UInt32(r.count), r.isEmpty ? nil : r.baseAddress)
+                    return instance.process(&f, stamp: stamp)
+                }
             })
         }
         while true {

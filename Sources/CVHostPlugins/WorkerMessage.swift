@@ -1,3 +1,4 @@
+import CVHostCore
 import CVHostPluginABI
 
 /// The messages between cvhost and a plugin's worker process, one per SOCK_SEQPACKET packet
@@ -8,11 +9,12 @@ import CVHostPluginABI
 /// cvhost checks; a kind one end does not know is answered with `failed` at once, not left to
 /// time out. Change both ends and the version together.
 package enum WorkerMessage {
-    /// 5: processBatch, several frames in one message (a count, then each as process's frame),
+    /// 6: a frame's full frame is followed by its motion regions (a count, then x, y, width, height each;
+    /// ABI 2.4), and ready's request flags may ask for them. 5: processBatch, several frames in one message (a count, then each as process's frame),
     /// answered by each frame's results and `done` in turn. 4: a Python worker is started with `--preload FILE` and imports it before the hello; ready's
     /// request has the flags too, and a frame may carry the full frame after it. 3: hello says which instances the worker serves of how many the plugin
     /// has; ready carries the frames the plugin asked for. 2: hello and ready carry the version. (1 had none.)
-    package static let protocolVersion: UInt32 = 5
+    package static let protocolVersion: UInt32 = 6
 
     /// The most frames in one processBatch (the host option `batch`'s range).
     package static let maxBatch = 64
@@ -69,6 +71,8 @@ package enum WorkerMessage {
         var memory: [UInt64]
         var frame: cvhost_frame
         var full: PlacedFrame? = nil
+        /// Its motion regions (ABI 2.4; the frame's `regions` pointer, as `full`, is set by the worker).
+        var regions: [cvhost_region] = []
     }
 
     /// A frame's fields and the memory its planes lie in (the full frame of a FrameMessage).
@@ -222,6 +226,8 @@ private struct ByteWriter {
         placed(f.memory, f.frame)
         u8(f.full == nil ? 0 : 1)
         if let full = f.full { placed(full.memory, full.frame) }
+        u32(UInt32(f.regions.count))
+        for r in f.regions { [r.x, r.y, r.width, r.height].forEach { u32($0) } }
     }
     private mutating func placed(_ memory: [UInt64], _ frame: cvhost_frame) {
         u64(UInt64(memory.count))
@@ -266,6 +272,11 @@ private struct ByteReader {
         if hasFull == 1 {
             guard let full = placed() else { return nil }
             message.full = full
+        }
+        guard let count = u32(), count <= UInt32(FrameMotion.mostSquares) else { return nil }
+        for _ in 0..<count {
+            guard let x = u32(), let y = u32(), let w = u32(), let h = u32() else { return nil }
+            message.regions.append(cvhost_region(x: x, y: y, width: w, height: h))
         }
         return message
     }

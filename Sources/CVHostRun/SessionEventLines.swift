@@ -101,6 +101,7 @@ public enum SessionEventLines {
             }
             frames.set("pixel_formats", strings: r.output.acceptedPixelFormats.map(\.name))
             frames.set("full_frame", r.output.deliversFullFrame)
+            frames.set("motion_regions", r.output.deliversRegions)
             o.set("frames", object: frames)
         }
         // Each value as its type says: a number is a number, a flag true or false.

@@ -32,7 +32,7 @@ struct FrameRequestTests {
             // What it asked for is in session.started, and the lines pass the schema.
             let started = (r1.events("session.started").first?["plugins"] as? [[String: Any]])?.first
             #expect(started?["frames"] as? NSDictionary == ["width": 64, "height": 64, "resize": "letterbox", "pad": 114, "pixel_formats": ["rgb24"],
-                                                             "full_frame": false],
+                                                             "full_frame": false, "motion_regions": false],
                     "\(started ?? [:])")
             #expect(try CVHostBinary.schemaProblems(r1.stdout) == nil)
             for f in boxed {
@@ -51,6 +51,39 @@ struct FrameRequestTests {
             #expect(stretched.first?["width"] as? Int == 32 && stretched.first?["height"] as? Int == 32 && stretched.first?["format"] as? Int == Self.gray8)
             #expect(stretched.first?["content"] as? [Int] == [0, 0, 32, 32] && stretched.first?["source"] as? [Int] == [160, 120], "\(stretched)")
         }
+    }
+
+    @Test("ABI 2.4: a C plugin that asks for motion regions, gated on motion: each frame where two squares move comes with two regions around them (squares of 64 or more) and the captured picture, the same in and out of process; frames that do not move are not given; not gated, no regions")
+    func motionRegions() throws {
+        let plugin = try Self.plugin("regions", request: "64,64,CVHOST_RESIZE_LETTERBOX,114,\(Self.rgb24)", flags: "CVHOST_FRAME_REQUEST_MOTION_REGIONS")
+        let clip = try MotionRegionsTests.twoSquares()
+        var seen: [String: [[Int]]] = [:]
+        for isolation in ["none", "process"] {
+            let r = try CVHostBinary.run(["run", "--plugin", "\(plugin):isolation=\(isolation),on_motion=true,motion_refresh=0", "--input", clip,
+                                          "--metrics-interval", "0"], timeout: 60)
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            let started = (r.events("session.started").first?["plugins"] as? [[String: Any]])?.first?["frames"] as? [String: Any]
+            #expect(started?["motion_regions"] as? Bool == true, "\(started ?? [:])")
+            let frames = r.events("result")
+            #expect(frames.compactMap { $0["seq"] as? Int } == Array(10...29), "\(frames.compactMap { $0["seq"] as? Int })")
+            for e in frames {
+                let f = e["data"] as? [String: Any] ?? [:]
+                let regions = f["regions"] as? [[Int]] ?? []
+                // Squares of 64 at least (as large as the motion box where it is larger: the square and its trail).
+                #expect(regions.count == 2 && regions.allSatisfy { $0[2] >= 64 && $0[2] == $0[3] }, "\(f)")
+                let t = Double(e["seq"] as? Int ?? 0) / 10
+                for (cx, cy) in [(130 + (t - 1) * 100, 130.0), (930 + (t - 1) * 100, 530.0)] {
+                    #expect(regions.contains { Double($0[0]) < cx && cx < Double($0[0] + $0[2]) && Double($0[1]) < cy && cy < Double($0[1] + $0[3]) },
+                            "\(f): no region around the square at (\(cx), \(cy))")
+                }
+                #expect(f["full"] as? [Int] == [1280, 720, 0x3342_4752], "\(f)")
+                seen[isolation, default: []] += regions
+            }
+            #expect(try CVHostBinary.schemaProblems(r.stdout) == nil)
+        }
+        #expect(seen["none"] == seen["process"])
+        let ungated = try CVHostBinary.run(["run", "--plugin", plugin, "--input", clip, "--motion", "on", "--metrics-interval", "0"], timeout: 60)
+        #expect(ungated.events("result").count == 30 && ungated.events("result").allSatisfy { ($0["data"] as? [String: Any])?["regions"] == nil })
     }
 
     @Test("ABI 2.3: a C plugin that asks for the full frame too gets the captured picture beside the scaled one, in its format, in and out of process")
@@ -85,7 +118,7 @@ struct FrameRequestTests {
     @Test("a request cvhost cannot make is refused in create(): a format the plugin did not declare, a size out of range, a flag it does not know")
     func refused() throws {
         for (name, request, flags) in [("undeclared", "64,64,CVHOST_RESIZE_STRETCH,0,0x33524742", "0"), ("tiny", "8,64,CVHOST_RESIZE_STRETCH,0,0", "0"),
-                                       ("noresize", "64,64,7,0,0", "0"), ("unknownflag", "64,64,CVHOST_RESIZE_STRETCH,0,0", "2")] {
+                                       ("noresize", "64,64,7,0,0", "0"), ("unknownflag", "64,64,CVHOST_RESIZE_STRETCH,0,0", "4")] {
             let path = try Self.plugin(name, request: request, flags: flags)
             let (r, _) = try Self.frames(path)
             #expect(r.exitCode == 16 && r.stderr.contains("request_frames returned -22"), "\(name): \(r.stderr)")

@@ -152,7 +152,7 @@ struct IsolationTests {
         let r = try CVHostBinary.run(["plugins", "--json"], environment: ["CVHOST_PLUGIN_PATH": folder])
         #expect(r.exitCode == 0, "\(r.stderr)")
         let listed = try #require(r.events("plugin").first { $0["plugin"] as? String == "crashonload" })
-        #expect(listed["abi"] as? String == "2.3" && (listed["options"] as? [Any])?.count == 2)
+        #expect(listed["abi"] as? String == "2.4" && (listed["options"] as? [Any])?.count == 2)
         // Loading it crashes: in cvhost's process that is named (exit 19); in a worker the start fails (exit 16).
         let inProcess = try CVHostBinary.run(["run", "--plugin", "crashonload", "--input", "testsrc", "--max-frames", "3"],
                                              environment: ["CVHOST_PLUGIN_PATH": folder])

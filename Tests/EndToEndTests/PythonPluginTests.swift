@@ -220,7 +220,7 @@ struct PythonPluginTests {
         let newer = try Self.plugin("newer", "import cvhost\nclass N(cvhost.Plugin):\n    api_version = (1, 99)\n    name = 'newer'\n    def process(self, frame): pass\n")
         let n = try CVHostBinary.run(["plugins", newer], environment: Self.python)
         #expect(n.exitCode == 13)
-        #expect(n.stderr.contains("written for cvhost's Python API 1.99; this cvhost has 1.3: use a newer cvhost"), "\(n.stderr)")
+        #expect(n.stderr.contains("written for cvhost's Python API 1.99; this cvhost has 1.4: use a newer cvhost"), "\(n.stderr)")
         let bad = try CVHostBinary.run(["run", "--plugin", Self.folder + "/none.py", "--input", "testsrc"], environment: Self.python)
         #expect(bad.exitCode == 10 && bad.stderr.contains("none.py does not exist"))
     }

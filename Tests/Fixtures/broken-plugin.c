@@ -19,7 +19,8 @@
 // size, format, source size, content rectangle, its first and middle bytes, and what a second
 // request from process() returned. With -DREQUEST_FLAGS=F too, the request's flags (ABI 2.3;
 // CVHOST_FRAME_REQUEST_FULL_FRAME: the result adds the full frame's size, format and whether its own
-// `full` is NULL, and the first frame's full picture is written, rows packed, to $DUMP_FULL).
+// `full` is NULL, and the first frame's full picture is written, rows packed, to $DUMP_FULL; with
+// CVHOST_FRAME_REQUEST_MOTION_REGIONS, a frame with motion regions adds them, [x, y, width, height] each).
 #include <cvhost/plugin.h>
 #include <errno.h>
 #include <stdint.h>
@@ -190,13 +191,23 @@ static int process(void *instance, const cvhost_frame *frame) {
                 if (out) fclose(out);
             }
         }
-        char json[600];
+        // ABI 2.4: the frame's motion regions, when it has them.
+        char regions[200] = "";
+        if (CVHOST_HAS_FIELD(frame, cvhost_frame, regions) && frame->region_count > 0) {
+            size_t at = (size_t)snprintf(regions, sizeof regions, ",\"regions\":[");
+            for (uint32_t i = 0; i < frame->region_count && at < sizeof regions; i++) {
+                const cvhost_region *r = &frame->regions[i];
+                at += (size_t)snprintf(regions + at, sizeof regions - at, "%s[%u,%u,%u,%u]", i ? "," : "", r->x, r->y, r->width, r->height);
+            }
+            if (at < sizeof regions) snprintf(regions + at, sizeof regions - at, "]");
+        }
+        char json[800];
         snprintf(json, sizeof json,
                  "{\"width\":%u,\"height\":%u,\"format\":%u,\"source\":[%u,%u],\"content\":[%u,%u,%u,%u],"
-                 "\"first\":%u,\"middle\":%u,\"again\":%d%s}",
+                 "\"first\":%u,\"middle\":%u,\"again\":%d%s%s}",
                  frame->width, frame->height, frame->pixel_format, frame->source_width, frame->source_height, frame->content_x,
                  frame->content_y, frame->content_width, frame->content_height, p->data[0],
-                 p->data[(size_t)(frame->height / 2) * p->stride + (frame->width / 2) * bpp], rc, full);
+                 p->data[(size_t)(frame->height / 2) * p->stride + (frame->width / 2) * bpp], rc, full, regions);
         s->host->emit(s->host->context, "frame", json);
     }
 #endif

@@ -93,7 +93,7 @@ class Classes:
 
 
 class Detect(cvhost.Plugin):
-    api_version = (1, 3)
+    api_version = (1, 4)
     name = "detect"
     version = "1.0.0"
     description = "your own ONNX model (OpenVINO or onnxruntime): YOLOv5/v8/v10/v11, SSD-style detectors and classifiers, read from the model file"
@@ -168,8 +168,10 @@ class Detect(cvhost.Plugin):
         # hands over beside it (frame.full).
         self.scaled = resize in ("letterbox", "stretch")
         if self.scaled:
+            # With on_motion=true, a frame that moved in a few places comes with them as squares of
+            # the model's side and the captured picture: the model runs on each crop (process_batch).
             self.request_frames(self.model.width, self.model.height, resize, options["pad"], "rgb24" if rgb else "bgr24",
-                                full=bool(options["classify"]))
+                                full=bool(options["classify"]), regions=not classifier)
         # benchmarks/detect.py: where each frame's time goes (preparing the input, session.run,
         # decoding), said on stderr at the end.
         self.timing = [0, 0.0, 0.0, 0.0] if os.environ.get("CVHOST_DETECT_TIMING") == "1" else None
@@ -202,15 +204,31 @@ class Detect(cvhost.Plugin):
 
     def process_batch(self, frames: list[cvhost.Frame]) -> None:
         """Frames of several cameras (shared instances): the model run once on all of them where
-        its batch is open (Model.run_batch), each frame's objects decoded and emitted apart."""
+        its batch is open (Model.run_batch), each frame's objects decoded and emitted apart. A frame
+        with motion regions (on_motion=true) is its regions' crops of the captured picture, run in
+        the same batch, their boxes mapped back and merged (NMS: a box cut by a region's edge and
+        found whole in another is one object)."""
         start = time.perf_counter()
-        prepared = [self.prepare(f, own=len(frames) > 1) for f in frames]
+        # One input of the model a whole frame or a region: (frame, picture, rgb, geometry, tensor, offset).
+        prepared, by_regions = [], [bool(f.regions) and f.full is not None for f in frames]
+        for f, regions in zip(frames, by_regions):
+            if regions:
+                prepared += [self.prepare_region(f, region) for region in f.regions]
+            else:
+                prepared.append(self.prepare(f, own=len(prepared) + len(frames) > 1) + ((0, 0),))
         ready = time.perf_counter()
-        outputs = self.model.run_batch([p[-1] for p in prepared])
+        outputs = self.model.run_batch([p[4] for p in prepared])
         ran = time.perf_counter()
         try:
-            for (frame, picture, rgb, geometry, _), out in zip(prepared, outputs):
-                self.report(frame, geometry, picture, rgb, out)
+            at = 0
+            for f, regions in zip(frames, by_regions):
+                n = len(f.regions) if regions else 1
+                if regions:
+                    self.report_regions(f, prepared[at:at + n], outputs[at:at + n])
+                else:
+                    frame, picture, rgb, geometry, _, _ = prepared[at]
+                    self.report(frame, geometry, picture, rgb, outputs[at])
+                at += n
         finally:
             if self.timing is not None:
                 t = self.timing
@@ -230,6 +248,15 @@ class Detect(cvhost.Plugin):
         rgb = frame.format == "rgb24"
         return frame, picture, rgb, geometry, self.input.tensor(picture, geometry, rgb, placed=self.scaled, own=own)
 
+    def prepare_region(self, frame: cvhost.Frame, region: tuple[int, int, int, int]) -> tuple[Any, ...]:
+        """A region of the captured picture (frame.full) as the model's input, in memory of its own."""
+        x, y, w, h = region
+        whole = frame.full.array()
+        crop = whole[y:y + h, x:x + w]
+        geometry = self.input.geometry(crop.shape[1], crop.shape[0])
+        rgb = frame.format == "rgb24"
+        return frame, crop, rgb, geometry, self.input.tensor(crop, geometry, rgb, placed=False, own=True), (x, y)
+
     def close(self) -> None:
         if self.nonfinite:
             sys.stderr.write(f"detect: instance {self.instance_index}: {self.nonfinite} boxes or scores that are not numbers skipped\n")
@@ -244,7 +271,30 @@ class Detect(cvhost.Plugin):
         if self.model.type == "classify":
             self.report_classes(frame, outputs[0])
             return
-        width, height = geometry.width, geometry.height
+        boxes = self.found(outputs)
+        self.emit_objects(frame, geometry.to_picture(boxes.corners), boxes, geometry.width, geometry.height, picture, rgb)
+
+    def report_regions(self, frame: cvhost.Frame, regions: list[tuple[Any, ...]], outputs: list[list[Any]]) -> None:
+        """The objects of a frame's regions: each region's boxes in the captured picture (moved by
+        its corner), all of them merged again, as one frame's."""
+        parts = []
+        for (_, _, _, geometry, _, (x, y)), out in zip(regions, outputs):
+            boxes = self.found(out)
+            corners = geometry.to_picture(boxes.corners)
+            corners[:, [0, 2]] += x
+            corners[:, [1, 3]] += y
+            parts.append(self.decode.Boxes(corners, boxes.scores, boxes.classes))
+        np = self.np
+        merged = self.decode.Boxes(np.concatenate([p.corners for p in parts]), np.concatenate([p.scores for p in parts]),
+                                   np.concatenate([p.classes for p in parts]))
+        if len(parts) > 1:
+            merged = self.decode.suppress(merged, self.iou, self.agnostic, self.max_detections)
+        whole = frame.full.array()
+        self.emit_objects(frame, merged.corners, merged, frame.source_width, frame.source_height, whole, frame.format == "rgb24")
+
+    def found(self, outputs: list[Any]) -> Any:
+        """The model's outputs as boxes in its input's pixels: decoded, the unusable and unwanted
+        left out, merged (NMS) or ranked, at most max_detections."""
         boxes, needs_nms = self.decode.decode(self.model.type, outputs, self.model, self.confidence)
         # A box with a NaN or infinite corner or score is the model's failing, not the frame's: it
         # is skipped (and counted), the frame's other boxes are kept.
@@ -257,10 +307,11 @@ class Detect(cvhost.Plugin):
         if self.classes.names:
             boxes = boxes.take(self.np.array([self.classes.label(int(c)).lower() not in BACKGROUND for c in boxes.classes], bool))
         if needs_nms:
-            boxes = self.decode.suppress(boxes, self.iou, self.agnostic, self.max_detections)
-        else:
-            boxes = self.decode.best_first(boxes, self.max_detections)
-        corners = geometry.to_picture(boxes.corners)
+            return self.decode.suppress(boxes, self.iou, self.agnostic, self.max_detections)
+        return self.decode.best_first(boxes, self.max_detections)
+
+    def emit_objects(self, frame: cvhost.Frame, corners: Any, boxes: Any, width: int, height: int, picture: Any, rgb: bool) -> None:
+        """`boxes` (their `corners` in the captured picture, `width` x `height`) as `frame`'s results."""
         for (x1, y1, x2, y2), score, class_id in zip(corners, boxes.scores, boxes.classes):
             if x2 <= x1 or y2 <= y1:
                 continue  # wholly outside the picture (in the padding)
@@ -273,7 +324,7 @@ class Detect(cvhost.Plugin):
             }
             if self.second is not None:
                 # The box's pixels in the picture as captured: the full frame beside a scaled one.
-                whole = frame.full.array() if self.scaled else picture
+                whole = frame.full.array() if self.scaled and frame.full is not None else picture
                 result["classification"] = self.classify(whole, rgb, x1, y1, x2, y2)
             self.emit("object", result, frame=frame)
 

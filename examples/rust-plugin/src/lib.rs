@@ -29,7 +29,13 @@ struct Frame {
     source_width: u32, source_height: u32, content_x: u32, content_y: u32, content_width: u32, content_height: u32,
     // ABI 2.3: the captured frame beside a scaled one, when asked for (NULL here).
     full: *const Frame,
+    // ABI 2.4: where the frame moved, for a plugin gated on motion that asked for regions (none here).
+    region_count: u32,
+    regions: *const Region,
 }
+
+#[repr(C)]
+struct Region { x: u32, y: u32, width: u32, height: u32 }
 
 #[repr(C)]
 struct Host {

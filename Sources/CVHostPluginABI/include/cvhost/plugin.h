@@ -122,7 +122,7 @@ extern "C" {
 
 /** The ABI version this header describes (see Versioning). */
 #define CVHOST_PLUGIN_ABI_MAJOR 2
-#define CVHOST_PLUGIN_ABI_MINOR 3
+#define CVHOST_PLUGIN_ABI_MINOR 4
 
 /** The name of the data symbol a plugin exports: its cvhost_plugin_descriptor. */
 #define CVHOST_PLUGIN_SYMBOL "cvhost_plugin"
@@ -276,6 +276,14 @@ enum {
     CVHOST_FRAME_FLAG_INDEPENDENT = 1u << 0,
 };
 
+/** A rectangle of the captured picture (ABI 2.4): pixels of source_width x source_height. */
+typedef struct cvhost_region {
+    uint32_t x;
+    uint32_t y;
+    uint32_t width;
+    uint32_t height;
+} cvhost_region;
+
 /** A frame, borrowed by the plugin for the duration of process(). */
 typedef struct cvhost_frame {
     uint32_t struct_size;           /**< sizeof(cvhost_frame) as the host built it */
@@ -327,6 +335,19 @@ typedef struct cvhost_frame {
      * ordered(). Valid for the call, as this frame is; its own `full` is NULL.
      */
     const struct cvhost_frame *full;
+
+    /* ---- ABI 2.4 ---- */
+    /**
+     * Where the frame moved, for a plugin gated on motion (the host option on_motion=true) that
+     * asked for regions (CVHOST_FRAME_REQUEST_MOTION_REGIONS): the host's motion boxes merged into
+     * squares of its request's larger side (larger where motion is larger), within the captured
+     * picture and in its pixels, as `full` is, which comes with them: run on each region's crop of
+     * `full` and map the boxes back by the region's x and y. 0 and NULL: look at the whole frame
+     * (no motion seen, as on a refresh frame; motion over much of the picture; the plugin not gated).
+     * Valid for the call, as this frame is; NULL in ordered().
+     */
+    uint32_t region_count;
+    const cvhost_region *regions;
 } cvhost_frame;
 
 /** How frames are fitted to the size a plugin asks for (cvhost_frame_request.resize). */
@@ -361,6 +382,11 @@ typedef struct cvhost_frame_request {
 enum {
     /** Also hand each frame's captured picture at its own size: cvhost_frame.full (ABI 2.3). */
     CVHOST_FRAME_REQUEST_FULL_FRAME = 1u << 0,
+    /**
+     * When gated on motion, hand each frame's motion regions (cvhost_frame.regions), squared to
+     * this request's larger side, and the captured picture (`full`) with them (ABI 2.4).
+     */
+    CVHOST_FRAME_REQUEST_MOTION_REGIONS = 1u << 1,
 };
 
 /** Log levels for cvhost_host.log. */

@@ -34,12 +34,13 @@ worker process of its own (one per instance), with the same queues, metrics and 
 plugin. This module is shipped with cvhost and put on the worker's path; nothing is compiled.
 """
 
-API_VERSION = (1, 3)
+API_VERSION = (1, 4)
 """The version of this API: MAJOR changes break plugins, MINOR only adds. A plugin declares the
 version it was written against (`api_version`); cvhost runs it when the majors match and the
 plugin's minor is not newer than this one. 1.1 added File options, OptionError, CreateError,
 instance_index, instance_count, request_frames and the frame's source size and content. 1.2 added
-request_frames(full=True) and frame.full. 1.3 added process_batch and emit's frame=."""
+request_frames(full=True) and frame.full. 1.3 added process_batch and emit's frame=. 1.4 added
+request_frames(regions=True) and frame.regions."""
 
 PIXEL_FORMATS = ("gray8", "i420", "nv12", "yuyv", "rgb24", "bgr24")
 """The pixel formats a plugin may ask for, as cvhost's C ABI names them."""
@@ -134,7 +135,7 @@ class Plugin:
     def close(self):
         pass
 
-    def request_frames(self, width, height, resize="letterbox", pad=114, pixel_format=None, full=False):
+    def request_frames(self, width, height, resize="letterbox", pad=114, pixel_format=None, full=False, regions=False):
         """Asks for frames of `width` x `height` (16 to 8192 each), scaled by cvhost from the frame
         as captured, in one pass with the conversion to `pixel_format` (one of the plugin's
         pixel_formats; None: the one cvhost chooses): `resize` "letterbox" (the whole picture
@@ -142,7 +143,11 @@ class Plugin:
         "stretch". Only in __init__ (API 1.1; the C ABI's host->request_frames). The frames then
         say where the picture lies in them: `frame.content` and `frame.source_width`/`source_height`.
         `full=True` (API 1.2): each frame's `frame.full` is also the picture at its captured size, in
-        the same format (a detector reads the frame, a second stage crops the full one)."""
+        the same format (a detector reads the frame, a second stage crops the full one).
+        `regions=True` (API 1.4): when the plugin is gated on motion (on_motion=true), a frame that
+        moved in a few places comes with `frame.regions`, its motion gathered into squares of the
+        larger side asked for, in the captured picture's pixels, and with `frame.full` to crop them
+        from; an empty `frame.regions` means the whole frame."""
         if not getattr(self, "_cvhost_creating", False):
             raise RuntimeError("request_frames() is accepted only in __init__")
         if resize not in ("letterbox", "stretch"):
@@ -152,7 +157,7 @@ class Plugin:
         if pixel_format is not None and pixel_format not in self.pixel_formats:
             raise ValueError(f"request_frames: pixel_format is one of the plugin's pixel_formats {tuple(self.pixel_formats)}, "
                              f"not {pixel_format!r}")
-        self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format, bool(full))
+        self._cvhost_frame_request = (int(width), int(height), resize, int(pad), pixel_format, bool(full), bool(regions))
 
     def emit(self, type, result, frame=None):
         """Writes one result of the frame being processed (in flush: of the last one): `type`
@@ -188,12 +193,14 @@ class Frame:
 
     __slots__ = ("width", "height", "format", "sequence", "delivery_index", "capture_time_ns",
                  "presentation_time_ns", "independent", "color_range", "color_matrix", "planes",
-                 "source_width", "source_height", "content", "full")
+                 "source_width", "source_height", "content", "full", "regions")
     # source_width, source_height: the picture as captured (and turned); content: (x, y, width,
     # height), where it lies in this frame (letterbox: the part that is not padding). A point
     # (x, y) of this frame is ((x - cx) * source_width / cw, (y - cy) * source_height / ch) of it.
     # full: the picture at its captured size, a Frame in the same format, when the plugin asked
-    # for it (request_frames(full=True)); else None.
+    # for it (request_frames(full=True)), or with its regions; else None.
+    # regions: (x, y, width, height) of each place it moved, in full's pixels, for a plugin gated
+    # on motion that asked for them (request_frames(regions=True)); () means the whole frame.
 
     def array(self):
         """The picture as one numpy view, no copy: (h, w) for gray8, (h, w, 3) for rgb24 and

@@ -13,10 +13,11 @@ import socket
 import struct
 from typing import Optional
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 """The version of the messages below. Hello carries cvhost's; the worker answers a hello of
 another version with `failed` (and its own version in the message), and `ready` carries the
-worker's, which cvhost checks in turn. 5: process_batch, several frames in one message (a count,
+worker's, which cvhost checks in turn. 6: a frame's full frame is followed by its motion regions
+(a count, then x, y, width, height each, u32), and ready's request flags may ask for them. 5: process_batch, several frames in one message (a count,
 then each as a process message's frame), answered by each frame's results and `done` in turn. 4: the worker imports its plugin before the hello
 (--preload); ready's request ends with its flags; a frame is followed by a byte saying whether the
 full frame follows it (its memory and fields, as a frame's). 3: hello says which instance the
@@ -31,16 +32,19 @@ MAX_BATCH = 64  # the most frames in one process_batch message (the host option 
 
 # cvhost_frame and cvhost_plane as Sources/CVHostPluginABI/abi_layout.c pins them (LP64): the 2.0
 # fields, four planes, then 2.2's source size and content rectangle, then 2.3's `full` pointer
-# (meaningless in a message: the full frame follows the frame).
+# and 2.4's region count and pointer (meaningless in a message: the full frame and the regions
+# follow the frame).
 FRAME = struct.Struct("<IIIIQqqQIIII")
 PLANE = struct.Struct("<QIIIiQQ")
 PLACEMENT = struct.Struct("<IIIIII")
 PLACEMENT_AT = FRAME.size + 4 * PLANE.size
-FRAME_SIZE = PLACEMENT_AT + PLACEMENT.size + 8
-assert FRAME.size == 64 and PLANE.size == 40 and FRAME_SIZE == 256
+FRAME_SIZE = PLACEMENT_AT + PLACEMENT.size + 8 + 16
+assert FRAME.size == 64 and PLANE.size == 40 and FRAME_SIZE == 272
+MOST_REGIONS = 4  # FrameMotion.mostSquares
 # cvhost_resize; cvhost_frame_request's flags.
 RESIZE = {"stretch": 1, "letterbox": 2}
 FRAME_REQUEST_FULL_FRAME = 1
+FRAME_REQUEST_MOTION_REGIONS = 2
 
 
 class Channel:

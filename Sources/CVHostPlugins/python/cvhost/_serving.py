@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import cvhost
 
-from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MAX_BATCH, MEMORY, ORDERED, PLACEMENT, PLACEMENT_AT, PLANE,
+from ._protocol import (DESTROY, FLUSH, FORGET, FRAME, FRAME_SIZE, MAX_BATCH, MEMORY, MOST_REGIONS, ORDERED, PLACEMENT, PLACEMENT_AT, PLANE,
                         PROCESS, PROCESS_BATCH, SHARED_FLUSH, Channel, Reader, done, failed, result)
 
 FOURCC = {0x59455247: "gray8", 0x32315559: "i420", 0x3231564E: "nv12", 0x56595559: "yuyv",
@@ -167,9 +167,13 @@ class Instance:
         # Read to the frame's end either way: in a batch, the next frame follows.
         has_full = r.u8() == 1
         full = self.placed(r) if has_full else None
+        count = r.u32()
+        if count > MOST_REGIONS:
+            raise ValueError(f"{count} regions in a frame")
+        regions = tuple(tuple(r.u32() for _ in range(4)) for _ in range(count))
         if f is None or (has_full and full is None):
             return None
-        f.full = full
+        f.full, f.regions = full, regions
         return f
 
     def placed(self, r: Reader) -> Optional[cvhost.Frame]:
@@ -180,7 +184,7 @@ class Instance:
         r.at += FRAME_SIZE
         (_, fourcc, width, height, sequence, capture, pts, delivery, flags, crange, matrix, count) = FRAME.unpack_from(raw)
         f = cvhost.Frame()
-        f.full = None
+        f.full, f.regions = None, ()
         f.width, f.height, f.format = width, height, FOURCC.get(fourcc, "0x%08x" % fourcc)
         f.sequence, f.delivery_index, f.capture_time_ns, f.presentation_time_ns = sequence, delivery, capture, pts
         f.independent = bool(flags & 1)

@@ -24,7 +24,7 @@ import traceback
 import cvhost
 
 from ._loader import LoadError, describe, load, where
-from ._protocol import FRAME_REQUEST_FULL_FRAME, HELLO, PROTOCOL_VERSION, RESIZE, Channel, Reader, failed, ready
+from ._protocol import FRAME_REQUEST_FULL_FRAME, FRAME_REQUEST_MOTION_REGIONS, HELLO, PROTOCOL_VERSION, RESIZE, Channel, Reader, failed, ready
 from ._sandbox import restrict
 from ._serving import FOURCC, Instance
 
@@ -92,10 +92,10 @@ def worker(count: int, parent: int, preload: str | None = None) -> int:
         return 0
     asked = getattr(plugin, "_cvhost_frame_request", None)
     if asked:
-        width, height, resize, pad, pixel_format, full = asked
+        width, height, resize, pad, pixel_format, full, regions = asked
         fourcc = next((code for code, name in FOURCC.items() if name == pixel_format), 0)
         channel.send(ready((width, height, RESIZE[resize], pad if resize == "letterbox" else 0, fourcc,
-                            FRAME_REQUEST_FULL_FRAME if full else 0)))
+                            (FRAME_REQUEST_FULL_FRAME if full else 0) | (FRAME_REQUEST_MOTION_REGIONS if regions else 0))))
     else:
         channel.send(ready())
 

@@ -368,7 +368,9 @@ struct PythonRuntimeVersionTests {
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: runtime, toPath: copy)
             let protocolFile = copy + "/cvhost/_protocol.py"
-            try String(contentsOfFile: protocolFile, encoding: .utf8).replacingOccurrences(of: "PROTOCOL_VERSION = 5", with: "PROTOCOL_VERSION = \(version)")
+            // Whatever version this runtime speaks, the copy speaks another.
+            try String(contentsOfFile: protocolFile, encoding: .utf8)
+                .replacingOccurrences(of: "(?m)^PROTOCOL_VERSION = [0-9]+$", with: "PROTOCOL_VERSION = \(version)", options: .regularExpression)
                 .write(toFile: protocolFile, atomically: true, encoding: .utf8)
             if version == "None" {
                 // As a runtime from before the version: describe says none.

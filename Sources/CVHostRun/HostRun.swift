@@ -73,7 +73,7 @@ public final class HostRun: Sendable {
     public func run() throws {
         let s = settings
         for spec in s.inputs where spec.name == nil {
-            if case .input(let text) = spec.kind, PasswordRedaction.hidesSomething(text) {
+            if case .input(let text) = spec.kind, PasswordRedaction.hidesSomething(InputSpec.streams(text).source) {
                 Log.warning("input \(spec.sourceID()) is written with its password and query values as *** in every line "
                             + "(source, MQTT topics, metrics); --input NAME=URL gives it a name of your choosing instead")
             }

@@ -73,7 +73,7 @@ extension LiveCommands {
         var j = JSONObject()
         j.set("name", s.id)
         switch s.spec.kind {
-        case .input(let text): j.set("input", PasswordRedaction.redact(text))
+        case .input(let text): j.set("input", InputSpec.shown(text))
         case .camera(let path): j.set("device", path)
         case .firstCamera: j.set("device", s.device.uniqueID)
         }

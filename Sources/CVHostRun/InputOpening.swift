@@ -17,7 +17,7 @@ extension InputStage {
             streamOptions.rtspTransport = settings.rtspTransport
             streamOptions.openTimeout = settings.openTimeout
             streamOptions.reconnect = settings.reconnect
-            return (try InputResolver.device(for: text, streamOptions: streamOptions, maxImagePixels: settings.maxImagePixels, onSkip: onSkip), [])
+            return (try InputResolver.device(for: InputSpec.streams(text).source, streamOptions: streamOptions, maxImagePixels: settings.maxImagePixels, onSkip: onSkip), [])
         case .camera(let path):
             do {
                 camera = try V4L2CaptureDevice(path: path)

@@ -67,7 +67,8 @@ public struct InputPolicy: Equatable, Sendable {
         switch spec.kind {
         case .camera, .firstCamera:
             return kinds.contains(.devices) ? nil : "a camera (device) is added over HTTP only when the run allows it (--allow-inputs devices)"
-        case .input(let text):
+        case .input(let whole):
+            let text = InputSpec.streams(whole).source
             guard let kind = Self.kind(of: text) else { return nil }
             if kinds.contains(kind) { return nil }
             switch kind {

@@ -2,8 +2,10 @@ import CVHostCore
 import CVHostSources
 import Foundation
 
-/// One input of a run as the command line gives it: `--input [NAME=]SOURCE` or
-/// `--device [NAME=]PATH`, or no input at all (the first camera).
+/// One input of a run as the command line gives it: `--input [NAME=]SOURCE[,record=URL]` or
+/// `--device [NAME=]PATH`, or no input at all (the first camera). `record=` is a network camera's
+/// second stream, its clips are recorded from (RecordStream): plugins, motion and the live view
+/// read SOURCE (its sub-stream).
 ///
 /// Its `sourceID` is the `source` of every line that belongs to it: the name given, or else the
 /// input as written (a URL without its password) or the camera's path.
@@ -30,7 +32,7 @@ public struct InputSpec: Equatable, Sendable {
     public func sourceID(cameraPath: String? = nil) -> String {
         if let name { return name }
         switch kind {
-        case .input(let text): return PasswordRedaction.redact(text)
+        case .input(let text): return PasswordRedaction.redact(Self.streams(text).source)
         case .camera(let path): return path
         case .firstCamera: return cameraPath ?? "camera"
         }
@@ -43,8 +45,45 @@ public struct InputSpec: Equatable, Sendable {
 
     /// Whether --reconnect means something for it: a camera or a network stream (not a file or a pipe).
     public var canReconnect: Bool {
-        if case .input(let text) = kind { return StreamLocation(text)?.scheme != nil }
+        if case .input(let text) = kind { return StreamLocation(Self.streams(text).source)?.scheme != nil }
         return true
+    }
+
+    /// What separates an input's stream from the stream its clips are recorded from.
+    static let recordPart = ",record="
+
+    /// An input's text as the stream plugins read and the one clips are recorded from (`,record=URL`
+    /// at its end), if any.
+    public static func streams(_ text: String) -> (source: String, record: String?) {
+        guard let r = text.range(of: recordPart, options: .backwards) else { return (text, nil) }
+        return (String(text[..<r.lowerBound]), String(text[r.upperBound...]))
+    }
+
+    /// The stream its clips are recorded from (`record=`), if any.
+    public var record: String? {
+        if case .input(let text) = kind { return Self.streams(text).record }
+        return nil
+    }
+
+    /// An input's text as it may be shown: each stream's password and query values as ***.
+    public static func shown(_ text: String) -> String {
+        let (source, record) = streams(text)
+        return PasswordRedaction.redact(source) + (record.map { recordPart + PasswordRedaction.redact($0) } ?? "")
+    }
+
+    /// Why an input's text cannot be read as it is written (`record=` with what it does not go
+    /// with), or nil when it can.
+    public static func problem(_ text: String) -> String? {
+        let (source, record) = streams(text)
+        guard let record else { return nil }
+        guard StreamLocation(record)?.scheme != nil else {
+            return "record= is the camera's stream to record clips from, a URL (rtsp://cam/main), not '\(PasswordRedaction.redact(record))'"
+        }
+        guard StreamLocation(source)?.scheme != nil else {
+            return "record= goes with a network camera's stream (rtsp://cam/sub,record=rtsp://cam/main): the two are matched by the "
+                + "time they arrive, which '\(PasswordRedaction.redact(source))' has none of"
+        }
+        return nil
     }
 
     /// Splits `NAME=` off `text`. A name is 1 to 64 letters, digits, `_`, `-` or `.` before the
@@ -76,6 +115,7 @@ public struct InputSpec: Equatable, Sendable {
             for text in texts {
                 let (name, rest) = splitName(text)
                 guard !rest.isEmpty else { throw UsageError("\(flag) \(text): give what to read after the name, e.g. \(flag) gate=...") }
+                if flag == "--input", let why = problem(rest) { throw UsageError("--input \(shown(text)): \(why)") }
                 specs.append(InputSpec(kind: flag == "--input" ? .input(rest) : .camera(rest), name: name))
             }
         }

@@ -37,7 +37,7 @@ enum LiveCommand {
 
     /// Every field a command may have.
     static let fields: Set<String> = Set(["command", "id", "source", "name", "value", "plugin", "plugin_index", "enabled", "max_fps", "input",
-                                          "device", "plugins", "line", "zone", "label"]).union(RuleKind.fields)
+                                          "device", "record", "plugins", "line", "zone", "label"]).union(RuleKind.fields)
 
     /// A command's JSON object read: the fields known, the route's command and name (`implied`,
     /// `target`) put in, and the command's name.
@@ -129,8 +129,15 @@ enum LiveCommand {
     private static func input(_ o: [String: CommandValue], nameRequired: Bool) throws(CommandRefusal) -> (InputSpec, [String]?) {
         let text: InputSpec.Kind
         switch (o["input"], o["device"]) {
-        case (.string(let t)?, nil) where !t.isEmpty:
+        case (.string(var t)?, nil) where !t.isEmpty:
             guard t != "-" else { throw CommandRefusal(.invalid, "\"input\":\"-\" (standard input) cannot be added while running: stdin carries the commands") }
+            if let v = o["record"] {
+                guard case .string(let r) = v, !r.isEmpty, InputSpec.streams(t).record == nil else {
+                    throw CommandRefusal(.invalid, "\"record\" is the camera's stream to record clips from, a URL string (or ,record=URL in \"input\", not both)")
+                }
+                t += InputSpec.recordPart + r
+            }
+            if let why = InputSpec.problem(t) { throw CommandRefusal(.invalid, why) }
             text = .input(t)
         case (nil, .string(let d)?) where !d.isEmpty: text = .camera(d)
         case (nil, nil): throw CommandRefusal(.invalid, "an input needs \"input\" (a file, a URL, testsrc: what --input takes) or \"device\" (a camera's path)")

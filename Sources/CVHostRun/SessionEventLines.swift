@@ -144,7 +144,7 @@ public enum SessionEventLines {
     static func inputAdded(source: String, spec: InputSpec, plugins: [PluginRunner], by origin: String) -> JSONObject {
         var e = JSONObject.envelope(event: "input.added", source: source, tsNs: HostClock.wallNs())
         switch spec.kind {
-        case .input(let text): e.set("input", PasswordRedaction.redact(text))
+        case .input(let text): e.set("input", InputSpec.shown(text))
         case .camera(let path): e.set("device", path)
         case .firstCamera: break
         }

@@ -20,6 +20,8 @@ final class SourceRun: Sendable {
     var runners: [PluginRunner] { report.runners }
     /// Its motion, looked for by the host (--motion); nil when it is not.
     let motion: MotionWatch?
+    /// The camera's stream its clips are recorded from (`record=`, with --clips); nil when they come from its own.
+    let record: RecordStream?
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).
     /// - Parameter evidence: sees the input's encoded packets (clips) and each frame's results of its plugins (snapshots, clips' events).
@@ -34,7 +36,25 @@ final class SourceRun: Sendable {
         report = SourceReport(source: id, logSource: tagLogs ? id : nil, runners: runners, lines: lines, deviceSettings: deviceSettings,
                               evidence: evidence, motion: motion?.settings)
         session.frameLimit = frameLimit
-        session.eventHandler = { [report] event in report.handle(event) }
+        let clock = RecordStream.DetectClock()
+        if let url = spec.record, let evidence, evidence.keepsClips, let recorder = evidence.observer(forInput: id) {
+            record = RecordStream(url: url, observer: recorder, clock: clock)
+        } else {
+            if spec.record != nil {
+                Log.warning("record= is the stream clips are recorded from: without --clips it is not read", source: tagLogs ? id : nil)
+            }
+            record = nil
+        }
+        // The record stream is read while the input runs (from its start), and let go before its clip is finished.
+        let logSource = tagLogs ? id : nil
+        session.eventHandler = { [report, record] event in
+            switch event {
+            case .started: record?.start(logSource: logSource)
+            case .stopped: record?.stop()
+            default: break
+            }
+            report.handle(event)
+        }
         try session.addInput(CaptureDeviceInput(device: device))
         self.motion = motion.map { m in
             MotionWatch(settings: m.settings, masks: m.masks) { [lines] change in lines.write(SessionEventLines.motion(change, source: id)) }
@@ -43,14 +63,15 @@ final class SourceRun: Sendable {
         session.beginConfiguration()
         for r in runners { try session.addOutput(r.output) }
         session.commitConfiguration()
-        if let evidence { try keepEvidence(evidence, tagLogs: tagLogs) }
+        if let evidence { try keepEvidence(evidence, tagLogs: tagLogs, clock: clock) }
     }
 
     /// The evidence room sees the input's encoded packets (clips; a raw input's frames encoded for
     /// them) and each frame's results of its plugins, after their analytics (snapshots, clips' events).
-    private func keepEvidence(_ evidence: Evidence, tagLogs: Bool) throws {
+    /// With a record stream, the input's own packets only set the time its packets are put at (`clock`).
+    private func keepEvidence(_ evidence: Evidence, tagLogs: Bool, clock: RecordStream.DetectClock) throws {
         if let encoded = device as? EncodedStreamSource {
-            encoded.packetObserver = evidence.observer(forInput: id)
+            encoded.packetObserver = record == nil ? evidence.observer(forInput: id) : clock
         } else if !(device is StillImageDevice), let encoder = evidence.encoderOutput(forInput: id) {
             session.beginConfiguration()
             try session.addOutput(encoder)

@@ -34,6 +34,9 @@ struct RunCommand: ParsableCommand {
               rtsp://[user:pass@]host[:port]/path, rtsps://...
                                         an IP camera (RTP over TCP; UDP when the
                                         server refuses TCP)
+              rtsp://cam/sub,record=rtsp://cam/main
+                                        plugins read the first, clips (--clips)
+                                        are the second's packets
               http(s)://...             an MJPEG stream, an HLS playlist (.m3u8),
                                         a progressive MP4
               rtmp://, srt://, udp://   other live streams

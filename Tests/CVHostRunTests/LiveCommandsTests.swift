@@ -53,6 +53,9 @@ struct LiveCommandsTests {
             (#"{"command":"add_input","input":"a.mp4","name":"a/b"}"#, 400, "\"name\" is 1 to 64 letters"),
             (#"{"command":"add_input","input":"a.mp4","plugins":"detect"}"#, 400, "\"plugins\" is a list"),
             (#"{"command":"add_input","input":"a.mp4","plugins":[]}"#, 400, "\"plugins\" names at least one"),
+            (#"{"command":"add_input","input":"a.mp4","record":"rtsp://cam/main"}"#, 400, "record= goes with a network camera's stream"),
+            (#"{"command":"add_input","input":"rtsp://cam/sub","record":"main.mp4"}"#, 400, "record= is the camera's stream to record clips from, a URL"),
+            (#"{"command":"add_input","input":"rtsp://cam/sub","record":3}"#, 400, "\"record\" is the camera's stream to record clips from"),
             (#"{"command":"change_input","input":"a.mp4"}"#, 400, "this command needs \"name\""),
             (#"{"command":"remove_input"}"#, 400, "remove_input needs \"name\""),
             (#"{"command":"remove_input","name":"gate"}"#, 409, "this run cannot add or remove inputs"),
@@ -103,5 +106,14 @@ struct LiveCommandsTests {
         }
         #expect(plugins == LiveCommand.Plugins(plugin: "detect", source: nil, index: 1) && enabled == nil && maxFPS == 2)
         #expect(throws: CommandRefusal.self) { try LiveCommand.object(Array(#"{"name":"other"}"#.utf8), implied: "set_zone", target: "bay") }
+        // A camera's two streams: "record" beside "input", as --input's ,record=URL; shown without passwords.
+        guard case .addInput(let spec, _) = try LiveCommand("add_input", ["input": .string("rtsp://u:pw@cam/sub"), "name": .string("door"),
+                                                                          "record": .string("rtsp://u:pw@cam/main")]) else {
+            Issue.record("not add_input")
+            return
+        }
+        #expect(spec.record == "rtsp://u:pw@cam/main" && spec.sourceID() == "door")
+        #expect(InputSpec.shown("rtsp://u:pw@cam/sub,record=rtsp://u:pw@cam/main") == "rtsp://u:***@cam/sub,record=rtsp://u:***@cam/main")
+        #expect(InputSpec(kind: .input("rtsp://cam/sub,record=rtsp://cam/main"), name: nil).sourceID() == "rtsp://cam/sub")
     }
 }

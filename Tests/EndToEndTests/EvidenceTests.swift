@@ -389,6 +389,46 @@ struct EvidenceTests {
                 "\(clip.count) frames in the clip, the first at \(at.map(String.init) ?? "none") of the file's \(all.count)")
     }
 
+    @Test("a camera's two streams (record=): the plugin reads the 320x240 sub-stream, the clip is the 640x480 main stream's own packets (a run of its frames, undecoded), around the event's moment by the wall clock; refusals of record= with a file, or not a URL")
+    func recordStream() throws {
+        func clip(_ size: String) throws -> String {
+            try MediaFixtures.make("record-\(size).mp4", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30", "-t", "6", "-c:v", "libx264", "-g", "30",
+                                                         "-pix_fmt", "yuv420p"])
+        }
+        let sub = try clip("320x240"), main = try clip("640x480")
+        let server = try TestServer("rtsp_server.py", ["--file", sub, "--also", "main=\(main)"])
+        defer { server.stop() }
+        let clips = Self.folder + "/record-clips"
+        let input = "door=rtsp://127.0.0.1:\(server.port)/codes,record=rtsp://127.0.0.1:\(server.port)/main"
+        let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: [90]) + ":backpressure=block", "--input", input,
+                                      "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1"], timeout: 60, environment: Self.python)
+        let result = try #require(r.events("result").first, "\(r.stderr)")
+        let eventWall = try #require(result["ts"] as? Double)
+        #expect(r.events("session.started").first?["source"] as? String == "door")
+        let saved = try #require(r.events("clip.saved").first?["data"] as? [String: Any], "\(r.stderr)")
+        let path = try #require(saved["path"] as? String)
+        let codec = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", path]).output
+        #expect(codec.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,640,480", "\(codec)")
+        // The main stream's packets read around the event's moment (pre and post of 1 s): slack of two
+        // frames for the parser's frame of delay and the streams' different starts, and at the end two
+        // more: its B-frames come in decode order, and the clip ends at the first packet past post.
+        let start = try #require(saved["start_ts"] as? Double), end = try #require(saved["end_ts"] as? Double)
+        #expect(start <= eventWall - 1 + 0.07 && end >= eventWall + 1 - 0.14 - 1.0 / 30, "event at \(eventWall): \(saved)")
+        func frames(_ file: String) throws -> [String] {
+            try Tool.run("ffmpeg", ["-v", "error", "-i", file, "-f", "framemd5", "-"]).output.split(separator: "\n")
+                .filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
+        }
+        let got = try frames(path), all = try frames(main)
+        let at = all.firstIndex(of: got.first ?? "")
+        #expect(got.count >= 55 && at != nil && Array(all[at!..<min(all.count, at! + got.count)]) == got,
+                "\(got.count) frames in the clip, the first at \(at.map(String.init) ?? "none") of the main stream's \(all.count)")
+        for (given, said) in [("a.mp4,record=rtsp://cam/main", "record= goes with a network camera's stream"),
+                              ("rtsp://cam/sub,record=main.mp4", "record= is the camera's stream to record clips from, a URL")] {
+            let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", given])
+            #expect(refused.exitCode == 64 && refused.stderr.contains(said) && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        }
+    }
+
     @Test("a clip of a raw input (the test pattern at 30 fps), its frames encoded with libx264: from a keyframe, about pre + post long, it decodes to its end")
     func rawInput() throws {
         let clips = Self.folder + "/raw-clips"

@@ -247,7 +247,7 @@ public final class CaptureSession: @unchecked Sendable {
             // that decodes may then skip frames none of them will be given.
             let now = Self.neededFrameRate(of: outputs)
             if now != needed {
-                stream.need(framesPerSecond: now)
+                stream.need(framesPerSecond: now, keyframesWillDo: analyzer == nil)
                 needed = now
             }
             if let limit, sequence >= limit {

@@ -10,11 +10,12 @@ public protocol FrameStream: AnyObject, Sendable {
     /// Releases the device. Called once, after the last `next()` returned.
     func close()
     /// The session's consumers now take at most `fps` frames a second (0: every frame): a stream
-    /// that decodes may decode less. Called from the capture thread, between `next()` calls.
-    func need(framesPerSecond fps: Double)
+    /// that decodes may decode less; `keyframesWillDo`: none looks at every frame (no motion is
+    /// looked for), so keyframes alone may do. Called from the capture thread, between `next()` calls.
+    func need(framesPerSecond fps: Double, keyframesWillDo: Bool)
 }
 
 extension FrameStream {
     /// A camera's or a picture's frames cost the same taken or not.
-    public func need(framesPerSecond fps: Double) {}
+    public func need(framesPerSecond fps: Double, keyframesWillDo: Bool) {}
 }

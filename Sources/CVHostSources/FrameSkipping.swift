@@ -10,6 +10,12 @@ import CVHostCore
 /// each consumer's frame-rate cap (which passes the first frame due) still finds a frame within half
 /// its interval. A stream whose frames left come farther apart (three B-frames without a pyramid:
 /// one frame in four left) is decoded whole from then on, and that is said once.
+///
+/// Fewer still: only keyframes (AVDISCARD_NONKEY) when they come at least twice as often as the
+/// fastest consumer takes frames (a camera's keyframe a second, plugins at 0.5 a second; measured
+/// from the packets), and no consumer looks at every frame (`keyframesWillDo`: not with the host's
+/// motion, which compares each frame with the one before). Keyframes that then come farther apart
+/// (a camera that stretches its keyframe interval when nothing moves) end it for the stream.
 struct FrameSkipping {
     /// The stream's own frame rate (0: it does not say: never skipped).
     let streamFrameRate: Double
@@ -18,6 +24,13 @@ struct FrameSkipping {
     /// Given up for this stream: the frames left came too far apart.
     private(set) var refused = false
     private var lastKeptNs: Int64?
+    /// Whether keyframes alone would do for the consumers (none looks at every frame).
+    private(set) var keyframesWillDo = false
+    /// Seconds between the last two keyframes read (nil: fewer than two yet).
+    private(set) var keyframeInterval: Double?
+    private var lastKeyframeNs: Int64?
+    /// Keyframes alone were given up for this stream: they came too far apart.
+    private(set) var keyframesRefused = false
 
     init(streamFrameRate: Double) {
         self.streamFrameRate = streamFrameRate
@@ -28,23 +41,41 @@ struct FrameSkipping {
         !refused && neededFrameRate > 0 && streamFrameRate > 0 && neededFrameRate * 2 <= streamFrameRate
     }
 
-    /// The consumers now take at most `fps` frames a second (0: every frame).
-    mutating func need(_ fps: Double) {
+    /// Whether only keyframes are decoded now.
+    var keyframesOnly: Bool {
+        guard !keyframesRefused, keyframesWillDo, neededFrameRate > 0, let keyframeInterval else { return false }
+        return keyframeInterval * neededFrameRate * 2 <= 1
+    }
+
+    /// The consumers now take at most `fps` frames a second (0: every frame); `keyframesWillDo`:
+    /// none of them looks at every frame.
+    mutating func need(_ fps: Double, keyframesWillDo: Bool = false) {
         neededFrameRate = max(0, fps)
+        self.keyframesWillDo = keyframesWillDo
         lastKeptNs = nil
     }
 
+    /// A packet of the stream read at `ptsNs`: its keyframes' interval measured.
+    mutating func read(keyframe: Bool, ptsNs: Int64) {
+        guard keyframe else { return }
+        if let last = lastKeyframeNs, ptsNs > last { keyframeInterval = Double(ptsNs - last) / 1e9 }
+        lastKeyframeNs = ptsNs
+    }
+
     /// A frame decoded while skipping, at `ptsNs`: false when it came too long after the one
-    /// before (skipping is then refused for good).
+    /// before (the skipping in force, keyframes alone or frames none depends on, is then refused
+    /// for good).
     mutating func kept(ptsNs: Int64) -> Bool {
-        guard skips else {
+        let keyframes = keyframesOnly
+        guard skips || keyframes else {
             lastKeptNs = nil
             return true
         }
         defer { lastKeptNs = ptsNs }
         guard let last = lastKeptNs, ptsNs > last else { return true }
         if Double(ptsNs - last) > 1e9 / neededFrameRate / 2 {
-            refused = true
+            if keyframes { keyframesRefused = true } else { refused = true }
+            lastKeptNs = nil
             return false
         }
         return true

@@ -30,7 +30,7 @@ final class MediaDecoder {
     /// Frames were skipped undecoded at some time (FrameSkipping).
     private(set) var hasSkipped = false
     /// That frames are skipped was said (once a frame was: most cameras send none to skip).
-    private var saidSkipping = false
+    private var saidSkipping = false, saidKeyframes = false
     /// Whether frames no other frame depends on are skipped, for consumers that take few.
     private var skipping = FrameSkipping(streamFrameRate: 0)
     /// Packets or frames the decoder refused as damaged; decoding goes on with the next one.
@@ -226,11 +226,15 @@ final class MediaDecoder {
             if got == 0 {
                 defer { av_frame_unref(frame) }
                 let pts = presentationTimeNs(frame)
+                let keyframes = skipping.keyframesOnly
                 if !skipping.kept(ptsNs: pts) {
                     applySkipping()
-                    Log.info("\(path): its frames are decoded whole: without the frames no other depends on, the rest come too far "
-                             + "apart for plugins taking \(FrameRateRange.format(skipping.neededFrameRate)) a second")
-                } else if skipping.skips, !saidSkipping, packetsRead - framesDecoded - Int64(damaged) > 8 {
+                    Log.info(keyframes
+                             ? "\(path): its keyframes now come farther apart than plugins taking \(FrameRateRange.format(skipping.neededFrameRate)) "
+                               + "a second can wait: its other frames are decoded again"
+                             : "\(path): its frames are decoded whole: without the frames no other depends on, the rest come too far "
+                               + "apart for plugins taking \(FrameRateRange.format(skipping.neededFrameRate)) a second")
+                } else if skipping.skips, !keyframes, !saidSkipping, packetsRead - framesDecoded - Int64(damaged) > 8 {
                     // More packets in than frames out than a decoder holds back: frames were skipped.
                     saidSkipping = true
                     Log.info("\(path): plugins take at most \(FrameRateRange.format(skipping.neededFrameRate)) of its \(FrameRateRange.format(frameRate)) frames "
@@ -267,6 +271,7 @@ final class MediaDecoder {
                     FrameTrace.mark(ptsNs: pts, "to_decoder")
                 }
                 packetsRead += 1
+                measure(unit)
                 observe(unit)
                 try send(unit, to: codec)
                 continue
@@ -297,6 +302,7 @@ final class MediaDecoder {
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
             packetsRead += 1
+            measure(packet)
             observe(packet)
             try send(packet, to: codec)
         }
@@ -304,14 +310,37 @@ final class MediaDecoder {
 
     /// The consumers now take at most `fps` frames a second (0: every frame): frames no other frame
     /// depends on are skipped while that is at most half the stream's rate (FrameSkipping).
-    func need(framesPerSecond fps: Double) {
-        skipping.need(fps)
+    func need(framesPerSecond fps: Double, keyframesWillDo: Bool = false) {
+        skipping.need(fps, keyframesWillDo: keyframesWillDo)
         applySkipping()
     }
 
     private func applySkipping() {
-        if skipping.skips { hasSkipped = true }
-        codec?.pointee.skip_frame = skipping.skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
+        let keyframes = skipping.keyframesOnly
+        if skipping.skips || keyframes { hasSkipped = true }
+        codec?.pointee.skip_frame = keyframes ? AVDISCARD_NONKEY : skipping.skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
+        if keyframes, !saidKeyframes, let interval = skipping.keyframeInterval {
+            saidKeyframes = true
+            Log.info("\(path): plugins take at most \(FrameRateRange.format(skipping.neededFrameRate)) of its frames a second and its keyframes "
+                     + "come every \((interval * 100).rounded() / 100) s: only its keyframes are decoded")
+        }
+    }
+
+    /// A video packet read: its keyframes' interval measured, which may let keyframes alone be decoded.
+    private func measure(_ packet: UnsafeMutablePointer<AVPacket>) {
+        let ts = packet.pointee.pts != Int64.min ? packet.pointee.pts : packet.pointee.dts
+        guard ts != Int64.min else { return }
+        let before = skipping.keyframesOnly
+        skipping.read(keyframe: isKeyframe(packet), ptsNs: nanoseconds(ts))
+        if skipping.keyframesOnly != before { applySkipping() }
+    }
+
+    /// Whether a decoder can start at `packet`: its flags say, or (an RTSP camera's frames joined
+    /// here, with no parser to set them) its NAL units do.
+    private func isKeyframe(_ packet: UnsafeMutablePointer<AVPacket>) -> Bool {
+        if packet.pointee.flags & AV_PKT_FLAG_KEY != 0 { return true }
+        guard liveUnits != nil, let data = packet.pointee.data else { return false }
+        return AnnexBKeyframes.isKeyframe(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), hevc: codecName == "hevc")
     }
 
     /// Hands the observer a reference to a video packet, with its media time as the frames have it.

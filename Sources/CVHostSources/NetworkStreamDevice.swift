@@ -181,11 +181,12 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
     }
 
     /// What the consumers take (need(framesPerSecond:)), for a decoder of a new connection too.
-    private var neededFrameRate: Double = 0
+    private var neededFrameRate: Double = 0, keyframesWillDo = false
 
-    func need(framesPerSecond fps: Double) {
+    func need(framesPerSecond fps: Double, keyframesWillDo: Bool) {
         neededFrameRate = fps
-        decoder?.need(framesPerSecond: fps)
+        self.keyframesWillDo = keyframesWillDo
+        decoder?.need(framesPerSecond: fps, keyframesWillDo: keyframesWillDo)
     }
 
     func start(with decoder: MediaDecoder) {
@@ -247,7 +248,7 @@ final class NetworkFrameStream: FrameStream, @unchecked Sendable {
         do {
             decoder = try NetworkStreamDevice.open(device.location, device.options, interrupt: interrupt)
             decoder?.packetObserver = device.packetObserver
-            decoder?.need(framesPerSecond: neededFrameRate)
+            decoder?.need(framesPerSecond: neededFrameRate, keyframesWillDo: keyframesWillDo)
             device.connectionHealth.back()
             Log.info("\(device.location.display): connected again")
             return decoder

@@ -66,7 +66,7 @@ final class VideoFileStream: FrameStream, @unchecked Sendable {
     /// Frames the container's index lists (0: it does not say).
     private let framesListed: Int64
 
-    func need(framesPerSecond fps: Double) { decoder?.need(framesPerSecond: fps) }
+    func need(framesPerSecond fps: Double, keyframesWillDo: Bool) { decoder?.need(framesPerSecond: fps, keyframesWillDo: keyframesWillDo) }
 
     init(decoder: MediaDecoder, damage: DamageCount, framesListed: Int64) {
         self.decoder = decoder

@@ -43,4 +43,25 @@ struct FrameSkippingTests {
         let late = again.kept(ptsNs: 88 * frame), start = again.kept(ptsNs: 0)
         #expect(late && start && again.skips)
     }
+
+    @Test("keyframes alone: when they come at least twice as often as the fastest consumer takes frames and none looks at every frame; not before two are read; ended for good by keyframes that come farther apart")
+    func keyframes() {
+        var s = FrameSkipping(streamFrameRate: 30)
+        s.need(1, keyframesWillDo: true)
+        #expect(!s.keyframesOnly, "no keyframe interval yet")
+        s.read(keyframe: true, ptsNs: 0)
+        s.read(keyframe: false, ptsNs: 33_333_333)
+        s.read(keyframe: true, ptsNs: 333_333_333)
+        #expect(abs((s.keyframeInterval ?? 0) - 1.0 / 3) < 1e-6 && s.keyframesOnly)
+        s.need(2, keyframesWillDo: true)
+        #expect(!s.keyframesOnly, "keyframes every 1/3 s are not twice as often as 2 a second")
+        s.need(1, keyframesWillDo: false)
+        #expect(!s.keyframesOnly, "a consumer looks at every frame (the host's motion)")
+        s.need(1, keyframesWillDo: true)
+        // Keyframes 1/3 s apart kept; then one 2 s later (a camera stretching its interval): ended for good.
+        #expect(s.kept(ptsNs: 333_333_333) && s.kept(ptsNs: 666_666_666))
+        #expect(!s.kept(ptsNs: 2_666_666_666) && s.keyframesRefused && !s.keyframesOnly)
+        s.need(1, keyframesWillDo: true)
+        #expect(!s.keyframesOnly && s.skips, "refused for good; frames no other depends on are still skipped")
+    }
 }

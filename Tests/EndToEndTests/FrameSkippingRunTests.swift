@@ -57,4 +57,21 @@ struct FrameSkippingRunTests {
         #expect(offered == 90 && ptsPlain.count == 15, "\(offered)")
         #expect(!p.stderr.contains("decoded whole") && !p.stderr.contains("are not decoded"), "nothing skipped, nothing said: \(p.stderr)")
     }
+
+    @Test("a keyframe every 10 frames (1/3 s) and a plugin at 1 a second: only keyframes are decoded once two are read (18 of 90), said once, the plugin given the same frames as when every frame is decoded; with --motion (which looks at every frame), all 90")
+    func keyframesOnly() throws {
+        let clip = try Self.clip("keyint10", "bframes=0:keyint=10:min-keyint=10:scenecut=0")
+        func run(_ extra: [String]) throws -> (CommandResult, offered: Int, pts: [Double]) {
+            let r = try CVHostBinary.run(["run", "--plugin", "null:max_fps=1,results=1", "--input", clip, "--metrics-interval", "0"] + extra)
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            let final = r.events("metrics").first { $0["final"] as? Bool == true && $0["plugin_index"] as? Int == 0 }
+            return (r, (final?["frames"] as? [String: Any])?["offered"] as? Int ?? -1, r.events("result").compactMap { $0["pts"] as? Double })
+        }
+        let (r, offered, pts) = try run([])
+        #expect(offered == 18, "keyframes 0-80 (9), and frames 1-9 read before the second keyframe: \(offered)")
+        #expect(pts == [0, 1, 2], "\(pts)")
+        #expect(r.stderr.components(separatedBy: "only its keyframes are decoded").count == 2 && r.stderr.contains("come every 0.33 s"), "\(r.stderr)")
+        let (m, all, ptsAll) = try run(["--motion", "on"])
+        #expect(all == 90 && ptsAll == pts && !m.stderr.contains("keyframes are decoded"), "\(all)")
+    }
 }

@@ -14,11 +14,15 @@ public struct PreviewPicture: Sendable {
     public let frameHeight: Int
     public let width: Int
     public let height: Int
+    /// Where the frame moved (`--motion`), in its pixels; nil when motion is not looked for.
+    public var motion: [FrameMotion.Region]? = nil
 
-    /// Headers that tie the picture to its results: X-Sequence, X-Pts and the frame's own size.
+    /// Headers that tie the picture to its results: X-Sequence, X-Pts and the frame's own size; and
+    /// X-Motion, its motion boxes (`x,y,w,h` joined by `;`, empty when still), when motion is looked for.
     var headers: [(String, String)] {
         [("Content-Type", "image/jpeg"), ("Content-Length", String(jpeg.count)), ("X-Sequence", String(sequence)),
          ("X-Pts", String(Double(presentationTimeNs) / 1e9)), ("X-Frame-Width", String(frameWidth)), ("X-Frame-Height", String(frameHeight))]
+            + (motion.map { [("X-Motion", $0.map { "\($0.x),\($0.y),\($0.width),\($0.height)" }.joined(separator: ";"))] } ?? [])
     }
 }
 
@@ -160,8 +164,9 @@ public final class LivePreview: VideoDataOutputDelegate, FrameStage, @unchecked 
             return nil
         }
         let size = JPEGEncoder.outputSize(width: pixels.width, height: pixels.height, maxWidth: settings.maxWidth)
-        let picture = PreviewPicture(jpeg: jpeg, sequence: sample.sequence, presentationTimeNs: sample.presentationTimeNs, frameWidth: pixels.width, frameHeight: pixels.height,
+        var picture = PreviewPicture(jpeg: jpeg, sequence: sample.sequence, presentationTimeNs: sample.presentationTimeNs, frameWidth: pixels.width, frameHeight: pixels.height,
                                      width: size.width, height: size.height)
+        picture.motion = sample.motion.map { $0.active ? $0.regions : [] }
         state.withLock { s in
             s.lastEncodeNs = HostClock.monotonicNs()
             s.encoded += 1

@@ -377,6 +377,35 @@ struct LiveViewTests {
         #expect(unprocessed.isEmpty, "pictures of frames the plugin did not process: \(unprocessed) of \(shown)")
     }
 
+    @Test("with --motion, each picture says where its frame moved (X-Motion: x,y,w,h boxes), which the page draws; without, no X-Motion")
+    func motionBoxes() throws {
+        for motion in [true, false] {
+            let port = freeLoopbackPort()
+            var header: String?
+            let r = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc:320x240@30", "--http", "127.0.0.1:\(port)", "--metrics-interval", "0"]
+                                         + (motion ? ["--motion", "on"] : []), timeout: 60, withStdin: false) { run in
+                defer { kill(run.pid, SIGTERM) }
+                guard run.wait(until: { $0.contains("session.started") }) else { return }
+                // The test pattern's moving parts: a few pictures in, motion is seen.
+                for _ in 0..<20 {
+                    let h = try? Tool.run("curl", ["-s", "-D", "-", "-o", "/dev/null", "--max-time", "10", "http://127.0.0.1:\(port)/snapshot.jpg"]).output
+                    header = h?.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-motion:") }.map(String.init)
+                    if !motion || header.map({ !$0.dropFirst("x-motion:".count).trimmingCharacters(in: .whitespaces).isEmpty }) == true { break }
+                    usleep(200_000)
+                }
+            }
+            #expect(r.exitCode == 0, "\(r.stderr)")
+            if motion {
+                let boxes = (header ?? "").split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                let numbers = boxes.split(separator: ";").map { $0.split(separator: ",").compactMap { Int($0) } }
+                #expect(!numbers.isEmpty && numbers.allSatisfy { $0.count == 4 && $0[0] >= 0 && $0[1] >= 0 && $0[0] + $0[2] <= 320 && $0[1] + $0[3] <= 240 },
+                        "\(header ?? "no X-Motion")")
+            } else {
+                #expect(header == nil, "\(header ?? "")")
+            }
+        }
+    }
+
     @Test("ten MJPEG viewers and one that stops reading: the plugin processes every frame, as without viewers, and memory stays flat")
     func manyViewers() throws {
         let clip = try MediaFixtures.make("viewers.ts", ["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-frames:v", "600",

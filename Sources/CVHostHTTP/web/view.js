@@ -125,6 +125,9 @@ function showPicture(headers, jpeg) {
     pts: Number(headers['x-pts']),
     width: Number(headers['x-frame-width']),
     height: Number(headers['x-frame-height']),
+    // Where it moved (--motion): "x,y,w,h;..." in its pixels; absent when motion is not looked for.
+    motion: headers['x-motion'] === undefined ? null
+      : headers['x-motion'].split(';').filter(Boolean).map((b) => b.split(',').map(Number)),
   };
   picture.onload = () => {
     if (shownURL) URL.revokeObjectURL(shownURL);
@@ -166,6 +169,9 @@ function drawOverlay() {
   $('caption').textContent = `${current} · frame ${frame.seq} · ${frame.pts.toFixed(2)} s · ${frame.width}x${frame.height}`;
   const plugins = inp.started ? inp.started.plugins : [];
   drawDrawing(svg);
+  for (const [x, y, width, height] of frame.motion || []) {
+    svg.append(el('rect', { class: 'motion-box', x, y, width, height }));
+  }
   for (const plugin of plugins) {
     drawROI(svg, plugin);
     drawAnalytics(svg, plugin, inp);

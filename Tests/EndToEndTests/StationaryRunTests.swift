@@ -56,7 +56,7 @@ struct StationaryRunTests {
                                     timeout: 180, environment: python)
     }
 
-    @Test("gated on motion or given every frame: one track, in the bay once and out once, its dwell, one crossing of the exit line; stationary while parked (its results say so), then moving; the gated detector given under half the frames (48 of 137 here)")
+    @Test("gated on motion or given every frame: one track, in the bay once and out once, its dwell, one crossing of the exit line; stationary while parked (its results say so), then moving; the gated detector given under half the frames (48 of 137 here): the same frames at 5 a second while the car moves, at most two in the 12 s it stands")
     func gatedEqualsEvery() throws {
         let every = try Self.run(gated: false), gated = try Self.run(gated: true)
         for (name, r) in [("every", every), ("gated", gated)] {
@@ -74,5 +74,15 @@ struct StationaryRunTests {
         }
         let given = { (r: CommandResult) in r.events("result").count }
         #expect(given(gated) * 2 < given(every), "gated: \(given(gated)) results, every: \(given(every))")
+        // While the car moves (in from 1 s to 3 s, out from 25 s), the gated detector sees the same
+        // frames at the rate asked (5 a second); while it stands (8 s to 20 s), at most a refresh's.
+        let pts = { (r: CommandResult, from: Double, to: Double) in
+            r.events("result").compactMap { $0["pts"] as? Double }.filter { $0 >= from && $0 < to }
+        }
+        #expect(pts(gated, 1.2, 2.8) == pts(every, 1.2, 2.8) && pts(every, 1.2, 2.8).count == 8, "\(pts(gated, 1.2, 2.8)) \(pts(every, 1.2, 2.8))")
+        // Out again: the gate opens at the first frame that moves, the frame-rate cap counting from it.
+        let out = pts(gated, 25.2, 27)
+        #expect(out.count == pts(every, 25.2, 27).count && zip(out.dropFirst(), out).allSatisfy { abs($0 - $1 - 0.2) < 0.01 }, "\(out)")
+        #expect(pts(gated, 8, 20).count <= 2 && pts(every, 8, 20).count == 60, "\(pts(gated, 8, 20))")
     }
 }

@@ -6,7 +6,8 @@
 # a plugin's boxes (their events kept in the event store, on its own queue), the broken fixture plugins
 # (emit from a plugin's own thread, a crash contained in a worker, a hang that holds a stop), the
 # live view with a client on every route while frames flow, a Python plugin with instances=2 and
-# a reload, an RTSP camera (frames joined on a reader thread) and one that sends a frame without end,
+# a reload, an RTSP camera (frames joined on a reader thread), one with a record stream (clips and
+# snapshots from it, on a thread of its own) and one that sends a frame without end,
 # an MQTT output to a real broker (one with Home Assistant's discovery: states kept from every writer's
 # lines), and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered.
 # Run it after any change to threads or locks.
@@ -113,10 +114,13 @@ CVHOST_PYTHON=/usr/bin/python3 run python-reload 0 --plugin "$python_dir/sharpne
 wait
 
 # An RTSP camera (GStreamer's RTSP server serving the demo) whose frames are joined as they arrive,
-# on a reader thread of their own; the file's end is a lost connection (exit 2).
-coproc rtsp { /usr/bin/python3 Tests/Servers/rtsp_server.py --file examples/demo/codes.mp4; }
+# on a reader thread of their own; the file's end is a lost connection (exit 2). Then the same as a
+# camera's two streams: the record stream read on a thread of its own for clips and snapshots.
+coproc rtsp { /usr/bin/python3 Tests/Servers/rtsp_server.py --file examples/demo/codes.mp4 --also main=examples/demo/codes.mp4; }
 read -r _ rtsp_port <&"${rtsp[0]}"
 run rtsp-live 2 --plugin barcode --plugin null:results=1 --input "rtsp://127.0.0.1:$rtsp_port/codes"
+run rtsp-record 2 --plugin barcode --input "door=rtsp://127.0.0.1:$rtsp_port/codes,record=rtsp://127.0.0.1:$rtsp_port/main" \
+  --clips "$log/record-clips:on=result,pre=1,post=1" --snapshots "$log/record-snapshots:from=record"
 kill "$rtsp_PID"; wait "$rtsp_PID" 2>/dev/null || true
 # A camera that sends one frame without end (100 MB of one timestamp): the joiner's caps drop it
 # and joining resumes at the next frame.

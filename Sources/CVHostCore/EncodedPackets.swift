@@ -66,6 +66,18 @@ public protocol EncodedPacketObserver: AnyObject, Sendable {
     func encodedStreamEnded()
 }
 
+/// Several observers of one stream's packets (a record stream's clips and its keyframes), each told in turn.
+public final class EncodedPacketFanOut: EncodedPacketObserver {
+    private let observers: [EncodedPacketObserver]
+
+    public init(_ observers: [EncodedPacketObserver]) {
+        self.observers = observers
+    }
+
+    public func encodedPacket(_ packet: EncodedPacket) { observers.forEach { $0.encodedPacket(packet) } }
+    public func encodedStreamEnded() { observers.forEach { $0.encodedStreamEnded() } }
+}
+
 /// A device whose frames are decoded from an encoded stream (a file, a network camera): its
 /// packets can be seen as read. Set before the session starts.
 public protocol EncodedStreamSource: AnyObject {

@@ -16,6 +16,8 @@ public final class Evidence: FrameStage, @unchecked Sendable {
     private let clipEvents: Set<String>
     private let clipFolder: EvidenceFolder?
     private let recorders = Locked<[String: ClipRecorder]>([:])
+    /// Each input's record stream's newest keyframes, for snapshots taken from it (`from=record`).
+    private let keyframes = Locked<[String: RecordKeyframes]>([:])
     private let encoders = Locked<[FrameEncoder]>([])
     private let out = Locked<OutputSink?>(nil)
     private let warnings = OnceWarnings()
@@ -34,7 +36,7 @@ public final class Evidence: FrameStage, @unchecked Sendable {
         if let s = snapshots {
             let folder = try EvidenceFolder(s.folder, kind: .snapshots, role: "the snapshots folder", setting: "--snapshots", budget: s.budget)
             folder.sweep()
-            self.snapshots = SnapshotRecorder(settings: s, events: s.on ?? defaultEvents, folder: folder, said: warn)
+            self.snapshots = SnapshotRecorder(settings: s, events: s.on ?? defaultEvents, folder: folder, said: warn, keyframes: keyframes)
         } else {
             self.snapshots = nil
         }
@@ -64,6 +66,9 @@ public final class Evidence: FrameStage, @unchecked Sendable {
     /// Clips are kept (`--clips`).
     public var keepsClips: Bool { clipSettings != nil }
 
+    /// Snapshots are taken from the inputs' record streams (`--snapshots DIR:from=record`).
+    public var snapshotsFromRecord: Bool { snapshots?.fromRecord == true }
+
     /// Where `clip.saved` lines go (the run's outputs), once they are open.
     public func connect(_ sink: OutputSink) {
         out.withLock { $0 = sink }
@@ -78,6 +83,20 @@ public final class Evidence: FrameStage, @unchecked Sendable {
             r[source] = recorder
             return recorder
         }
+    }
+
+    /// What sees the packets of the input `source`'s record stream (`--input ...,record=URL`): its
+    /// clips' recorder, when clips are kept, and its newest keyframes, when snapshots are taken from
+    /// it (`from=record`); nil when neither is.
+    public func recordObserver(forInput source: String) -> EncodedPacketObserver? {
+        var observers: [EncodedPacketObserver] = []
+        if let clips = observer(forInput: source) { observers.append(clips) }
+        if snapshots?.fromRecord == true {
+            let k = RecordKeyframes()
+            keyframes.withLock { $0[source] = k }
+            observers.append(k)
+        }
+        return observers.count > 1 ? EncodedPacketFanOut(observers) : observers.first
     }
 
     /// For an input with no encoded stream (the test pattern, a raw camera): an output of its
@@ -119,6 +138,7 @@ public final class Evidence: FrameStage, @unchecked Sendable {
     public func finishInput(_ source: String) {
         let recorder = recorders.withLock { $0.removeValue(forKey: source) }
         recorder?.drain()
+        keyframes.withLock { _ = $0.removeValue(forKey: source) }
         encoders.withLock { $0.removeAll { $0.source == source } }
         snapshots?.drain()
     }

@@ -2,7 +2,7 @@ import CVHostCore
 
 /// What `--snapshots` and `--clips` ask for (the same strings in a config file):
 ///
-///     --snapshots DIR[:on=EVENTS,crop=true,margin=0.25,draw=true,max_gb=1,max_age=7d,min_free_gb=1]
+///     --snapshots DIR[:on=EVENTS,crop=true,margin=0.25,draw=true,from=frame,max_gb=1,max_age=7d,min_free_gb=1]
 ///     --clips DIR[:on=EVENTS,pre=5,post=10,max=120,max_gb=10,max_age=7d,min_free_gb=1]
 ///
 /// EVENTS are event kinds joined by `+` (line.crossed+zone.entered). Each value is checked here: a
@@ -43,6 +43,9 @@ public struct EvidenceSettings: Equatable, Sendable {
     public var margin = 0.25
     /// Snapshots: the frame's boxes drawn on it with their labels.
     public var draw = false
+    /// Snapshots: of the frame the event came with (`frame`), or of the camera's record stream
+    /// (`record`, `--input ...,record=URL`): its keyframe nearest the event, decoded when asked.
+    public var fromRecord = false
     /// Clips: seconds before the event and after the last event that extends the clip, and the longest clip.
     public var pre = 5.0
     public var post = 10.0
@@ -79,6 +82,11 @@ public struct EvidenceSettings: Equatable, Sendable {
                 guard v == "true" || v == "false" else { throw Problem(description: "\(flag) \(path): \(k) is true or false, not '\(v)'") }
                 if k == "crop" { crop = v == "true" } else { draw = v == "true" }
             case ("margin", .snapshots): margin = try number(0...10)
+            case ("from", .snapshots):
+                guard v == "frame" || v == "record" else {
+                    throw Problem(description: "\(flag) \(path): from is frame (the event's own frame) or record (the camera's record stream, --input ...,record=URL), not '\(v)'")
+                }
+                fromRecord = v == "record"
             case ("pre", .clips): pre = try number(0...60)
             case ("post", .clips): post = try number(0...600)
             case ("max", .clips): maxSeconds = try number(1...3600)
@@ -90,7 +98,7 @@ public struct EvidenceSettings: Equatable, Sendable {
                 }
                 budget.maxAge = seconds
             default:
-                let options = kind == .clips ? "on, pre, post, max, max_gb, max_age, min_free_gb" : "on, crop, margin, draw, max_gb, max_age, min_free_gb"
+                let options = kind == .clips ? "on, pre, post, max, max_gb, max_age, min_free_gb" : "on, crop, margin, draw, from, max_gb, max_age, min_free_gb"
                 throw Problem(description: "\(flag) \(path): no option '\(k)' (\(options))")
             }
         }

@@ -20,6 +20,10 @@ package final class SnapshotRecorder: @unchecked Sendable {
     private let encoder = JPEGEncoder()
     private let drawing = SnapshotDrawing()
     private let said: (String) -> Void
+    /// Each input's record stream's newest keyframes (`from=record`), by source.
+    private let keyframes: Locked<[String: RecordKeyframes]>
+    /// Snapshots are taken from the inputs' record streams (`from=record`), where they have one.
+    var fromRecord: Bool { settings.fromRecord }
 
     private struct State {
         var queued = 0
@@ -37,7 +41,9 @@ package final class SnapshotRecorder: @unchecked Sendable {
     /// Snapshots waiting to be encoded at most: past it, an event's snapshot is dropped (counted).
     static let mostQueued = 32
 
-    init(settings: EvidenceSettings, events: [String], folder: EvidenceFolder, said: @escaping (String) -> Void) {
+    init(settings: EvidenceSettings, events: [String], folder: EvidenceFolder, said: @escaping (String) -> Void,
+         keyframes: Locked<[String: RecordKeyframes]> = Locked([:])) {
+        self.keyframes = keyframes
         self.settings = settings
         on = Set(events)
         self.folder = folder
@@ -109,6 +115,9 @@ package final class SnapshotRecorder: @unchecked Sendable {
         let inFrame = boxes.flatMap { $0.sequence == sequence ? $0 : nil }
         let box = line.result?.fields.bounds ?? line.track.flatMap { inFrame?.byTrack[$0] }
         let marks = settings.draw ? (inFrame?.marks ?? []) : []
+        if settings.fromRecord, let key = keyframes.withLock({ $0[source] })?.nearest(to: frame.presentationTimeNs) {
+            return recordSnapshot(line, key: key, frame: frame, box: box, marks: marks, source: source, urlBase: urlBase)
+        }
         let name = Self.fileName(source: source, sequence: frame.sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_"), line)
         // A box outside its frame (a plugin's mistake) gets the whole frame: the line names a file that is made.
         let region = settings.crop ? box.map(cropRegion).flatMap { $0.fitted(width: frame.width, height: frame.height) } : nil
@@ -128,6 +137,40 @@ package final class SnapshotRecorder: @unchecked Sendable {
         }
         var annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         if frame.sequence != sequence { annotated = annotated.with(envelopeField: "snapshot_frame", Int(frame.sequence)) }
+        return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+    }
+
+    /// The event's snapshot from the input's record stream: its keyframe nearest the event's frame,
+    /// decoded on the queue, the event's box and marks scaled from the frame's pixels to its.
+    private func recordSnapshot(_ line: OutputLine, key: EncodedPacket, frame: ProcessedFrame, box: ResultFields.Bounds?,
+                                marks: [SnapshotDrawing.Mark], source: String, urlBase: String?) -> OutputLine {
+        let name = Self.fileName(source: source, sequence: frame.sequence, event: line.route.event.replacingOccurrences(of: ".", with: "_") + "-record", line)
+        let crop = settings.crop ? box.map(cropRegion) : nil
+        queue.async { [self] in
+            defer { state.withLock { $0.queued -= 1 } }
+            let decoded: PixelBuffer
+            do throws(KeyframeDecoder.Failure) {
+                decoded = try KeyframeDecoder.picture(key, name: source)
+            } catch {
+                return drop("failed", "a snapshot of \(source)'s record stream was not made: \(error)")
+            }
+            let pixels = decoded.format == .i420 ? decoded : decoded.converted(to: .i420)
+            // The frame's pixels to the record stream's (a sub-stream's box on the main stream's picture).
+            let sx = Double(pixels.width) / Double(max(1, frame.width)), sy = Double(pixels.height) / Double(max(1, frame.height))
+            func scaled(_ r: JPEGEncoder.Region) -> JPEGEncoder.Region {
+                Self.region(x: Double(r.x) * sx, y: Double(r.y) * sy, width: Double(r.width) * sx, height: Double(r.height) * sy)
+            }
+            let region = crop.map(scaled).flatMap { $0.fitted(width: pixels.width, height: pixels.height) }
+            let jpeg: [UInt8]
+            do {
+                jpeg = try encoder.encode(drawn(pixels, marks.map { SnapshotDrawing.Mark(region: scaled($0.region), label: $0.label) }),
+                                          maxWidth: 1 << 16, region: region)
+            } catch {
+                return drop("failed", "a snapshot of \(source)'s record stream was not made: \(error)")
+            }
+            store(name, jpeg, source: source, event: line.route.event, label: line.label ?? "")
+        }
+        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
     }
 

@@ -37,11 +37,15 @@ final class SourceRun: Sendable {
                               evidence: evidence, motion: motion?.settings)
         session.frameLimit = frameLimit
         let clock = RecordStream.DetectClock()
-        if let url = spec.record, let evidence, evidence.keepsClips, let recorder = evidence.observer(forInput: id) {
-            record = RecordStream(url: url, observer: recorder, clock: clock)
+        if let url = spec.record, let evidence, let observer = evidence.recordObserver(forInput: id) {
+            record = RecordStream(url: url, observer: observer, clock: clock)
         } else {
             if spec.record != nil {
-                Log.warning("record= is the stream clips are recorded from: without --clips it is not read", source: tagLogs ? id : nil)
+                Log.warning("record= is the stream clips (--clips) and snapshots (--snapshots DIR:from=record) are taken from: without "
+                            + "either it is not read", source: tagLogs ? id : nil)
+            } else if evidence?.snapshotsFromRecord == true {
+                Log.warning("--snapshots from=record: this input has no record stream (--input NAME=URL,record=URL): its snapshots are of its frames",
+                            source: tagLogs ? id : nil)
             }
             record = nil
         }

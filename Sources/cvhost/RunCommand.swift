@@ -136,7 +136,7 @@ struct RunCommand: ParsableCommand {
     var masks: [String] = []
 
     @Option(name: .customLong("snapshots"), help: ArgumentHelp(
-        "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), draw=true (the boxes and labels drawn), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path. track.ended's is the track's best frame.",
+        "Keep a JPEG of the frame each event came from: DIR [:on=EVENTS (joined by +; the counts' events with --track, else result), crop=true (the event's box, margin=0.25 of it around), draw=true (the boxes and labels drawn), from=frame (or record: the keyframe of the input's record= stream nearest the event), max_gb=1, max_age=7d, min_free_gb=1]. The event's line gets `snapshot`: the file's path. track.ended's is the track's best frame.",
         valueName: "dir"))
     var snapshots: String?
 

@@ -389,7 +389,7 @@ struct EvidenceTests {
                 "\(clip.count) frames in the clip, the first at \(at.map(String.init) ?? "none") of the file's \(all.count)")
     }
 
-    @Test("a camera's two streams (record=): the plugin reads the 320x240 sub-stream, the clip is the 640x480 main stream's own packets (a run of its frames, undecoded), around the event's moment by the wall clock; refusals of record= with a file, or not a URL")
+    @Test("a camera's two streams (record=): the plugin reads the 320x240 sub-stream, the clip is the 640x480 main stream's own packets (a run of its frames, undecoded), around the event's moment by the wall clock; the snapshot (from=record) is the main stream's keyframe nearest the event, 640x480; refusals of record= with a file, or not a URL, and of from= neither frame nor record")
     func recordStream() throws {
         func clip(_ size: String) throws -> String {
             try MediaFixtures.make("record-\(size).mp4", ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30", "-t", "6", "-c:v", "libx264", "-g", "30",
@@ -398,11 +398,16 @@ struct EvidenceTests {
         let sub = try clip("320x240"), main = try clip("640x480")
         let server = try TestServer("rtsp_server.py", ["--file", sub, "--also", "main=\(main)"])
         defer { server.stop() }
-        let clips = Self.folder + "/record-clips"
+        let clips = Self.folder + "/record-clips", snapshots = Self.folder + "/record-snapshots"
         let input = "door=rtsp://127.0.0.1:\(server.port)/codes,record=rtsp://127.0.0.1:\(server.port)/main"
         let r = try CVHostBinary.run(["run", "--plugin", try Self.plugin(frames: [90]) + ":backpressure=block", "--input", input,
-                                      "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1"], timeout: 60, environment: Self.python)
+                                      "--metrics-interval", "0", "--clips", clips + ":on=result,pre=1,post=1",
+                                      "--snapshots", snapshots + ":on=result,from=record"], timeout: 60, environment: Self.python)
         let result = try #require(r.events("result").first, "\(r.stderr)")
+        let snapshot = try #require(result["snapshot"] as? String, "\(result)")
+        let size = try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", snapshot]).output
+        #expect(snapshot.hasSuffix(".jpg") && snapshot.contains("-result-record-") && size.trimmingCharacters(in: .whitespacesAndNewlines) == "640,480",
+                "\(snapshot): \(size)")
         let eventWall = try #require(result["ts"] as? Double)
         #expect(r.events("session.started").first?["source"] as? String == "door")
         let saved = try #require(r.events("clip.saved").first?["data"] as? [String: Any], "\(r.stderr)")
@@ -425,6 +430,11 @@ struct EvidenceTests {
         for (given, said) in [("a.mp4,record=rtsp://cam/main", "record= goes with a network camera's stream"),
                               ("rtsp://cam/sub,record=main.mp4", "record= is the camera's stream to record clips from, a URL")] {
             let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", given])
+            #expect(refused.exitCode == 64 && refused.stderr.contains(said) && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        }
+        do {
+            let refused = try CVHostBinary.run(["run", "--plugin", "null", "--input", "testsrc", "--snapshots", snapshots + ":from=main"])
+            let said = "from is frame (the event's own frame) or record"
             #expect(refused.exitCode == 64 && refused.stderr.contains(said) && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
         }
     }

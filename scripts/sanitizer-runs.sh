@@ -37,7 +37,8 @@ for f in "emitthread EMIT_FROM_THREAD" "crash CRASH_ON_FRAME" "hang HANG_ON_FRAM
   clang -shared -fPIC -g -O1 -fsanitize=$cflag -ISources/CVHostPluginABI/include -DPLUGIN_NAME="\"$1\"" -D"$2" \
     Tests/Fixtures/broken-plugin.c -o "$fixtures/libcvhost-$1.so" -lpthread
 done
-export ASAN_OPTIONS=detect_leaks=1 TSAN_OPTIONS=report_signal_unsafe=0
+# LSan's one known false report on Swift (weak references' side tables): scripts/lsan-suppressions.txt.
+export ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt TSAN_OPTIONS=report_signal_unsafe=0
 log=$(mktemp -d)
 failed=0
 # run NAME EXPECTED_EXIT ARGS...: one run; its stderr kept in $log/NAME.err

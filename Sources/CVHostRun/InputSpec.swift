@@ -4,8 +4,8 @@ import Foundation
 
 /// One input of a run as the command line gives it: `--input [NAME=]SOURCE[,record=URL]` or
 /// `--device [NAME=]PATH`, or no input at all (the first camera). `record=` is a network camera's
-/// second stream, its clips are recorded from (RecordStream): plugins, motion and the live view
-/// read SOURCE (its sub-stream).
+/// second stream, its clips (and `from=record` snapshots) are taken from (RecordStream): plugins,
+/// motion and the live view read SOURCE (its sub-stream).
 ///
 /// Its `sourceID` is the `source` of every line that belongs to it: the name given, or else the
 /// input as written (a URL without its password) or the camera's path.

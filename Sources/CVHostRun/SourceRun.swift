@@ -20,7 +20,7 @@ final class SourceRun: Sendable {
     var runners: [PluginRunner] { report.runners }
     /// Its motion, looked for by the host (--motion); nil when it is not.
     let motion: MotionWatch?
-    /// The camera's stream its clips are recorded from (`record=`, with --clips); nil when they come from its own.
+    /// The camera's stream its clips (and from=record snapshots) are taken from (`record=`); nil when they come from its own.
     let record: RecordStream?
 
     /// - Parameter tagLogs: put the id in front of this input's messages on stderr (a run with several inputs).

@@ -69,17 +69,19 @@ public final class RecordStream: @unchecked Sendable {
         SystemThread.start("cvhost.record") { [self] in
             var backoff = 1.0, said = false
             while !stopped.load(ordering: .relaxed) {
+                var delivered = false
                 do {
-                    try read()
-                    backoff = 1
+                    try read(delivered: &delivered)
                 } catch {
                     if !stopped.load(ordering: .relaxed), !said {
                         // Said once: a camera whose main stream is away says so every few seconds otherwise.
-                        Log.warning("record=\(location.display): \(error); clips wait for it (tried again every \(Int(backoff)) s up to 10 s)",
-                                    source: logSource)
+                        Log.warning("record=\(location.display): \(error); its clips and snapshots wait for it (tried again every "
+                                    + "\(Int(backoff)) s up to 10 s)", source: logSource)
                         said = true
                     }
                 }
+                // A connection that delivered starts the backoff anew.
+                if delivered { backoff = 1 }
                 observer.encodedStreamEnded()
                 // The backoff, cut short by a stop.
                 let until = HostClock.monotonicNs() + UInt64(backoff * 1e9)
@@ -105,8 +107,9 @@ public final class RecordStream: @unchecked Sendable {
         }
     }
 
-    /// One connection: opened, then its video packets handed on until it ends or is stopped.
-    private func read() throws {
+    /// One connection: opened, then its video packets handed on (`delivered`) until it ends (an
+    /// error) or is stopped (a return).
+    private func read(delivered: inout Bool) throws {
         guard var ctx = avformat_alloc_context() else { throw CaptureError(.inputUnavailable, "out of memory") }
         ctx.pointee.interrupt_callback = interrupt.callback
         interrupt.arm(seconds: Self.openTimeout)
@@ -154,7 +157,10 @@ public final class RecordStream: @unchecked Sendable {
             // Before the first stream's first packet there is no time to put it at: not recorded.
             guard let detect = clock.wallMinusMedia, let recordOffset else { continue }
             let moved = media.addingClamped(recordOffset.subtractingClamped(detect))
-            if let p = EncodedPacket(referencing: packet, ptsNs: moved, format: streamFormat) { observer.encodedPacket(p) }
+            if let p = EncodedPacket(referencing: packet, ptsNs: moved, format: streamFormat) {
+                observer.encodedPacket(p)
+                delivered = true
+            }
         }
     }
 }

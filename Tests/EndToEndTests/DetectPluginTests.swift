@@ -402,7 +402,10 @@ struct DetectPluginTests {
     func openVINOFallback() throws {
         let picture = try Self.picture("halves", halves: true)
         func objects(_ r: CommandResult) -> [String] {
-            r.events("result").compactMap { e in (e["data"] as? [String: Any]).map { "\($0["label"] ?? "") \($0["bounds"] ?? "")" } }.sorted()
+            r.events("result").compactMap { e -> String? in
+                guard let d = e["data"] as? [String: Any], let b = d["bounds"] as? [String: Double] else { return nil }
+                return "\(d["label"] ?? "") \(["x", "y", "width", "height"].map { b[$0] ?? -1 })"
+            }.sorted()
         }
         let fallback = try CVHostBinary.run(["run", "--plugin", "detect:model=\(Self.model("yolov8-unconverted"))", "--input", picture, "--metrics-interval", "0"],
                                             timeout: 120, environment: Self.python)

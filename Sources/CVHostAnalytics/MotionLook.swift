@@ -13,7 +13,5 @@ public struct MotionLook: Sendable, Equatable {
     }
 
     /// Whether motion touched `box` (a region overlaps it).
-    func touches(_ box: Box) -> Bool {
-        regions.contains { $0.x < box.maxX && box.x < $0.maxX && $0.y < box.maxY && box.y < $0.maxY }
-    }
+    func touches(_ box: Box) -> Bool { regions.contains { $0.iou(box) > 0 } }
 }

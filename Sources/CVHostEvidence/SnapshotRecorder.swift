@@ -135,8 +135,14 @@ package final class SnapshotRecorder: @unchecked Sendable {
             }
             store(name, jpeg, source: source, event: line.route.event, label: line.label ?? "")
         }
+        return pointing(line, to: name, frame: frame.sequence != sequence ? frame.sequence : nil, urlBase: urlBase)
+    }
+
+    /// `line` with its snapshot's path (`snapshot`), the frame it is of when not the line's own
+    /// (`snapshot_frame`), and its URL under the live view's address (`snapshot_url`).
+    private func pointing(_ line: OutputLine, to name: String, frame: UInt64? = nil, urlBase: String?) -> OutputLine {
         var annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
-        if frame.sequence != sequence { annotated = annotated.with(envelopeField: "snapshot_frame", Int(frame.sequence)) }
+        if let frame { annotated = annotated.with(envelopeField: "snapshot_frame", Int(frame)) }
         return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
     }
 
@@ -170,8 +176,7 @@ package final class SnapshotRecorder: @unchecked Sendable {
             }
             store(name, jpeg, source: source, event: line.route.event, label: line.label ?? "")
         }
-        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
-        return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+        return pointing(line, to: name, urlBase: urlBase)
     }
 
     /// A snapshot not made: counted by `reason`, `message` said (once: the same words are not said again).
@@ -215,8 +220,7 @@ package final class SnapshotRecorder: @unchecked Sendable {
         guard let best = state.withLock({ $0.best.removeValue(forKey: key) }) else { return line }
         let name = Self.fileName(source: source, sequence: best.sequence, event: "track_ended-track\(track)", line)
         queue.async { [self] in store(name, best.jpeg, source: source, event: "track.ended", label: line.label ?? "") }
-        let annotated = line.with(envelopeField: "snapshot", folder.path + "/" + name)
-        return urlBase.map { annotated.with(envelopeField: "snapshot_url", "\($0)/snapshots/\(name)") } ?? annotated
+        return pointing(line, to: name, urlBase: urlBase)
     }
 
     /// A result's box and its label as drawn: "person #12 87%".

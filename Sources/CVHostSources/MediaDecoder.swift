@@ -271,8 +271,7 @@ final class MediaDecoder {
                     FrameTrace.mark(ptsNs: pts, "to_decoder")
                 }
                 packetsRead += 1
-                measure(unit)
-                observe(unit)
+                packetRead(unit)
                 try send(unit, to: codec)
                 continue
             }
@@ -302,8 +301,7 @@ final class MediaDecoder {
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
             packetsRead += 1
-            measure(packet)
-            observe(packet)
+            packetRead(packet)
             try send(packet, to: codec)
         }
     }
@@ -326,13 +324,19 @@ final class MediaDecoder {
         }
     }
 
-    /// A video packet read: its keyframes' interval measured, which may let keyframes alone be decoded.
-    private func measure(_ packet: UnsafeMutablePointer<AVPacket>) {
+    /// A video packet read, before it is decoded: its keyframes' interval measured (which may let
+    /// keyframes alone be decoded), and the observer handed a reference to it with its media time as
+    /// the frames have it. Its time and whether it is a keyframe are found once for both.
+    private func packetRead(_ packet: UnsafeMutablePointer<AVPacket>) {
         let ts = packet.pointee.pts != Int64.min ? packet.pointee.pts : packet.pointee.dts
         guard ts != Int64.min else { return }
+        let ptsNs = nanoseconds(ts), keyframe = isKeyframe(packet)
         let before = skipping.keyframesOnly
-        skipping.read(keyframe: isKeyframe(packet), ptsNs: nanoseconds(ts))
+        skipping.read(keyframe: keyframe, ptsNs: ptsNs)
         if skipping.keyframesOnly != before { applySkipping() }
+        guard let packetObserver, let packetFormat,
+              let p = EncodedPacket(referencing: packet, ptsNs: ptsNs, format: packetFormat, keyframe: keyframe) else { return }
+        packetObserver.encodedPacket(p)
     }
 
     /// Whether a decoder can start at `packet`: its flags say, or (an RTSP camera's frames joined
@@ -341,19 +345,6 @@ final class MediaDecoder {
         if packet.pointee.flags & AV_PKT_FLAG_KEY != 0 { return true }
         guard liveUnits != nil, let data = packet.pointee.data else { return false }
         return AnnexBKeyframes.isKeyframe(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), hevc: codecName == "hevc")
-    }
-
-    /// Hands the observer a reference to a video packet, with its media time as the frames have it.
-    private func observe(_ packet: UnsafeMutablePointer<AVPacket>) {
-        guard let packetObserver, let packetFormat else { return }
-        let ts = packet.pointee.pts != Int64.min ? packet.pointee.pts : packet.pointee.dts
-        // An RTSP camera's frames joined here carry no keyframe flag (no parser): their NAL units say.
-        var keyframe: Bool?
-        if liveUnits != nil, packet.pointee.flags & AV_PKT_FLAG_KEY == 0, let data = packet.pointee.data {
-            keyframe = AnnexBKeyframes.isKeyframe(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), hevc: codecName == "hevc")
-        }
-        guard ts != Int64.min, let p = EncodedPacket(referencing: packet, ptsNs: nanoseconds(ts), format: packetFormat, keyframe: keyframe) else { return }
-        packetObserver.encodedPacket(p)
     }
 
     private func send(_ packet: UnsafeMutablePointer<AVPacket>, to codec: UnsafeMutablePointer<AVCodecContext>) throws {

@@ -3,6 +3,7 @@
 //
 // Floors (each uses only the floors below it):
 //   cvhost (CLI)
+//   CVHostFleet
 //   CVHostRun
 //   CVHostHTTP, CVHostPlugins, CVHostSources, CVHostV4L2, CVHostAnalytics, CVHostOutput, CVHostEvidence, CVHostEvents
 //   CVHostLines
@@ -157,11 +158,16 @@ let package = Package(
             ],
             path: "Sources/CVHostRun"),
 
+        // A site of many machines (`cvhost run --fleet`, `cvhost fleet`): the site's inputs in NATS
+        // JetStream key-value buckets, taken by the nodes by lease, taken over when a node dies.
+        .target(name: "CVHostFleet", dependencies: ["CVHostCore", "CVHostLines", "CVHostRun", "CNATS"], path: "Sources/CVHostFleet"),
+
         // The command line: words parsed into settings (ArgumentParser), help, and the other commands.
         .executableTarget(
             name: "cvhost",
             dependencies: [
-                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostMotion", "CPluginGuard",
+                "CVHostCore", "CVHostSources", "CVHostV4L2", "CVHostLines", "CVHostOutput", "CVHostPlugins", "CVHostRun", "CVHostMotion", "CVHostFleet",
+                "CPluginGuard",
                 // Not imported: a dependency so that `swift build` puts the bundled Python plugins beside the executable.
                 "PythonPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -236,6 +242,8 @@ let package = Package(
             ]),
         // The run's settings, config file, exit codes and stops, as a library (no binary run).
         .testTarget(name: "CVHostRunTests", dependencies: ["CVHostRun", "CVHostLines", "CVHostOutput", "CVHostCore", "CVHostMotion", "CVHostTestSupport"]),
+        // Where a site's inputs go, and its address (no server: the fleet's runs are in EndToEndTests/FleetTests).
+        .testTarget(name: "CVHostFleetTests", dependencies: ["CVHostFleet"]),
         // Every fuzz seed and finding (fuzz/corpus, fuzz/findings) through its target: what a fuzz run found stays fixed.
         .testTarget(name: "FuzzRegressionTests", dependencies: ["CVHostFuzzTargets", "CVHostTestSupport"]),
         // Runs the built cvhost binary (swift build first) and checks its output and exit codes.

@@ -9,7 +9,8 @@
 # a reload, an RTSP camera (frames joined on a reader thread), one with a record stream (clips and
 # snapshots from it, on a thread of its own) and one that sends a frame without end,
 # an MQTT output to a real broker (one with Home Assistant's discovery: states kept from every writer's
-# lines), and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered.
+# lines), and NATS and Kafka (ASan only) outputs through spools, a damaged spool recovered; a fleet's
+# node taking and giving back inputs.
 # Run it after any change to threads or locks.
 # Fails when the sanitizer reports anything. No option turns a check off.
 #   scripts/sanitizer-runs.sh address|thread
@@ -154,6 +155,13 @@ run nats-spool 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames
 run spool-left 0 --plugin null:results=5 --input testsrc:320x240@30 --max-frames 90 --output "nats://127.0.0.1:$(free_port)/cvhost?spool=$log/spool-damaged&drain=0" --output -
 python3 -c 'import glob,sys; p=max(glob.glob(sys.argv[1]+"/*.spool"), key=lambda f: len(open(f,"rb").read())); b=bytearray(open(p,"rb").read()); b[len(b)//2]^=0x20; open(p,"wb").write(b)' "$log/spool-damaged"
 run spool-recovery 4 --plugin null:results=1 --input testsrc:320x240@30 --max-frames 10 --output "nats://127.0.0.1:$port/cvhost?spool=$log/spool-damaged" --output -
+# A fleet's node (its loop thread, the queues that add and remove its inputs, the leases the lines'
+# envelope reads): two inputs given to a one-server site, one taken away while the node runs.
+site="nats://127.0.0.1:$port/sanitizer"
+"$bin" fleet --fleet "$site" add-input a testsrc:160x120@10 --needs null > /dev/null
+"$bin" fleet --fleet "$site" add-input b testsrc:160x120@10 --needs null > /dev/null
+( sleep 8; "$bin" fleet --fleet "$site" remove-input b > /dev/null ) &
+run fleet-node 0 --plugin null:results=1 --fleet "$site" --node s --duration 14
 kill "$server"; wait "$server" 2>/dev/null || true
 # Not under TSan: librdkafka makes its threads with glibc's thrd_create, which TSan does not see
 # (its allocator crashes at a broker thread's first malloc, before any report).

@@ -29,7 +29,7 @@ fi
 swift build
 if $quick; then
   # Swift Testing only: XCTest would print a second, empty summary.
-  swift test --disable-xctest --filter 'CVHost(Core|Lines|Output|Analytics|Motion|Evidence|Events|Plugins|Run|HTTP|Sources|V4L2)Tests|FuzzRegressionTests'
+  swift test --disable-xctest --filter 'CVHost(Core|Lines|Output|Analytics|Motion|Evidence|Events|Plugins|Run|HTTP|Sources|V4L2|Fleet)Tests|FuzzRegressionTests'
   exit 0
 fi
 # The Debian package, which a test installs into a fresh Debian 12 root (DebianPackageTests).

@@ -1,6 +1,6 @@
 extension JSONObject {
     /// Starts an output line with the envelope every event has, in this order:
-    /// `event`, `host`, `session`, `event_id`, `source`, `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
+    /// `event`, `host`, `session`, `event_id`, `source`, [`node`, `lease`,] `plugin`, `plugin_index`, `seq`, `ts`, `pts`.
     /// - Parameters:
     ///   - event: the event type, e.g. "result", "metrics", "session.started".
     ///   - source: the input the event belongs to (its name, or its path or URL without a password);
@@ -23,6 +23,11 @@ extension JSONObject {
         e.eventID = id
         e.set("event_id", id)
         e.set("source", source)
+        // An input a fleet's node runs by its lease: which node, and which lease (SourceLeases).
+        if let source, let lease = SourceLeases.lease(of: source) {
+            e.set("node", lease.node)
+            e.set("lease", lease.revision)
+        }
         e.set("plugin", plugin)
         e.set("plugin_index", pluginIndex)
         e.set("seq", seq)

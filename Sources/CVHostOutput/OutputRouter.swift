@@ -118,6 +118,8 @@ public final class OutputRouter: OutputSink {
 
     /// Writes to every sink but the one named `except`.
     fileprivate func write(_ line: OutputLine, except name: String?) {
+        // What an input saw after its fleet lease lapsed is another node's to write now.
+        guard SourceLeases.admits(line.route) else { return }
         if let stdout {
             if let selected = selection.select(line) {
                 if case .field = selection { fieldSeen.withLock { $0.seen = true } }

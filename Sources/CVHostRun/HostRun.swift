@@ -58,9 +58,16 @@ public final class HostRun: Sendable {
     /// Carries out one command, given as its JSON object, as a line on stdin is (its
     /// `control.changed` and other lines on the outputs): for a program that runs cvhost in its own
     /// process. Nil before the run runs and after it ended.
-    package func handle(_ command: String) -> LiveCommands.Answer? {
-        running.withLock { $0 }?.commands.handle(Array(command.utf8), from: .stdin)
+    package func handle(_ command: String, from origin: LiveCommands.Origin = .stdin) -> LiveCommands.Answer? {
+        running.withLock { $0 }?.commands.handle(Array(command.utf8), from: origin)
     }
+
+    /// Calls `body` once every input of the run has stopped (after a stop), before the outputs
+    /// deliver what waits: a fleet's node gives its inputs back to the site then.
+    package func whenInputsStopped(_ body: @escaping @Sendable () -> Void) {
+        inputsStopped.withLock { $0.append(body) }
+    }
+    private let inputsStopped = Locked<[@Sendable () -> Void]>([])
 
     /// What the run is waiting for when a stop would end it at once, nothing having run yet (the
     /// outputs or inputs opening: a broker awaited, a FIFO with no writer, a server that does not
@@ -78,7 +85,8 @@ public final class HostRun: Sendable {
                             + "(source, MQTT topics, metrics); --input NAME=URL gives it a name of your choosing instead")
             }
         }
-        let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count, stop: stop)
+        // A run that waits for inputs counts as one more until its inputs have stopped: inputs can be added to it meanwhile.
+        let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count + (s.waitsForInputs ? 1 : 0), stop: stop)
         phase.withLock { $0 = .plugins }
         // The counts of earlier runs (--state), which the lines and zones go on from.
         let kept = s.state.map { KeptTotals(beside: $0) }
@@ -101,7 +109,7 @@ public final class HostRun: Sendable {
         defer { self.running.withLock { $0 = nil } }
         counts.start()
         let jsonDescriptor = s.outputs.contains(.stdout) ? resultsDescriptor : nil
-        let ending = running.runUntilStopped(jsonDescriptor: jsonDescriptor)
+        let ending = running.runUntilStopped(jsonDescriptor: jsonDescriptor) { inputsStopped.withLock { $0 }.forEach { $0() } }
         // Every input's last frame has been counted: the counts kept as they end.
         counts.stop()
         switch ending {

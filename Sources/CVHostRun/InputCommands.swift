@@ -17,7 +17,7 @@ extension LiveCommands {
         let changes = try changer()
         try changes.allow(spec, by: origin)
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue)
-        changes.state?.record(input: source.id, Self.entry(spec, plugins))
+        if origin != .fleet { changes.state?.record(input: source.id, Self.entry(spec, plugins)) }
         return describe(source)
     }
 
@@ -26,14 +26,14 @@ extension LiveCommands {
         try changes.allow(spec, by: origin)
         guard let old = inputs.named(spec.sourceID()) else { throw CommandRefusal(.notFound, "no input named \(spec.sourceID()): \(changes.names)") }
         let source = try changes.add(spec, plugins: plugins, by: origin.rawValue, replacing: old)
-        changes.state?.record(input: source.id, Self.entry(spec, plugins))
+        if origin != .fleet { changes.state?.record(input: source.id, Self.entry(spec, plugins)) }
         return describe(source)
     }
 
     func removeInput(_ name: String, origin: Origin) throws -> JSONObject {
         let changes = try changer()
         try changes.remove(name, by: origin.rawValue)
-        changes.state?.record(input: name, nil)
+        if origin != .fleet { changes.state?.record(input: name, nil) }
         var r = JSONObject()
         r.set("name", name)
         r.set("removed", true)

@@ -29,7 +29,8 @@ import Foundation
 /// An `"id"` (a string or a number) is echoed in the answer.
 package final class LiveCommands: Sendable {
     package enum Origin: String, Sendable {
-        case stdin, http
+        /// A fleet's node applies what its site's store says (CVHostFleet): not kept in --state, the store keeps it.
+        case stdin, http, fleet
     }
 
     let inputs: RunInputs

@@ -113,6 +113,14 @@ final class RunInputs: @unchecked Sendable {
         if !s.opening.isEmpty { lock.wait(untilMonotonicNs: deadlineNs) }
     }
 
+    /// Waits until the inputs change (one added, removed or stopping) or the monotonic clock reaches
+    /// `deadlineNs`: a run with no input that waits for some (a fleet's node).
+    func waitForChange(untilMonotonicNs deadlineNs: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        lock.wait(untilMonotonicNs: deadlineNs)
+    }
+
     /// The run is ending (a stop): no input is added from now on.
     func close() {
         state { $0.closed = true }

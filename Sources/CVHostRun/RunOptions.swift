@@ -88,6 +88,9 @@ public enum RunOptions {
         .restart("preview-fps", .number) { $0.liveView?.previewFPS },
         .restart("preview-width", .integer) { $0.liveView?.previewWidth },
         .restart("allow-inputs", .string) { $0.liveView?.allowInputs },
+        // A node of a site (CVHostFleet).
+        .restart("fleet", .string) { $0.fleet },
+        .restart("node", .string) { $0.node },
     ]
 
     /// The config file's keys: the options' names.

@@ -68,6 +68,15 @@ public struct RunSettings: Sendable {
         motion.map { ($0, analytics.masks(on: source)) }
     }
 
+    /// `--fleet nats://.../SITE`: the site this run is a node of (CVHostFleet runs it); nil: none.
+    public var fleet: String?
+    /// `--node NAME`: the node's name in its site (nil: the host's name).
+    public var node: String?
+
+    /// The run goes on with no input, until it is stopped, for inputs given to it while it runs (a
+    /// fleet's node: `cvhost run --fleet`); without it, a run ends when its last input has.
+    public var waitsForInputs = false
+
     /// `--state`: where the changes made while running are kept (nil: not kept).
     public private(set) var state: RunStateFile?
     /// The plugins named for an input added while running (a state file's), by its name; an input not here has all the run's.

@@ -79,8 +79,12 @@ final class RunningSession: Sendable {
 
     /// Until every input has stopped; then the final delivery and the conclusion. With --http, a
     /// run whose inputs ended by themselves (a file) stays up to be looked at, until stopped.
-    func runUntilStopped(jsonDescriptor: Int32?) -> Ending {
+    /// - Parameter inputsStopped: called once every input has stopped, before the outputs deliver what waits.
+    func runUntilStopped(jsonDescriptor: Int32?, inputsStopped: () -> Void) -> Ending {
         guard paceUntilStopped(jsonDescriptor: jsonDescriptor) else { return .abandoned }
+        // The run that waited for inputs no longer does: lines of no input stop with its inputs' (RunLines).
+        if settings.waitsForInputs { outputs.lines.writeFinal(count: 0) { [] } }
+        inputsStopped()
         let endedByThemselves = stop.requested == nil
         let sources = inputs.all
         sources.forEach { $0.warnOfDamage() }
@@ -148,6 +152,11 @@ final class RunningSession: Sendable {
         while true {
             let sources = inputs.all
             guard let running = sources.first(where: { !$0.isStopped }) else {
+                // A fleet's node (waitsForInputs) goes on with no input, until a stop, for the inputs the site gives it.
+                if settings.waitsForInputs && stop.requested == nil {
+                    inputs.waitForChange(untilMonotonicNs: HostClock.monotonicNs() + 500_000_000)
+                    continue
+                }
                 if inputs.closeWhenIdle() { break }
                 inputs.waitWhileOpening(untilMonotonicNs: HostClock.monotonicNs() + 500_000_000)
                 continue

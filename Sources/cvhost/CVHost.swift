@@ -99,7 +99,7 @@ struct CVHost: ParsableCommand {
             \(ExitCodes.helpText)
             """,
         version: Producer.version,
-        subcommands: [RunCommand.self, DevicesCommand.self, PluginsCommand.self])
+        subcommands: [RunCommand.self, DevicesCommand.self, PluginsCommand.self, FleetCommand.self])
 }
 
 /// A config file read again for a reload that cannot be run: why, naming the file, its line and key.

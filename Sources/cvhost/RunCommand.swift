@@ -1,5 +1,6 @@
 import ArgumentParser
 import CVHostCore
+import CVHostFleet
 import CVHostMotion
 import CVHostPlugins
 import CVHostRun
@@ -223,6 +224,15 @@ struct RunCommand: ParsableCommand {
                                valueName: "file"))
     var state: String?
 
+    @Option(name: .customLong("fleet"),
+            help: ArgumentHelp("Join this run to a site of many machines as one of its nodes: nats://HOST[:PORT][,HOST...]/SITE (a NATS JetStream cluster). The site's inputs, given with `cvhost fleet add-input`, are taken by the nodes by lease, and taken over within seconds when a node dies; inputs given here run on this node alone (see docs/fleet.md).",
+                               valueName: "url"))
+    var fleet: String?
+
+    @Option(name: .customLong("node"),
+            help: ArgumentHelp("This node's name in its site (--fleet); the host's name by default.", valueName: "name"))
+    var node: String?
+
     @Option(name: .customLong("reset-counts-at"),
             help: ArgumentHelp("Set every line's and zone's counts back to 0 each day at this local time (HH:MM, e.g. 00:00), as reset_counts does; with --state, also when cvhost was not running at that time.",
                                valueName: "time"))
@@ -316,6 +326,18 @@ struct RunCommand: ParsableCommand {
                         oneshot: oneshot, maxFrames: maxFrames, duration: duration?.value, metricsInterval: metricsInterval.value,
                         stdinCommands: stdinCommands, verbose: verbose, quiet: quiet, liveView: try http.settings())
         for spec in plugins { settings.pluginOrigins[spec] = Self.origin("plugin", spec) }
+        if let fleet {
+            // A node runs the site's inputs: none of its own unless given (not the first camera).
+            do { _ = try FleetAddress(parsing: fleet) } catch { throw UsageError(error.description) }
+            if kept.inputs.isEmpty && kept.devices.isEmpty { settings.inputs = [] }
+            settings.fleet = fleet
+            settings.waitsForInputs = true
+        }
+        if let node {
+            guard fleet != nil else { throw UsageError("--node names this run in its site: it needs --fleet") }
+            guard FleetAddress.isNodeName(node) else { throw UsageError("--node \(node): a node's name is 1 to 64 letters, digits, _ or -") }
+            settings.node = node
+        }
         // A plugin gated on motion (on_motion=true) has the inputs' motion looked for, with the defaults when --motion is not given.
         settings.motion = try motion.map { text throws(UsageError) in
             do throws(MotionSettings.Problem) { return try MotionSettings(parsing: text) } catch { throw UsageError("--\(error.description)") }

@@ -1,5 +1,6 @@
 import CPluginGuard
 import CVHostCore
+import CVHostFleet
 import CVHostLines
 import CVHostOutput
 import CVHostRun
@@ -31,6 +32,11 @@ enum RunProcess {
         if !toStdout { close(results) }
         FreedMemoryReturn.start()
         let run = HostRun(settings, resultsDescriptor: results)
+        if let text = settings.fleet, let address = try? FleetAddress(parsing: text) {
+            FleetNode(address, node: settings.node ?? FleetAddress.nodeName(host: Producer.host), plugins: settings.plugins.map(FleetNode.pluginName),
+                      capacity: max(0, settings.maxInputs - settings.inputs.count), http: settings.liveView.map { $0.publicURL ?? "http://\($0.host):\($0.port)" },
+                      run: run).start()
+        }
         let reload: (@Sendable () -> Void)? = reread.map { reread in
             nonisolated(unsafe) let reread = reread
             return {

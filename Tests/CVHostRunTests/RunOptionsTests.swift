@@ -55,6 +55,8 @@ struct RunOptionsTests {
             "preview-fps": view { try LiveViewSettings(http: "127.0.0.1:8080", previewFPS: 2, environment: [:]) },
             "preview-width": view { try LiveViewSettings(http: "127.0.0.1:8080", previewWidth: 320, environment: [:]) },
             "allow-inputs": view { try LiveViewSettings(http: "127.0.0.1:8080", allowInputs: "all", environment: [:]) },
+            "fleet": { $0.fleet = "nats://127.0.0.1/depot" },
+            "node": { $0.node = "gate-1" },
         ]
     }
 

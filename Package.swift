@@ -160,7 +160,7 @@ let package = Package(
 
         // A site of many machines (`cvhost run --fleet`, `cvhost fleet`): the site's inputs in NATS
         // JetStream key-value buckets, taken by the nodes by lease, taken over when a node dies.
-        .target(name: "CVHostFleet", dependencies: ["CVHostCore", "CVHostLines", "CVHostRun", "CNATS"], path: "Sources/CVHostFleet"),
+        .target(name: "CVHostFleet", dependencies: ["CVHostCore", "CVHostLines", "CVHostAnalytics", "CVHostRun", "CNATS"], path: "Sources/CVHostFleet"),
 
         // The command line: words parsed into settings (ArgumentParser), help, and the other commands.
         .executableTarget(

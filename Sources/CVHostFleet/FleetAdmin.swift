@@ -52,11 +52,42 @@ public final class FleetAdmin {
         }
     }
 
+    /// Takes an input away (its node stops it), with its kept counts.
     public func removeInput(_ name: String) throws(Failure) {
-        let key = SiteStore.inputPrefix + name
+        try remove(SiteStore.inputPrefix + name, "input", name)
+        try? store.desired.delete(SiteStore.countsPrefix + name)
+    }
+
+    /// Sets a zone, line or track of the site, written as `--zone`, `--line` or `--track` takes it
+    /// (a zone or line with `input=`: the input whose node sets it). - Returns: its name and revision.
+    @discardableResult
+    public func setRule(_ kind: String, _ text: String) throws(Failure) -> (name: String, revision: UInt64) {
+        guard let k = SiteRuleKind(rawValue: kind) else { throw Failure(description: "no such rule: \(kind)", exitCode: 64) }
+        let parsed: (name: String, input: String?, json: [UInt8])
+        do { parsed = try SiteRule.parse(k, text) } catch { throw Failure(description: error.description, exitCode: 64) }
+        guard k == .track || parsed.input != nil else {
+            throw Failure(description: "a site's \(kind) names the input it watches (input=NAME): its node sets it", exitCode: 64)
+        }
+        guard SiteStore.isKeyPart(parsed.name) else {
+            throw Failure(description: "a site's \(kind)'s name is letters, digits, _, - or . (no empty part between dots): '\(parsed.name)'", exitCode: 64)
+        }
+        do {
+            return (parsed.name, try store.desired.put(k.prefix + parsed.name, parsed.json))
+        } catch {
+            throw Failure(description: "\(error)", exitCode: Failure.unreachable)
+        }
+    }
+
+    /// Takes a zone, line or track away from the site.
+    public func removeRule(_ kind: String, _ name: String) throws(Failure) {
+        guard let k = SiteRuleKind(rawValue: kind) else { throw Failure(description: "no such rule: \(kind)", exitCode: 64) }
+        try remove(k.prefix + name, kind, name)
+    }
+
+    private func remove(_ key: String, _ what: String, _ name: String) throws(Failure) {
         do {
             guard try store.desired.get(key) != nil else {
-                throw Failure(description: "the site \(store.connection.address.site) has no input called \(name)", exitCode: Failure.refused)
+                throw Failure(description: "the site \(store.connection.address.site) has no \(what) called \(name)", exitCode: Failure.refused)
             }
             try store.desired.delete(key)
         } catch let e as StoreError {
@@ -73,18 +104,14 @@ public final class FleetAdmin {
         do {
             let inputs = try store.desired.all().filter { $0.key.hasPrefix(SiteStore.inputPrefix) }
             let nodes = try store.nodes.all().compactMap { try? JSONDecoder().decode(SiteNode.self, from: Data($0.value)) }
-            let leases = try store.leases.all()
-            var status = SiteStatus(site: store.connection.address.site, leaseSeconds: store.ttl, nodes: nodes.sorted { $0.node < $1.node }, inputs: [])
-            for e in inputs.sorted(by: { $0.key < $1.key }) {
-                let name = String(e.key.dropFirst(SiteStore.inputPrefix.count))
-                let value = try? JSONDecoder().decode(SiteInput.self, from: Data(e.value))
-                let lease = leases.first { $0.key == name }.flatMap { try? JSONDecoder().decode(SiteLease.self, from: Data($0.value)) }
-                let owner = lease.flatMap { l in nodes.first { $0.node == l.node } }
-                status.inputs.append(SiteStatus.Input(name: name, entry: value, problem: value == nil ? "not an input (malformed)" : value?.problem,
-                                                      owner: lease?.node, leaseRevision: leases.first { $0.key == name }?.revision,
-                                                      health: owner?.inputs[name], refusedBy: nodes.compactMap { n in n.refused?[name].map { (n.node, $0) } }))
+            var leases: [String: (node: String, revision: UInt64)] = [:]
+            for e in try store.leases.all() {
+                if let l = try? JSONDecoder().decode(SiteLease.self, from: Data(e.value)) { leases[e.key] = (l.node, e.revision) }
             }
-            return status
+            return SiteStatus(site: store.connection.address.site, leaseSeconds: store.ttl, nodes: nodes, inputs: inputs.map { e in
+                let value = try? JSONDecoder().decode(SiteInput.self, from: Data(e.value))
+                return (String(e.key.dropFirst(SiteStore.inputPrefix.count)), value, value == nil ? "not an input (malformed)" : value?.problem)
+            }, leases: leases)
         } catch {
             throw Failure(description: "\(error)", exitCode: Failure.unreachable)
         }
@@ -96,7 +123,21 @@ public struct SiteStatus {
     public let site: String
     public let leaseSeconds: Double
     public let nodes: [SiteNode]
-    public var inputs: [Input]
+    public let inputs: [Input]
+
+    /// The site as told: its nodes' heartbeats, its inputs (each, or why it is not one) and leases.
+    init(site: String, leaseSeconds: Double, nodes: [SiteNode], inputs: [(name: String, entry: SiteInput?, problem: String?)],
+         leases: [String: (node: String, revision: UInt64)]) {
+        self.site = site
+        self.leaseSeconds = leaseSeconds
+        self.nodes = nodes.sorted { $0.node < $1.node }
+        self.inputs = inputs.sorted { $0.name < $1.name }.map { i in
+            let lease = leases[i.name]
+            let owner = lease.flatMap { l in nodes.first { $0.node == l.node } }
+            return Input(name: i.name, entry: i.entry, problem: i.problem, owner: lease?.node, leaseRevision: lease?.revision,
+                         health: owner?.inputs[i.name], liveView: owner?.http, refusedBy: nodes.compactMap { n in n.refused?[i.name].map { (n.node, $0) } })
+        }
+    }
 
     public struct Input {
         public let name: String
@@ -105,6 +146,8 @@ public struct SiteStatus {
         public let owner: String?
         public let leaseRevision: UInt64?
         public let health: SiteNode.InputState?
+        /// The owner's live view (its --http), where the input is watched.
+        public let liveView: String?
         public let refusedBy: [(node: String, why: String)]
     }
 
@@ -130,6 +173,7 @@ public struct SiteStatus {
                     if let f = h.fps { o["fps"] = f }
                     if let a = h.last_frame_age { o["last_frame_age"] = a }
                 }
+                if let v = i.liveView { o["live_view"] = v }
                 if !i.refusedBy.isEmpty { o["refused"] = Dictionary(i.refusedBy.map { ($0.node, $0.why) }, uniquingKeysWith: { a, _ in a }) }
                 return o
             },

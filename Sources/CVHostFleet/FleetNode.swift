@@ -1,3 +1,4 @@
+import CVHostAnalytics
 import CVHostCore
 import CVHostLines
 import CVHostRun
@@ -28,7 +29,8 @@ public final class FleetNode: @unchecked Sendable {
     // input queues report is in `applied` (Locked).
     public let address: FleetAddress
     public let name: String
-    private let plugins: [String]
+    /// The run's plugins' names, once it runs (the node takes no input before).
+    private var plugins: [String] = []
     private let capacity: Int
     private let http: String?
     private let run: HostRun
@@ -56,6 +58,14 @@ public final class FleetNode: @unchecked Sendable {
 
     /// What the input queues report to the loop: an input that could not be added, and why.
     private let applied = Locked<[String: String]>([:])
+    /// The site's zones, lines and tracks set on this node, by key, at the revision set.
+    private var appliedRules: [String: SiteView.RuleSeen] = [:]
+    /// Inputs just taken, and the counts the store kept of them, to go on from once their rules are set.
+    private var pendingCounts: [String: [String: CountTotals]] = [:]
+    /// Inputs whose counts go on from the store's (their queue did it): only theirs are written back.
+    private let carried = Locked<Set<String>>([])
+    /// The counts last written to the store, by input.
+    private var writtenCounts: [String: [String: CountTotals]] = [:]
     private let wake = ConditionLock()
     private let state = Locked(LoopState.running)
     private let left = DispatchSemaphore(value: 0)
@@ -74,21 +84,25 @@ public final class FleetNode: @unchecked Sendable {
     }
 
     /// - Parameters:
-    ///   - plugins: the run's plugins' names (an input needing another is not taken).
     ///   - capacity: the most inputs it takes from the site.
     ///   - http: its live view's address, for the site's view of it.
-    public init(_ address: FleetAddress, node: String, plugins: [String], capacity: Int, http: String?, run: HostRun) {
+    public init(_ address: FleetAddress, node: String, capacity: Int, http: String?, run: HostRun) {
         self.address = address
         self.name = node
-        self.plugins = plugins
         self.capacity = capacity
         self.http = http
         self.run = run
     }
 
+    /// The site as this node sees it (GET /fleet), made anew each tick.
+    private let published = Locked<String?>(nil)
+
     /// Starts the node's thread; the run gives its inputs back when they have stopped.
     public func start() {
         run.whenInputsStopped { [self] in leave() }
+        run.serveFleet { [published] in
+            published.withLock { $0 }.map { (200, $0) } ?? (503, #"{"error":"this node has not reached its site's store yet"}"#)
+        }
         let t = Thread { [self] in loop() }
         t.name = "cvhost-fleet"
         t.start()
@@ -136,6 +150,7 @@ public final class FleetNode: @unchecked Sendable {
                     watchers = (try s.desired.watch(), try s.nodes.watch(), try s.leases.watch())
                     store = s
                     joinedNs = HostClock.monotonicNs()
+                    lastEchoNs = joinedNs
                     if let formatProblem { Log.error("fleet: \(formatProblem)") }
                     Log.info("fleet: node \(name) joined site \(address.site) at \(address.shown) (leases of \(Self.seconds(s.ttl)) s)")
                     return true
@@ -158,6 +173,7 @@ public final class FleetNode: @unchecked Sendable {
 
     private func tick() {
         guard let store, let watchers else { return }
+        if plugins.isEmpty, let names = run.pluginNames { plugins = names }
         let now0 = HostClock.monotonicNs()
         drain(watchers.desired) { view.desired($0, now: now0, said: saidOnce) }
         drain(watchers.nodes) { e in
@@ -182,13 +198,17 @@ public final class FleetNode: @unchecked Sendable {
             lastEchoNs = now
         }
         renew(store, now: now, t)
-        guard formatProblem == nil, run.handle(#"{"command":"get_inputs"}"#, from: .fleet) != nil else { return }
+        // Inputs are taken once the run runs (its plugins known) and the store's format is this cvhost's.
+        guard formatProblem == nil, !plugins.isEmpty else { return }
         follow(store, now: now)
+        applyRules()
+        keepCounts(store, now: now)
         let assigned = view.assignment(now: now, ttlNs: t.ttlNs, wanting: name) { [view, name, capacity] node in
             node == name ? capacity : view.nodes[node]?.entry.capacity ?? 0
         }
         claim(store, now: now, t, assigned: assigned)
         rebalance(store, now: now, t, assigned: assigned)
+        publish(now: now, t)
     }
 
     private func drain(_ w: KeyValueWatcher, _ take: (KeyValueBucket.Entry) -> Void) {
@@ -306,6 +326,9 @@ public final class FleetNode: @unchecked Sendable {
             }
             let held = Held(lease: rev, taken: rev, entry: entry.revision, nextRenewNs: sent + t.renewNs, validUntilNs: sent + t.validNs)
             mine[input] = held
+            // What its last node counted: its lines and zones go on from it once their rules are set (applyRules).
+            carried.withLock { _ = $0.remove(input) }
+            pendingCounts[input] = keptCounts(store, input)
             view.leases[input] = SiteView.LeaseSeen(node: name, revision: rev, seenNs: sent)
             view.freeSince[input] = nil
             SourceLeases.hold(input, SourceLeases.Lease(node: name, revision: rev, validUntilNs: held.validUntilNs))
@@ -319,6 +342,79 @@ public final class FleetNode: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Sets the site's zones and lines of the inputs this node runs (on each input's queue, after
+    /// its add) and the site's tracks of its plugins; takes away those removed from the site and
+    /// those of inputs no longer here. Then an input just taken goes on from its kept counts.
+    private func applyRules() {
+        for (key, was) in appliedRules.sorted(by: { $0.key < $1.key }) {
+            let now = view.rules[key]
+            let stays = now != nil && (was.rule.input.map { mine[$0] != nil } ?? true)
+            guard !stays else { continue }
+            appliedRules[key] = nil
+            // A rule whose input left: taken away after the input (its queue); one that changed input is set anew below.
+            perform(was.rule.removeCommand, on: was.rule.input, what: nil)
+        }
+        for (key, seen) in view.rules.sorted(by: { $0.key < $1.key }) where appliedRules[key]?.revision != seen.revision {
+            if let input = seen.rule.input {
+                guard mine[input] != nil else { continue }
+            } else {
+                guard plugins.contains(seen.rule.name) else { continue }
+            }
+            appliedRules[key] = seen
+            perform(seen.rule.setCommand, on: seen.rule.input, what: "\(seen.rule.kind.rawValue) \(seen.rule.name) (revision \(seen.revision))")
+        }
+        for (input, totals) in pendingCounts where mine[input] != nil {
+            pendingCounts[input] = nil
+            queue(input).async { [run, carried] in
+                if !totals.isEmpty { Log.info("fleet: input \(input)'s lines and zones go on from the counts its last node kept") }
+                run.goOn(source: input, from: totals)
+                carried.withLock { _ = $0.insert(input) }
+            }
+        }
+        pendingCounts = pendingCounts.filter { mine[$0.key] != nil }
+    }
+
+    /// A command for the site's rules: on the input's queue (after what was asked of the input
+    /// before it), or here for a track. A refusal is said (`what`: what it set).
+    private func perform(_ command: String, on input: String?, what: String?) {
+        let act = { @Sendable [run, name] in
+            guard let answer = run.handle(command, from: .fleet), let what else { return }
+            if case .done = answer.outcome { return }
+            Log.warning("fleet: the site's \(what) cannot be set on node \(name): \(Self.error(of: answer))")
+        }
+        if let input { queue(input).async(execute: act) } else { act() }
+    }
+
+    /// What the store kept of an input's counts (nothing: none, or not readable, said).
+    private func keptCounts(_ store: SiteStore, _ input: String) -> [String: CountTotals] {
+        let entry: KeyValueBucket.Entry?
+        do { entry = try store.desired.get(SiteStore.countsPrefix + input) } catch {
+            Log.warning("fleet: the kept counts of input \(input) cannot be read (\(error)): its lines and zones count from 0 here")
+            return [:]
+        }
+        guard let entry else { return [:] }
+        switch SiteStore.decode([String: CountTotals].self, entry, in: "the site's bucket", what: "an input's counts") {
+        case .success(let counts): return counts
+        case .failure(let m):
+            Log.warning("fleet: " + m.description)
+            return [:]
+        }
+    }
+
+    /// Writes what each input of this node counted to the store, when it changed (every renewal):
+    /// the next node to run it goes on from there.
+    private func keepCounts(_ store: SiteStore, now: UInt64) {
+        // With the heartbeat (it was written this tick): every quarter TTL.
+        guard lastPutNs == now else { return }
+        let carried = self.carried.withLock { $0 }
+        for input in mine.keys.sorted() where carried.contains(input) {
+            let counts = run.counts(of: input)
+            guard !counts.isEmpty, counts != writtenCounts[input] else { continue }
+            if (try? store.desired.put(SiteStore.countsPrefix + input, SiteStore.encode(counts))) != nil { writtenCounts[input] = counts }
+        }
+        writtenCounts = writtenCounts.filter { mine[$0.key] != nil }
     }
 
     /// Gives back, one at a time, an input assigned to another node that has settled in the site (one
@@ -350,13 +446,31 @@ public final class FleetNode: @unchecked Sendable {
     private func giveBack() {
         guard let store else { return }
         let now = HostClock.monotonicNs()
+        let carried = self.carried.withLock { $0 }
         for (input, held) in mine where now < held.validUntilNs {
+            // Its last counts first (its input has stopped: they are final), for the node that takes it next.
+            let counts = run.counts(of: input)
+            if carried.contains(input), !counts.isEmpty, counts != writtenCounts[input] {
+                _ = try? store.desired.put(SiteStore.countsPrefix + input, SiteStore.encode(counts))
+            }
             try? store.leases.delete(input)
             SourceLeases.release(input, revision: held.taken)
         }
         if !mine.isEmpty { Log.info("fleet: \(mine.count) input\(mine.count == 1 ? "" : "s") given back to site \(address.site)") }
         mine = [:]
         try? store.nodes.delete(name)
+    }
+
+    /// The site as this node sees it, for GET /fleet: the live nodes, every input with its owner.
+    private func publish(now: UInt64, _ t: Timing) {
+        let live = view.nodes.filter { $0.key == name || now <= $0.value.seenNs + SiteView.liveNs(t.ttlNs) }.map(\.value.entry)
+        var leases: [String: (node: String, revision: UInt64)] = [:]
+        for (input, l) in view.leases where l.node != "?" { leases[input] = (l.node, l.revision) }
+        let status = SiteStatus(site: address.site, leaseSeconds: t.ttl, nodes: live, inputs: view.inputs.map { ($0.key, $0.value.value, nil) }, leases: leases)
+        var json = status.json
+        json["node"] = name
+        let data = (try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        published.withLock { $0 = String(decoding: data, as: UTF8.self) }
     }
 
     // MARK: - Helpers
@@ -420,16 +534,5 @@ struct Timing {
 extension SiteNode.InputState {
     init(state: String) {
         self.init(state: state, fps: nil, last_frame_age: nil)
-    }
-}
-
-extension FleetNode {
-    /// The name a --plugin spec's plugin goes by in the site (what an input's `plugins` names): its
-    /// name, or a file's name without `libcvhost-` and its extension.
-    public static func pluginName(_ spec: String) -> String {
-        let head = spec.hasSuffix(".so") || spec.hasSuffix(".py") ? spec : String(spec.prefix { $0 != ":" })
-        let base = head.contains("/") || head.hasSuffix(".so") || head.hasSuffix(".py")
-            ? URL(fileURLWithPath: head).deletingPathExtension().lastPathComponent : head
-        return base.hasPrefix("libcvhost-") ? String(base.dropFirst("libcvhost-".count)) : base
     }
 }

@@ -5,6 +5,8 @@ import Foundation
 ///
 ///     cvhost-SITE          format            {"format":1}
 ///                          inputs.NAME       {"input":"rtsp://cam/1","plugins":["detect"]}      (SiteInput)
+///                          zones.NAME, lines.NAME, tracks.PLUGIN                                (SiteRules)
+///                          counts.NAME       {"detect":{"lines":{...},"zones":{...}}}           (CountTotals by plugin)
 ///     cvhost-SITE-nodes    NODE              heartbeat, lasts the TTL                           (SiteNode)
 ///     cvhost-SITE-leases   NAME              {"node":"gate-1"}, lasts the TTL unless renewed    (SiteLease)
 ///
@@ -13,6 +15,9 @@ import Foundation
 final class SiteStore: Sendable {
     static let format = 1
     static let inputPrefix = "inputs."
+    /// `counts.NAME`: what input NAME's tracked plugins counted, by plugin (`CountTotals`), kept by
+    /// its node every few seconds: the next node to run it goes on from them.
+    static let countsPrefix = "counts."
 
     let connection: SiteConnection
     let desired: KeyValueBucket

@@ -22,7 +22,14 @@ struct SiteView {
         let seenNs: UInt64
     }
 
+    struct RuleSeen {
+        let rule: SiteRule
+        let revision: UInt64
+    }
+
     var inputs: [String: InputSeen] = [:]
+    /// The site's zones, lines and tracks, by key (`lines.gate`).
+    var rules: [String: RuleSeen] = [:]
     var nodes: [String: NodeSeen] = [:]
     var leases: [String: LeaseSeen] = [:]
     /// Since when an input has been seen without a lease.
@@ -30,6 +37,18 @@ struct SiteView {
 
     /// A change of `cvhost-SITE`: an input given, changed or taken away (`format` is read at the start).
     mutating func desired(_ e: KeyValueBucket.Entry, now: UInt64, said: (String) -> Void) {
+        if let (kind, name) = SiteRuleKind.of(key: e.key) {
+            if e.deleted {
+                rules[e.key] = nil
+                return
+            }
+            do {
+                rules[e.key] = RuleSeen(rule: try SiteRule(kind, name: name, value: e.value, key: e.key, revision: e.revision), revision: e.revision)
+            } catch {
+                said(error.description)
+            }
+            return
+        }
         guard e.key.hasPrefix(SiteStore.inputPrefix) else { return }
         let name = String(e.key.dropFirst(SiteStore.inputPrefix.count))
         if e.deleted {

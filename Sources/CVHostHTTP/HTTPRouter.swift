@@ -118,6 +118,11 @@ final class HTTPRouter: Sendable {
             let target = String(path.dropFirst("/inputs/".count)).removingPercentEncoding ?? ""
             let command = head.method == .GET ? "get_inputs" : head.method == .PUT ? "change_input" : "remove_input"
             forward(command, target: target, body: body, on: head.method == .GET ? work : inputChanges, respond)
+        case (.GET, "/fleet"):
+            answer(on: work) { [service] in
+                let answer = service.fleet() ?? (404, #"{"error":"this cvhost is in no site (cvhost run --fleet)"}"#)
+                respond(.json(answer.status, answer.json))
+            }
         case (.GET, "/analytics"):
             forward("get_analytics", target: nil, body: body, on: work, respond)
         case (.POST, "/analytics/reset"):

@@ -26,12 +26,16 @@ public protocol LiveViewService: Sendable {
     /// `GET /history`: the events the run keeps (`--events-db`) that the query picks (200), or why
     /// the query cannot be (400); nil when it keeps none (404).
     func history(query: [String: String]) -> (status: Int, json: String)?
+    /// `GET /fleet`: the site this node is in (`--fleet`), every input with its node, as the node
+    /// sees it; nil when it is in none (404).
+    func fleet() -> (status: Int, json: String)?
 }
 
 extension LiveViewService {
     public func evidenceList(_ kind: String, query: [String: String]) -> (status: Int, json: String)? { nil }
     public func evidenceFile(_ kind: String, name: String) -> ServedFile? { nil }
     public func history(query: [String: String]) -> (status: Int, json: String)? { nil }
+    public func fleet() -> (status: Int, json: String)? { nil }
     public func command(_ name: String, target: String?, body: [UInt8]) -> (status: Int, json: String) {
         (404, #"{"error":"this server changes no inputs"}"#)
     }

@@ -49,6 +49,14 @@ final class AnalyticsRules: Sendable {
         }
     }
 
+    /// Input `source`'s lines and zones go on from `totals` (by plugin): those of the same name and
+    /// shape take its counts. A fleet's node that took an input over, once its rules are set.
+    func goOn(source: String, from totals: [String: CountTotals]) {
+        for slot in state.withLock({ $0.slots }) where slot.source == source {
+            if let t = totals[slot.plugin] { slot.tracked?.analytics.goOn(from: t) }
+        }
+    }
+
     /// The analytics of every tracked plugin at work, by input and plugin (GET /analytics's counts).
     func counted() -> [(source: String, plugin: String, analytics: BoxAnalytics)] {
         let slots = state.withLock { $0.slots }

@@ -1,3 +1,4 @@
+import CVHostAnalytics
 import CVHostCore
 import CVHostV4L2
 
@@ -62,6 +63,29 @@ public final class HostRun: Sendable {
         running.withLock { $0 }?.commands.handle(Array(command.utf8), from: origin)
     }
 
+    /// GET /fleet's answer (with --http): a fleet's node says its site. Before the run runs.
+    package func serveFleet(_ view: @escaping @Sendable () -> (status: Int, json: String)) {
+        fleetView.withLock { $0 = view }
+    }
+    private let fleetView = Locked<(@Sendable () -> (status: Int, json: String))?>(nil)
+
+    /// The run's plugins' names (what an input's `plugins` names), once it runs; nil before.
+    package var pluginNames: [String]? {
+        running.withLock { $0 }?.commands.changes?.pluginNames
+    }
+
+    /// What input `source`'s tracked plugins have counted, by plugin (its lines' and zones' totals):
+    /// a fleet's node keeps them in its site's store, for the node that runs the input next.
+    package func counts(of source: String) -> [String: CountTotals] {
+        guard let rules = running.withLock({ $0 })?.commands.rules else { return [:] }
+        return Dictionary(rules.totals().filter { $0.source == source }.map { ($0.plugin, $0.totals) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Input `source`'s lines and zones go on from `totals` (by plugin): an input taken over.
+    package func goOn(source: String, from totals: [String: CountTotals]) {
+        running.withLock { $0 }?.commands.rules?.goOn(source: source, from: totals)
+    }
+
     /// Calls `body` once every input of the run has stopped (after a stop), before the outputs
     /// deliver what waits: a fleet's node gives its inputs back to the site then.
     package func whenInputsStopped(_ body: @escaping @Sendable () -> Void) {
@@ -87,6 +111,7 @@ public final class HostRun: Sendable {
         }
         // A run that waits for inputs counts as one more until its inputs have stopped: inputs can be added to it meanwhile.
         let outputs = try OutputStage(s, resultsDescriptor: resultsDescriptor, sources: s.inputs.count + (s.waitsForInputs ? 1 : 0), stop: stop)
+        outputs.liveView?.fleetView.withLock { [fleetView] in $0 = fleetView.withLock { $0 } }
         phase.withLock { $0 = .plugins }
         // The counts of earlier runs (--state), which the lines and zones go on from.
         let kept = s.state.map { KeptTotals(beside: $0) }

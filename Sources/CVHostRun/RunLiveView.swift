@@ -147,6 +147,13 @@ final class RunLiveView: LiveViewService {
         return evidence.withLock { $0 }?.list(kind, query: query, events: store.map { s in { name in s.events(ofFile: name, kind: kind) } })
     }
 
+    /// GET /fleet's answer, when the run is a fleet's node (HostRun.serveFleet).
+    let fleetView = Locked<(@Sendable () -> (status: Int, json: String))?>(nil)
+
+    func fleet() -> (status: Int, json: String)? {
+        fleetView.withLock { $0 }?()
+    }
+
     func history(query: [String: String]) -> (status: Int, json: String)? {
         guard let store = store.withLock({ $0 }) else { return nil }
         let q: EventQuery

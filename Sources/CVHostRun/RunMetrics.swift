@@ -28,6 +28,10 @@ enum RunMetrics {
                         l + [("state", name)], name == state ? 1 : 0)
             }
             p.counter("cvhost_source_frames_captured_total", "Frames the input delivered.", l, s.session.capturedFrameCount)
+            if let lease = SourceLeases.lease(of: s.id) {
+                p.gauge("cvhost_fleet_input_lease", "The revision of the site's lease this node runs the input by (--fleet), with the node's name: the inputs it owns.",
+                        l + [("node", lease.node)], Double(lease.revision))
+            }
             let health = InputHealth(s)
             p.gauge("cvhost_input_up", "1 while frames flow from the input (streaming); 0 starting, reconnecting or stopped.", l, health.healthy ? 1 : 0)
             p.counter("cvhost_input_reconnects_total", "Times the input came back after its camera or stream was lost (--reconnect).", l, health.reconnects)

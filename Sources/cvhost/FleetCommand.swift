@@ -22,11 +22,12 @@ struct FleetCommand: ParsableCommand {
             EXIT CODES
               0    done
               2    refused: an input of that name is there already (add-input),
-                   or none is (remove-input)
+                   or none is (remove-...)
               5    the site's store cannot be reached (--timeout)
               64   bad command line
             """,
-        subcommands: [AddInput.self, RemoveInput.self, Status.self])
+        subcommands: [AddInput.self, RemoveInput.self, SetZone.self, SetLine.self, SetTrack.self, RemoveZone.self, RemoveLine.self, RemoveTrack.self,
+                      Status.self])
 
     /// Given before the subcommand's name (`cvhost fleet --fleet URL status`) or after it.
     @OptionGroup var site: Site
@@ -94,6 +95,57 @@ struct FleetCommand: ParsableCommand {
         }
     }
 
+    struct SetZone: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-zone", abstract: "Set a zone of the site, as --zone takes it, with input=NAME: the node running that input sets it.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("NAME=x,y x,y x,y ...[:input=INPUT,dwell=S,...] (as cvhost run --zone; input= is required).", valueName: "zone"))
+        var zone: String
+        func run() throws { try setRule(site, "zone", zone) }
+    }
+
+    struct SetLine: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-line", abstract: "Set a counting line of the site, as --line takes it, with input=NAME: the node running that input sets it.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("NAME=x,y x,y[:in=left,input=INPUT,...] (as cvhost run --line; input= is required).", valueName: "line"))
+        var line: String
+        func run() throws { try setRule(site, "line", line) }
+    }
+
+    struct SetTrack: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-track", abstract: "Follow a plugin's boxes on every node that has the plugin, as --track takes it.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("PLUGIN[:high=0.5,lost=2,...] (as cvhost run --track).", valueName: "track"))
+        var track: String
+        func run() throws { try setRule(site, "track", track) }
+    }
+
+    struct RemoveZone: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove-zone", abstract: "Take a zone away from the site.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("The zone's name.", valueName: "name"))
+        var name: String
+        func run() throws { try removeRule(site, "zone", name) }
+    }
+
+    struct RemoveLine: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove-line", abstract: "Take a counting line away from the site.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("The line's name.", valueName: "name"))
+        var name: String
+        func run() throws { try removeRule(site, "line", name) }
+    }
+
+    struct RemoveTrack: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove-track", abstract: "Stop following a plugin's boxes on the site's nodes.")
+        @OptionGroup var site: Site
+        @Argument(help: ArgumentHelp("The plugin's name.", valueName: "plugin"))
+        var plugin: String
+        func run() throws { try removeRule(site, "track", plugin) }
+    }
+
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
@@ -115,6 +167,18 @@ struct FleetCommand: ParsableCommand {
             }
         }
     }
+}
+
+private func setRule(_ site: FleetCommand.Site, _ kind: String, _ text: String) throws {
+    let admin = try site.admin()
+    let (name, revision) = try failing { try admin.setRule(kind, text) }
+    print("\(kind) \(name) set for the site (revision \(revision))")
+}
+
+private func removeRule(_ site: FleetCommand.Site, _ kind: String, _ name: String) throws {
+    let admin = try site.admin()
+    try failing { try admin.removeRule(kind, name) }
+    print("\(kind) \(name) taken away from the site")
 }
 
 /// A fleet command's failure said on stderr, one line, and its exit code.

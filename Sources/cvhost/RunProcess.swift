@@ -33,7 +33,7 @@ enum RunProcess {
         FreedMemoryReturn.start()
         let run = HostRun(settings, resultsDescriptor: results)
         if let text = settings.fleet, let address = try? FleetAddress(parsing: text) {
-            FleetNode(address, node: settings.node ?? FleetAddress.nodeName(host: Producer.host), plugins: settings.plugins.map(FleetNode.pluginName),
+            FleetNode(address, node: settings.node ?? FleetAddress.nodeName(host: Producer.host),
                       capacity: max(0, settings.maxInputs - settings.inputs.count), http: settings.liveView.map { $0.publicURL ?? "http://\($0.host):\($0.port)" },
                       run: run).start()
         }

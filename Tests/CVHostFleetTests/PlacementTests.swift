@@ -99,7 +99,5 @@ struct PlacementTests {
         }
         #expect(FleetAddress.nodeName(host: "gate-1.example.lan") == "gate-1")
         #expect(FleetAddress.nodeName(host: "weird_h@st") == "weird_h-st")
-        #expect(FleetNode.pluginName("detect:model=x.onnx") == "detect" && FleetNode.pluginName("./plugins/libcvhost-foo.so") == "foo"
-                && FleetNode.pluginName("/opt/brightness.py") == "brightness")
     }
 }

@@ -10,11 +10,12 @@ public final class BackgroundCVHost: @unchecked Sendable {
     public let stdoutPath: String
     public let stderrPath: String
 
-    public init(_ arguments: [String], name: String) throws {
+    public init(_ arguments: [String], name: String, environment: [String: String] = [:]) throws {
         let folder = TestFolders.make("node-\(name)")
         stdoutPath = folder + "/stdout.jsonl"
         stderrPath = folder + "/stderr.txt"
-        process = try LoneProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" >'\(stdoutPath)' 2>'\(stderrPath)'", CVHostBinary.path] + arguments)
+        let env = environment.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)' " }.joined()
+        process = try LoneProcess("/bin/sh", ["-c", "\(env)exec \"$0\" \"$@\" >'\(stdoutPath)' 2>'\(stderrPath)'", CVHostBinary.path] + arguments)
     }
 
     public var pid: pid_t { process.pid }

@@ -45,9 +45,63 @@ struct FleetTests {
         return nil
     }
 
-    func node(_ name: String, _ url: String, plugins: [String] = ["null:results=1"], extra: [String] = []) throws -> BackgroundCVHost {
+    func node(_ name: String, _ url: String, plugins: [String] = ["null:results=1"], extra: [String] = ["--results-only"]) throws -> BackgroundCVHost {
         try BackgroundCVHost(["run", "--fleet", url, "--node", name] + plugins.flatMap { ["--plugin", $0] }
-                             + ["--no-stdin-commands", "--results-only", "--metrics-interval", "0"] + extra, name: name)
+                             + ["--no-stdin-commands", "--metrics-interval", "0"] + extra, name: name, environment: AnalyticsTests.python)
+    }
+
+    /// A site command that must succeed.
+    func site(_ url: String, _ args: [String]) throws {
+        let r = try CVHostBinary.run(["fleet", "--fleet", url] + args, timeout: 30)
+        #expect(r.exitCode == 0, "\(args): \(r.stderr)")
+    }
+
+    /// The line.crossed events of `input` in a node's stdout: (node, total in).
+    func crossings(_ node: BackgroundCVHost, _ input: String) -> [(node: String, totalIn: Int)] {
+        node.lines.compactMap { l in
+            guard l["event"] as? String == "line.crossed", l["source"] as? String == input, let n = l["node"] as? String,
+                  let total = (l["data"] as? [String: Any])?["total_in"] as? Int else { return nil }
+            return (n, total)
+        }
+    }
+
+    @Test("a site's track and line are set by the node running the input (by fleet); a line moved is applied there; its counts go on across a takeover")
+    func rulesAndCounts() throws {
+        let cluster = try NATSCluster()
+        let url = "nats://\(cluster.hosts)/counts"
+        // A box walks across the frame every 3 s (30 frames at 10 fps): it crosses the line once a lap.
+        let walker = try AnalyticsTests.walker(lap: 30)
+        try add(url, "door", "testsrc:320x240@10", plugins: ["walker"])
+        try site(url, ["set-track", "walker"])
+        try site(url, ["set-line", "gate=150,0 150,240:in=left,input=door"])
+        let nodes = try ["a", "b"].map { try node($0, url, plugins: [walker], extra: []) }
+        var owner = ""
+        #expect(waitFor(60) { owner = owners(url)["door"] ?? ""; return !owner.isEmpty } != nil)
+        let first = try #require(nodes.first { $0.stderr.contains("node \(owner) joined") })
+        let other = try #require(nodes.first { $0 !== first })
+        #expect(waitFor(30) { crossings(first, "door").count >= 2 } != nil, "\(first.stderr)")
+        // The line moved: the node running the input applies it (an analytics.changed by the fleet).
+        try site(url, ["set-line", "gate=160,0 160,240:in=left,input=door"])
+        #expect(waitFor(15) {
+            first.lines.contains { l in
+                l["event"] as? String == "analytics.changed" && l["by"] as? String == "fleet" && l["name"] as? String == "gate"
+                    && l["change"] as? String == "changed" && (l["settings"] as? [String: Any])?["points"].map { "\($0)".contains("160") } == true
+            }
+        } != nil, "\(first.stdout.suffix(3000))")
+        // Its counts are in the store; the owner is killed; the next goes on from them.
+        var kept = 0
+        #expect(waitFor(20) {
+            let json = (try? cluster.get(bucket: "cvhost-counts", key: "counts.door")) ?? nil
+            let o = json.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let gate = ((o?["walker"] as? [String: Any])?["lines"] as? [String: Any])?["gate"] as? [String: Any]
+            kept = ((gate?["labels"] as? [String: Any])?["person"] as? [String: Any])?["in"] as? Int ?? 0
+            // The moved line's counts (those of its first place were set back when it moved).
+            return kept >= 1 && gate?["points"].map { "\($0)".contains("160") } == true
+        } != nil, "\(String(describing: try? cluster.get(bucket: "cvhost-counts", key: "counts.door")))")
+        first.killNow()
+        #expect(waitFor(Self.lease + 20) { !crossings(other, "door").isEmpty } != nil, "\(other.stderr)")
+        let next = try #require(crossings(other, "door").first)
+        #expect(next.totalIn >= kept + 1, "the next node counted from \(next.totalIn - 1), the store had \(kept): \(other.stderr)\n\(other.stdout.split(separator: "\n").filter { $0.contains("analytics.changed") || $0.contains("line.crossed") }.prefix(6).joined(separator: "\n"))")
     }
 
     func add(_ url: String, _ name: String, _ input: String, plugins: [String] = ["null"]) throws {
@@ -63,7 +117,7 @@ struct FleetTests {
         }
     }
 
-    @Test("6 inputs on 3 nodes: 2/2/2, every input's results; a SIGKILLed node's inputs go on elsewhere within the lease and 5 s, never run twice; a SIGTERMed node's at once; a NATS server killed moves nothing")
+    @Test("6 inputs on 3 nodes: 2/2/2, every input's results; a NATS server killed moves nothing; a SIGKILLed node's inputs go on elsewhere within the lease and 5 s, never run twice; a SIGTERMed node's at once; a node that joins gets its share, each input moved once")
     func spreadAndTakeover() throws {
         let cluster = try NATSCluster()
         let url = "nats://\(cluster.hosts)/takeover"
@@ -124,6 +178,17 @@ struct FleetTests {
         let movedIn = waitFor(Self.lease) { let o = owners(url); return leavingOnes.allSatisfy { o[$0] == "c" } }
         #expect(movedIn.map { $0 < Self.lease / 2 } == true, "a clean leave's inputs moved in \(movedIn.map { String($0) } ?? "never")")
         #expect(leaving.stderr.contains("given back to site takeover"), "\(leaving.stderr)")
+
+        // A node joins the one left: the inputs rebalance, one at a time, each moved once (3/3).
+        let joining = try node("d", url)
+        var final: [String: String] = [:]
+        #expect(waitFor(60) {
+            final = owners(url)
+            return final.count == 6 && final.values.filter { $0 == "d" }.count == 3
+        } != nil, "\(final)\n\(nodes[2].stderr)")
+        let moves = nodes[2].stderr.split(separator: "\n").filter { $0.contains("given to node d") }
+        #expect(moves.count == 3 && Set(moves).count == 3, "\(moves)")
+        joining.stop()
     }
 
     @Test("a node frozen past its lease (SIGSTOP) loses its inputs to another, and once it wakes writes no result for them")
@@ -157,8 +222,24 @@ struct FleetTests {
         try cluster.put(bucket: "cvhost-bad", key: "inputs.broken", value: "{not json")
         try cluster.put(bucket: "cvhost-bad", key: "inputs.empty", value: #"{"plugins":["null"]}"#)
         try add(url, "needs-barcode", "testsrc:160x120@5", plugins: ["barcode"])
-        let a = try node("a", url)
+        let port = freeLoopbackPort()
+        let a = try node("a", url, extra: ["--results-only", "--http", "127.0.0.1:\(port)"])
         #expect(waitFor(30) { owners(url)["good"] == "a" } != nil, "\(a.stderr)")
+        // GET /fleet: the site as the node sees it, each input with its node and that node's live view; /metrics: the inputs it owns.
+        var fleet: [String: Any] = [:]
+        #expect(waitFor(10) {
+            fleet = ((try? LiveViewTests.http(port, "/fleet").body).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }) ?? [:]
+            return (fleet["inputs"] as? [[String: Any]])?.first { $0["name"] as? String == "good" }?["state"] as? String == "streaming"
+        } != nil, "\(fleet)")
+        let listed = fleet["inputs"] as? [[String: Any]] ?? []
+        #expect(fleet["site"] as? String == "bad" && fleet["node"] as? String == "a")
+        #expect(listed.first { $0["name"] as? String == "good" }?["live_view"] as? String == "http://127.0.0.1:\(port)", "\(listed)")
+        #expect(listed.first { $0["name"] as? String == "needs-barcode" }?["owner"] is NSNull, "\(listed)")
+        #expect(!listed.contains { $0["name"] as? String == "broken" })
+        let metrics = try LiveViewTests.http(port, "/metrics").body
+        #expect(metrics.contains("cvhost_fleet_input_lease{source=\"good\",node=\"a\"}"), "\(metrics.prefix(2000))")
+        let page = try LiveViewTests.http(port, "/site.html")
+        #expect(page.body.contains("site.js"))
         #expect(a.stderr.contains("key inputs.broken") && a.stderr.contains("is not an input"), "\(a.stderr)")
         #expect(a.stderr.contains("key inputs.empty") && a.stderr.contains("one of \"input\""), "\(a.stderr)")
         #expect(a.stderr.components(separatedBy: "inputs.broken").count == 2, "said more than once: \(a.stderr)")
@@ -172,16 +253,33 @@ struct FleetTests {
         #expect(waitFor(10) { a.stderr.contains("input good was removed from the site") && a.stderr.contains("input good removed") } != nil, "\(a.stderr)")
         a.stop()
         #expect(!a.stderr.contains("Fatal") && !a.stderr.contains("crash"))
+
+        // A store of a newer format: said; no input taken.
+        let future = "nats://\(cluster.hosts)/future"
+        try add(future, "cam", "testsrc:160x120@5")
+        try cluster.put(bucket: "cvhost-future", key: "format", value: #"{"format":9}"#)
+        let old = try node("old", future)
+        #expect(waitFor(20) { old.stderr.contains("the site's store is of format 9, newer than this cvhost's (1): upgrade cvhost on this node") } != nil,
+                "\(old.stderr)")
+        usleep(4_000_000)
+        #expect(!old.stderr.contains("taken"), "\(old.stderr)")
+        let refused = try CVHostBinary.run(["fleet", "--fleet", future, "status"])
+        #expect(refused.exitCode == 2 && refused.stderr.contains("newer than this cvhost's"), "\(refused.stderr)")
+        old.stop()
     }
 
     @Test("a store out of reach at start: said, waited for; the node's own inputs run meanwhile; SIGTERM ends it (exit 0)")
     func unreachableStore() throws {
         let port = freeLoopbackPort()
+        let http = freeLoopbackPort()
+        var fleet = ""
         let r = try CVHostBinary.run(["run", "--fleet", "nats://127.0.0.1:\(port)/away", "--plugin", "null:results=1", "--input", "own=testsrc:64x48@10",
-                                      "--results-only", "--metrics-interval", "0"], timeout: 60, withStdin: false) { run in
+                                      "--results-only", "--metrics-interval", "0", "--http", "127.0.0.1:\(http)"], timeout: 60, withStdin: false) { run in
             guard run.waitForStderr("the site's store cannot be reached"), run.wait(until: { $0.contains("\"source\":\"own\"") }) else { return }
+            fleet = (try? LiveViewTests.http(http, "/fleet")).map { "\($0.status) \($0.body)" } ?? ""
             kill(run.pid, SIGTERM)
         }
+        #expect(fleet.hasPrefix("503") && fleet.contains("has not reached its site's store yet"), "\(fleet)")
         #expect(r.exitCode == 0 && !r.timedOut, "\(r.exitCode): \(r.stderr)")
         #expect(r.stderr.components(separatedBy: "cannot be reached").count == 2, "said once: \(r.stderr)")
         #expect(r.stdout.contains("\"source\":\"own\"") && !r.stdout.contains("\"node\""), "a local input carries no lease")

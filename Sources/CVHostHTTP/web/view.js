@@ -36,10 +36,14 @@ function input(source) {
     const option = document.createElement('option');
     option.value = option.textContent = source;
     $('source').append(option);
-    if (!current) select(source);
+    if (!current && (!wanted || source === wanted)) select(source);
   }
   return inputs.get(source);
 }
+
+// ?source=NAME shows that input first (the site's page links so); another if it does not come.
+const wanted = params.get('source');
+if (wanted) setTimeout(() => { if (!current && inputs.size) select(inputs.keys().next().value); }, 3000);
 
 let current = null;      // the source shown
 let frame = null;        // the picture shown: {seq, pts, width, height}
@@ -822,6 +826,13 @@ async function tokenAccepted() {
 }
 
 $('metrics-link').href = url('metrics');
+// A fleet's node (cvhost run --fleet): a link to every input of its site.
+fetch(url('fleet'), { headers: authHeaders() }).then((r) => {
+  if (r.ok) {
+    $('site-link').hidden = false;
+    $('site-link').querySelector('a').href = url('site.html');
+  }
+}).catch(() => {});
 // The newest picture at once (part of the page's load), until the stream's first one replaces it.
 $('picture').onerror = () => $('picture').removeAttribute('src');
 $('picture').src = url('snapshot.jpg');

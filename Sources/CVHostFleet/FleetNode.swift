@@ -12,7 +12,7 @@ import Foundation
 ///
 /// One thread talks to the store (a tick every quarter second): it reads the site's changes
 /// (watchers), writes the node's heartbeat and renews its leases every TTL/4, and decides what to
-/// take and give (`Placement`). Inputs are opened and stopped on a queue of their own each, so that
+/// take and give (`SiteView.assignment`). Inputs are opened and stopped on a queue of their own each, so that
 /// an input slow to open holds up no lease's renewal.
 ///
 /// The promises:
@@ -30,15 +30,15 @@ public final class FleetNode: @unchecked Sendable {
     public let address: FleetAddress
     public let name: String
     /// The run's plugins' names, once it runs (the node takes no input before).
-    private var plugins: [String] = []
+    var plugins: [String] = []
     private let capacity: Int
     private let http: String?
-    private let run: HostRun
+    let run: HostRun
 
     private var store: SiteStore?
     private var watchers: (desired: KeyValueWatcher, nodes: KeyValueWatcher, leases: KeyValueWatcher)?
-    private var view = SiteView()
-    private var mine: [String: Held] = [:]
+    var view = SiteView()
+    var mine: [String: Held] = [:]
     /// Inputs this node could not open, until when it does not try them again, and why.
     private var refused: [String: (untilNs: UInt64, why: String)] = [:]
     private var queues: [String: DispatchQueue] = [:]
@@ -48,7 +48,7 @@ public final class FleetNode: @unchecked Sendable {
     private var formatProblem: String?
     /// When this node's heartbeat was last written, and last seen come back through the nodes'
     /// watcher: a watcher that stopped giving changes (its server went) is seen so, and made anew.
-    private var lastPutNs: UInt64 = 0
+    var lastPutNs: UInt64 = 0
     private var lastEchoNs: UInt64 = 0
     /// The input this node would give to another, to which node, since when: given only once the
     /// same move has been wanted a while (a view half-updated wants moves it would not once whole).
@@ -59,13 +59,13 @@ public final class FleetNode: @unchecked Sendable {
     /// What the input queues report to the loop: an input that could not be added, and why.
     private let applied = Locked<[String: String]>([:])
     /// The site's zones, lines and tracks set on this node, by key, at the revision set.
-    private var appliedRules: [String: SiteView.RuleSeen] = [:]
+    var appliedRules: [String: SiteView.RuleSeen] = [:]
     /// Inputs just taken, and the counts the store kept of them, to go on from once their rules are set.
-    private var pendingCounts: [String: [String: CountTotals]] = [:]
+    var pendingCounts: [String: [String: CountTotals]] = [:]
     /// Inputs whose counts go on from the store's (their queue did it): only theirs are written back.
-    private let carried = Locked<Set<String>>([])
+    let carried = Locked<Set<String>>([])
     /// The counts last written to the store, by input.
-    private var writtenCounts: [String: [String: CountTotals]] = [:]
+    var writtenCounts: [String: [String: CountTotals]] = [:]
     private let wake = ConditionLock()
     private let state = Locked(LoopState.running)
     private let left = DispatchSemaphore(value: 0)
@@ -73,7 +73,7 @@ public final class FleetNode: @unchecked Sendable {
     private enum LoopState { case running, leaving, done }
 
     /// An input this node holds.
-    private struct Held {
+    struct Held {
         var lease: UInt64
         /// The lease's revision when taken: lines carry it.
         let taken: UInt64
@@ -123,7 +123,7 @@ public final class FleetNode: @unchecked Sendable {
 
     // MARK: - The loop
 
-    private var timing: Timing { Timing(ttl: store?.ttl ?? 10) }
+    private var timing: SiteTiming { SiteTiming(ttl: store?.ttl ?? 10) }
 
     private func loop() {
         defer {
@@ -184,8 +184,9 @@ public final class FleetNode: @unchecked Sendable {
         let now = HostClock.monotonicNs()
         let t = timing
         if now >= nextHeartbeatNs {
-            if (try? store.nodes.put(name, SiteStore.encode(heartbeat()))) != nil {
-                view.sawSelf(name, heartbeat(), now: now, ttlNs: t.ttlNs)
+            let beat = heartbeat()
+            if (try? store.nodes.put(name, SiteStore.encode(beat))) != nil {
+                view.sawSelf(name, beat, now: now, ttlNs: t.ttlNs)
                 lastPutNs = now
             }
             nextHeartbeatNs = now + t.renewNs
@@ -225,7 +226,7 @@ public final class FleetNode: @unchecked Sendable {
     // MARK: - Leases
 
     /// Renews the leases due; gives up those another node holds now and those that lapsed.
-    private func renew(_ store: SiteStore, now: UInt64, _ t: Timing) {
+    private func renew(_ store: SiteStore, now: UInt64, _ t: SiteTiming) {
         for (input, held) in mine.sorted(by: { $0.key < $1.key }) {
             if now >= held.validUntilNs {
                 lose(input, held, why: "its lease could not be renewed for \(Self.seconds(t.ttl - t.marginSeconds)) s (the store out of reach?)")
@@ -306,7 +307,7 @@ public final class FleetNode: @unchecked Sendable {
 
     /// Takes the free inputs this node should run: those assigned to it at once; another's after a
     /// wait of a second a place ahead of it in the input's order (the assigned node did not take it).
-    private func claim(_ store: SiteStore, now: UInt64, _ t: Timing, assigned: [String: String]) {
+    private func claim(_ store: SiteStore, now: UInt64, _ t: SiteTiming, assigned: [String: String]) {
         // A node that just joined first learns who else is there (their heartbeats).
         guard now >= joinedNs + t.settleNs else { return }
         for input in view.inputs.keys.sorted() where mine[input] == nil && refused[input] == nil && mine.count < capacity {
@@ -344,82 +345,9 @@ public final class FleetNode: @unchecked Sendable {
         }
     }
 
-    /// Sets the site's zones and lines of the inputs this node runs (on each input's queue, after
-    /// its add) and the site's tracks of its plugins; takes away those removed from the site and
-    /// those of inputs no longer here. Then an input just taken goes on from its kept counts.
-    private func applyRules() {
-        for (key, was) in appliedRules.sorted(by: { $0.key < $1.key }) {
-            let now = view.rules[key]
-            let stays = now != nil && (was.rule.input.map { mine[$0] != nil } ?? true)
-            guard !stays else { continue }
-            appliedRules[key] = nil
-            // A rule whose input left: taken away after the input (its queue); one that changed input is set anew below.
-            perform(was.rule.removeCommand, on: was.rule.input, what: nil)
-        }
-        for (key, seen) in view.rules.sorted(by: { $0.key < $1.key }) where appliedRules[key]?.revision != seen.revision {
-            if let input = seen.rule.input {
-                guard mine[input] != nil else { continue }
-            } else {
-                guard plugins.contains(seen.rule.name) else { continue }
-            }
-            appliedRules[key] = seen
-            perform(seen.rule.setCommand, on: seen.rule.input, what: "\(seen.rule.kind.rawValue) \(seen.rule.name) (revision \(seen.revision))")
-        }
-        for (input, totals) in pendingCounts where mine[input] != nil {
-            pendingCounts[input] = nil
-            queue(input).async { [run, carried] in
-                if !totals.isEmpty { Log.info("fleet: input \(input)'s lines and zones go on from the counts its last node kept") }
-                run.goOn(source: input, from: totals)
-                carried.withLock { _ = $0.insert(input) }
-            }
-        }
-        pendingCounts = pendingCounts.filter { mine[$0.key] != nil }
-    }
-
-    /// A command for the site's rules: on the input's queue (after what was asked of the input
-    /// before it), or here for a track. A refusal is said (`what`: what it set).
-    private func perform(_ command: String, on input: String?, what: String?) {
-        let act = { @Sendable [run, name] in
-            guard let answer = run.handle(command, from: .fleet), let what else { return }
-            if case .done = answer.outcome { return }
-            Log.warning("fleet: the site's \(what) cannot be set on node \(name): \(Self.error(of: answer))")
-        }
-        if let input { queue(input).async(execute: act) } else { act() }
-    }
-
-    /// What the store kept of an input's counts (nothing: none, or not readable, said).
-    private func keptCounts(_ store: SiteStore, _ input: String) -> [String: CountTotals] {
-        let entry: KeyValueBucket.Entry?
-        do { entry = try store.desired.get(SiteStore.countsPrefix + input) } catch {
-            Log.warning("fleet: the kept counts of input \(input) cannot be read (\(error)): its lines and zones count from 0 here")
-            return [:]
-        }
-        guard let entry else { return [:] }
-        switch SiteStore.decode([String: CountTotals].self, entry, in: "the site's bucket", what: "an input's counts") {
-        case .success(let counts): return counts
-        case .failure(let m):
-            Log.warning("fleet: " + m.description)
-            return [:]
-        }
-    }
-
-    /// Writes what each input of this node counted to the store, when it changed (every renewal):
-    /// the next node to run it goes on from there.
-    private func keepCounts(_ store: SiteStore, now: UInt64) {
-        // With the heartbeat (it was written this tick): every quarter TTL.
-        guard lastPutNs == now else { return }
-        let carried = self.carried.withLock { $0 }
-        for input in mine.keys.sorted() where carried.contains(input) {
-            let counts = run.counts(of: input)
-            guard !counts.isEmpty, counts != writtenCounts[input] else { continue }
-            if (try? store.desired.put(SiteStore.countsPrefix + input, SiteStore.encode(counts))) != nil { writtenCounts[input] = counts }
-        }
-        writtenCounts = writtenCounts.filter { mine[$0.key] != nil }
-    }
-
     /// Gives back, one at a time, an input assigned to another node that has settled in the site (one
     /// that joined): it takes it at once, so each moves once.
-    private func rebalance(_ store: SiteStore, now: UInt64, _ t: Timing, assigned: [String: String]) {
+    private func rebalance(_ store: SiteStore, now: UInt64, _ t: SiteTiming, assigned: [String: String]) {
         // Only on a view that is whole: this node's own heartbeat seen come back lately.
         guard now >= nextRebalanceNs, now <= lastEchoNs + t.renewNs + 1_000_000_000 else {
             wantedMove = nil
@@ -462,7 +390,7 @@ public final class FleetNode: @unchecked Sendable {
     }
 
     /// The site as this node sees it, for GET /fleet: the live nodes, every input with its owner.
-    private func publish(now: UInt64, _ t: Timing) {
+    private func publish(now: UInt64, _ t: SiteTiming) {
         let live = view.nodes.filter { $0.key == name || now <= $0.value.seenNs + SiteView.liveNs(t.ttlNs) }.map(\.value.entry)
         var leases: [String: (node: String, revision: UInt64)] = [:]
         for (input, l) in view.leases where l.node != "?" { leases[input] = (l.node, l.revision) }
@@ -491,7 +419,7 @@ public final class FleetNode: @unchecked Sendable {
                         refused: refused.isEmpty ? nil : refused.mapValues(\.why), http: http, version: Producer.version, format: SiteStore.format)
     }
 
-    private func queue(_ input: String) -> DispatchQueue {
+    func queue(_ input: String) -> DispatchQueue {
         if let q = queues[input] { return q }
         let q = DispatchQueue(label: "cvhost.fleet.\(input)")
         queues[input] = q
@@ -506,29 +434,10 @@ public final class FleetNode: @unchecked Sendable {
         String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
     }
 
-    private static func error(of answer: LiveCommands.Answer) -> String {
+    static func error(of answer: LiveCommands.Answer) -> String {
         let o = try? JSONSerialization.jsonObject(with: Data(answer.line.finished())) as? [String: Any]
         return o?["error"] as? String ?? "refused"
     }
-}
-
-/// The site's times, from its lease time (the buckets' TTL).
-struct Timing {
-    let ttl: Double
-    var ttlNs: UInt64 { UInt64(ttl * 1e9) }
-    /// Leases and heartbeats are written every quarter of the TTL.
-    var renewNs: UInt64 { UInt64(ttl / 4 * 1e9) }
-    /// A lease is held, by this node's clock, until this long after its last renewal was sent:
-    /// the TTL less a margin (a tenth of it, at least 1 s), so that it lapses here before there.
-    var marginSeconds: Double { max(1, ttl / 10) }
-    var validNs: UInt64 { UInt64((ttl - marginSeconds) * 1e9) }
-    /// A second a place in an input's order before a free input is taken.
-    var claimStepNs: UInt64 { 1_000_000_000 }
-    /// A node waits this long after joining (and another node must have been seen so long) before
-    /// inputs move to it: the heartbeats of the others have come in by then.
-    var settleNs: UInt64 { renewNs + 500_000_000 }
-    /// One input given back to a better placed node at a time, this often at most.
-    var rebalanceNs: UInt64 { 2 * renewNs }
 }
 
 extension SiteNode.InputState {

@@ -96,7 +96,7 @@ final class KeyValueBucket: @unchecked Sendable {
 /// A bucket's keys as they change (libnats' kvWatcher: an ordered consumer, made anew by the client
 /// when it misses something). One thread reads it.
 final class KeyValueWatcher: @unchecked Sendable {
-    // @unchecked Sendable: read by one thread at a time; `stop` may be called from any.
+    // @unchecked Sendable: read by one thread at a time.
     private let w: OpaquePointer
 
     init(_ w: OpaquePointer) {
@@ -121,10 +121,6 @@ final class KeyValueWatcher: @unchecked Sendable {
         guard let e else { return .caughtUp }
         defer { kvEntry_Destroy(e) }
         return .entry(KeyValueBucket.Entry(e))
-    }
-
-    func stop() {
-        kvWatcher_Stop(w)
     }
 }
 

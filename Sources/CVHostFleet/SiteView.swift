@@ -1,8 +1,8 @@
 import CVHostCore
 
 /// What a node knows of its site, from the store's watchers: the inputs given to it, the live
-/// nodes (heartbeats seen within the TTL), the leases; and the order in which nodes should take an
-/// input (`eligible`). Kept by the node's loop thread alone.
+/// nodes (heartbeats seen within 0.6 TTL), the leases; and the order in which nodes should take an
+/// input (`able`) and where each input belongs (`assignment`). Kept by the node's loop thread alone.
 struct SiteView {
     struct InputSeen {
         let value: SiteInput

@@ -27,7 +27,8 @@ extension LiveCommands {
     func setAnalytics(_ change: AnalyticsRules.Change, origin: Origin) throws -> (created: Bool, result: JSONObject) {
         let changes = try analyticsChanger().1
         let (created, answer) = try applyAnalytics(change, origin: origin.rawValue)
-        changes.state?.record(change)
+        // A fleet's rules are its site's store's to keep.
+        if origin != .fleet { changes.state?.record(change) }
         return (created, answer)
     }
 
@@ -55,7 +56,7 @@ extension LiveCommands {
         case .filter: .filter(label: name, input: input, nil)
         }
         let answer = try applyAnalytics(change, origin: origin.rawValue).result
-        for input in inputs { changes.state?.remove(kind, name: RunStateFile.key(kind, name: name, input: input)) }
+        for input in inputs where origin != .fleet { changes.state?.remove(kind, name: RunStateFile.key(kind, name: name, input: input)) }
         return answer
     }
 

@@ -133,21 +133,24 @@ public final class NATSCluster: @unchecked Sendable {
 
     /// Writes `value` under `key` in `bucket` as any NATS client may (a key another client wrote).
     public func put(bucket: String, key: String, value: String) throws {
-        var nc: OpaquePointer?
-        guard natsConnection_ConnectTo(&nc, "nats://127.0.0.1:\(servers[0].port)") == NATS_OK, let nc else { throw failure("connect") }
-        defer { natsConnection_Destroy(nc) }
-        var js: OpaquePointer?
-        guard natsConnection_JetStream(&js, nc, nil) == NATS_OK, let js else { throw failure("JetStream") }
-        defer { jsCtx_Destroy(js) }
-        var kv: OpaquePointer?
-        guard js_KeyValue(&kv, js, bucket) == NATS_OK, let kv else { throw failure("bucket \(bucket)") }
-        defer { kvStore_Destroy(kv) }
-        var rev: UInt64 = 0
-        guard kvStore_PutString(&rev, kv, key, value) == NATS_OK else { throw failure("put \(key)") }
+        try withBucket(bucket) { kv in
+            var rev: UInt64 = 0
+            guard kvStore_PutString(&rev, kv, key, value) == NATS_OK else { throw failure("put \(key)") }
+        }
     }
 
     /// The value of `key` in `bucket` now, as any NATS client reads it; nil when there is none.
     public func get(bucket: String, key: String) throws -> String? {
+        try withBucket(bucket) { kv in
+            var e: OpaquePointer?
+            guard kvStore_Get(&e, kv, key) == NATS_OK, let e else { return nil }
+            defer { kvEntry_Destroy(e) }
+            return kvEntry_ValueString(e).map { String(cString: $0) }
+        }
+    }
+
+    /// `body` with the key-value bucket, on a connection of its own to the first server.
+    private func withBucket<T>(_ bucket: String, _ body: (OpaquePointer) throws -> T) throws -> T {
         var nc: OpaquePointer?
         guard natsConnection_ConnectTo(&nc, "nats://127.0.0.1:\(servers[0].port)") == NATS_OK, let nc else { throw failure("connect") }
         defer { natsConnection_Destroy(nc) }
@@ -157,10 +160,7 @@ public final class NATSCluster: @unchecked Sendable {
         var kv: OpaquePointer?
         guard js_KeyValue(&kv, js, bucket) == NATS_OK, let kv else { throw failure("bucket \(bucket)") }
         defer { kvStore_Destroy(kv) }
-        var e: OpaquePointer?
-        guard kvStore_Get(&e, kv, key) == NATS_OK, let e else { return nil }
-        defer { kvEntry_Destroy(e) }
-        return kvEntry_ValueString(e).map { String(cString: $0) }
+        return try body(kv)
     }
 
     private func failure(_ what: String) -> Error {

@@ -99,7 +99,8 @@ public final class FleetNode: @unchecked Sendable {
 
     /// Starts the node's thread; the run gives its inputs back when they have stopped.
     public func start() {
-        run.whenInputsStopped { [self] in leave() }
+        // Weak: the run holds this closure, and the node holds the run (the loop's thread keeps the node).
+        run.whenInputsStopped { [weak self] in self?.leave() }
         run.serveFleet { [published] in
             published.withLock { $0 }.map { (200, $0) } ?? (503, #"{"error":"this node has not reached its site's store yet"}"#)
         }

@@ -7,10 +7,13 @@ final class KeyValueBucket: @unchecked Sendable {
     // @unchecked Sendable: libnats' kvStore may be used from any thread.
     let name: String
     private let kv: OpaquePointer
+    /// Held so that the connection outlives the bucket (the kvStore uses its JetStream context).
+    private let connection: SiteConnection
 
-    init(_ kv: OpaquePointer, name: String) {
+    init(_ kv: OpaquePointer, name: String, connection: SiteConnection) {
         self.kv = kv
         self.name = name
+        self.connection = connection
     }
 
     deinit {
@@ -80,7 +83,7 @@ final class KeyValueBucket: @unchecked Sendable {
         kvWatchOptions_Init(&o)
         let s = kvStore_WatchAll(&w, kv, &o)
         guard s == NATS_OK, let w else { throw StoreError(s, "watching \(name)") }
-        return KeyValueWatcher(w)
+        return KeyValueWatcher(w, bucket: self)
     }
 
     /// The bucket's TTL (seconds), 0 for none.
@@ -98,9 +101,12 @@ final class KeyValueBucket: @unchecked Sendable {
 final class KeyValueWatcher: @unchecked Sendable {
     // @unchecked Sendable: read by one thread at a time.
     private let w: OpaquePointer
+    /// Held so that the bucket (and its connection) outlive the watcher.
+    private let bucket: KeyValueBucket
 
-    init(_ w: OpaquePointer) {
+    init(_ w: OpaquePointer, bucket: KeyValueBucket) {
         self.w = w
+        self.bucket = bucket
     }
 
     deinit {

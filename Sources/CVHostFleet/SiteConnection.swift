@@ -123,6 +123,6 @@ final class SiteConnection: @unchecked Sendable {
             }
         }
         guard s == NATS_OK, let kv else { throw StoreError(s, "the bucket \(name)") }
-        return KeyValueBucket(kv, name: name)
+        return KeyValueBucket(kv, name: name, connection: self)
     }
 }

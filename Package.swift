@@ -183,7 +183,7 @@ let package = Package(
         // Every parser of bytes someone else wrote, as a function of those bytes (fuzz/targets), and
         // libFuzzer's entry to them (scripts/fuzz.sh builds it with -sanitize=fuzzer; a plain build
         // replays files: `cvhost-fuzz TARGET FILE...`).
-        .target(name: "CVHostFuzzTargets", dependencies: ["CVHostAnalytics", "CVHostCore", "CVHostEvidence", "CVHostLines", "CVHostOutput", "CVHostPlugins",
+        .target(name: "CVHostFuzzTargets", dependencies: ["CVHostAnalytics", "CVHostCore", "CVHostEvidence", "CVHostFleet", "CVHostLines", "CVHostOutput", "CVHostPlugins",
                                                    "CVHostRun", "CVHostSources", "CVHostV4L2"], path: "fuzz/targets"),
         .executableTarget(name: "cvhost-fuzz", dependencies: ["CVHostFuzzTargets"], path: "fuzz/cvhost-fuzz"),
 

@@ -17,7 +17,7 @@ seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 shift || true
 all=(plugin-file json-result config-file plugin-options stdin-commands controls-body worker-message mjpeg-frame spool-record rtsp-packets
-     result-stages evidence-index snapshot-region)
+     result-stages evidence-index snapshot-region site-entries)
 targets=("${@:-${all[@]}}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target '$t': the targets are ${all[*]}" >&2; exit 64; }

@@ -27,6 +27,13 @@ final class KeyValueBucket: @unchecked Sendable {
         /// A delete or purge: the key is gone (value empty).
         let deleted: Bool
 
+        init(key: String, value: [UInt8], revision: UInt64, deleted: Bool) {
+            self.key = key
+            self.value = value
+            self.revision = revision
+            self.deleted = deleted
+        }
+
         init(_ e: OpaquePointer) {
             key = String(cString: kvEntry_Key(e))
             let n = Int(kvEntry_ValueLen(e))

@@ -238,8 +238,15 @@ struct FleetTests {
         #expect(!listed.contains { $0["name"] as? String == "broken" })
         let metrics = try LiveViewTests.http(port, "/metrics").body
         #expect(metrics.contains("cvhost_fleet_input_lease{source=\"good\",node=\"a\"}"), "\(metrics.prefix(2000))")
-        let page = try LiveViewTests.http(port, "/site.html")
-        #expect(page.body.contains("site.js"))
+        // The site's page in a real browser: the site's inputs (not the malformed ones), the one running
+        // linked to its node's live view on that input; the live view links to the page.
+        let rows = "(() => { const r = [...document.querySelectorAll('#inputs tbody tr')].map(tr => [...tr.cells].map(c => c.textContent).join('|')); "
+            + "const a = document.querySelector('#inputs tbody a'); return r.length == 2 && a ? [a.getAttribute('href'), r.join(';')] : null })()"
+        let shown = PageProbe.value("http://127.0.0.1:\(port)/site.html", rows, as: [String].self) ?? []
+        #expect(shown.count == 2 && shown[0] == "http://127.0.0.1:\(port)/?source=good" && shown[1].contains("needs-barcode|—|waiting for a node")
+                && shown[1].contains("good|a|streaming"), "\(shown)")
+        let linked = "(() => { const s = document.getElementById('site-link'); return s && !s.hidden ? s.querySelector('a').getAttribute('href') : null })()"
+        #expect(PageProbe.value("http://127.0.0.1:\(port)/", linked, as: String.self) == "site.html")
         #expect(a.stderr.contains("key inputs.broken") && a.stderr.contains("is not an input"), "\(a.stderr)")
         #expect(a.stderr.contains("key inputs.empty") && a.stderr.contains("one of \"input\""), "\(a.stderr)")
         #expect(a.stderr.components(separatedBy: "inputs.broken").count == 2, "said more than once: \(a.stderr)")

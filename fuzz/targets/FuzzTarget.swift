@@ -1,6 +1,7 @@
 import CVHostAnalytics
 import CVHostCore
 import CVHostEvidence
+import CVHostFleet
 import CVHostLines
 import CVHostOutput
 import CVHostPlugins
@@ -47,6 +48,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case evidenceIndex = "evidence-index"
     /// A snapshot's region from any box, margin and frame size (SnapshotRecorder.region, fitted).
     case snapshotRegion = "snapshot-region"
+    /// A key and value any client may write in a fleet's buckets (an input, a zone, a line, a
+    /// track, a heartbeat, a lease), read as a node reads them and placed (SiteView).
+    case siteEntries = "site-entries"
 
     /// Runs the target on one input.
     public func run(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -64,6 +68,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .resultStages: Self.resultStages(bytes)
         case .evidenceIndex: Self.evidenceIndex(bytes)
         case .snapshotRegion: Self.snapshotRegion(bytes)
+        case .siteEntries: Self.siteEntries(bytes)
         }
     }
 
@@ -216,6 +221,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             _ = analytics.update([detection], time: Double(frame) / 10, width: 640, height: 480, between: frame == 2 ? [0.15] : [])
         }
         _ = analytics.finish()
+    }
+
+    /// The first byte picks the bucket (and a delete), the bytes to the first newline are the key, the rest its value.
+    static func siteEntries(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let first = bytes.first else { return }
+        let rest = Array(bytes.dropFirst())
+        let cut = rest.firstIndex(of: 10) ?? rest.count
+        let key = String(decoding: rest[..<cut], as: UTF8.self)
+        let value = Array(rest[min(rest.count, cut + 1)...])
+        check(SiteEntryReading.read(bucket: Int(first & 0x7f), key: key, value: value, deleted: first & 0x80 != 0),
+              "an input placed that the view does not hold, or on a node it does not hold")
     }
 
     static func evidenceIndex(_ bytes: UnsafeBufferPointer<UInt8>) {

@@ -1,7 +1,7 @@
 import CVHostCore
 import Foundation
 
-/// `cvhost fleet`: a site's inputs given and taken away, and the site as it is now, from any
+/// `cvhost fleet`: a site's inputs, zones, lines and tracks given and taken away, and the site as it is now, from any
 /// machine that reaches its NATS servers. What it writes is what any key-value client may
 /// (`SiteStore`): the nodes see it through their watchers and act on it.
 public final class FleetAdmin {

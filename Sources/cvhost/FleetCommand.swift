@@ -8,7 +8,7 @@ import Foundation
 struct FleetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet",
-        abstract: "Give a site of cvhost nodes its inputs, take them away, and see the site (NATS JetStream).",
+        abstract: "Give a site of cvhost nodes its inputs, zones, lines and tracks, take them away, and see the site (NATS JetStream).",
         discussion: """
             A site is any number of `cvhost run --fleet nats://.../SITE` nodes sharing a NATS JetStream cluster (3 servers keep it when one goes). The site's inputs are kept there; each is run by one node, which holds it by a lease it renews every few seconds; when a node dies, its inputs are taken by the others once their leases lapse (10 s). See docs/fleet.md.
 

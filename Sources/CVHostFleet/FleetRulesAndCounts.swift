@@ -12,11 +12,11 @@ extension FleetNode {
     /// those of inputs no longer here. Then an input just taken goes on from its kept counts.
     func applyRules() {
         for (key, was) in appliedRules.sorted(by: { $0.key < $1.key }) {
-            let now = view.rules[key]
-            let stays = now != nil && (was.rule.input.map { mine[$0] != nil } ?? true)
+            // It stays while the site has it and (a zone's, a line's) its input, as it is now, runs here.
+            let stays = view.rules[key].map { now in now.rule.input.map { mine[$0] != nil } ?? true } ?? false
             guard !stays else { continue }
             appliedRules[key] = nil
-            // A rule whose input left: taken away after the input (its queue); one that changed input is set anew below.
+            // Taken away on its input's queue (after the input, if the input left).
             perform(was.rule.removeCommand, on: was.rule.input, what: nil)
         }
         for (key, seen) in view.rules.sorted(by: { $0.key < $1.key }) where appliedRules[key]?.revision != seen.revision {

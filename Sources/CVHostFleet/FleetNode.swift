@@ -94,7 +94,7 @@ public final class FleetNode: @unchecked Sendable {
         self.run = run
     }
 
-    /// The site as this node sees it (GET /fleet), made anew each tick.
+    /// The site as this node sees it (GET /fleet), made anew with each heartbeat.
     private let published = Locked<String?>(nil)
 
     /// Starts the node's thread; the run gives its inputs back when they have stopped.
@@ -210,7 +210,8 @@ public final class FleetNode: @unchecked Sendable {
         }
         claim(store, now: now, t, assigned: assigned)
         rebalance(store, now: now, t, assigned: assigned)
-        publish(now: now, t)
+        // GET /fleet's answer, made anew with each heartbeat (what it tells of other nodes is that old anyway).
+        if lastPutNs == now { publish(now: now, t) }
     }
 
     private func drain(_ w: KeyValueWatcher, _ take: (KeyValueBucket.Entry) -> Void) {
@@ -268,7 +269,7 @@ public final class FleetNode: @unchecked Sendable {
 
     private func stopInput(_ input: String, taken: UInt64, then: (@Sendable () -> Void)? = nil) {
         queue(input).async { [run] in
-            _ = run.handle(Self.command(["command": "remove_input", "name": input]), from: .fleet)
+            _ = run.handle(RunCommandJSON.text(["command": "remove_input", "name": input]), from: .fleet)
             SourceLeases.release(input, revision: taken)
             then?()
         }
@@ -429,10 +430,6 @@ public final class FleetNode: @unchecked Sendable {
 
     private static func seconds(_ s: Double) -> String {
         s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s)
-    }
-
-    private static func command(_ o: [String: String]) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
     }
 
     static func error(of answer: LiveCommands.Answer) -> String {

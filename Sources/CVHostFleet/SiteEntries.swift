@@ -35,8 +35,7 @@ public struct SiteInput: Codable, Sendable, Equatable {
         if let input { o["input"] = input }
         if let device { o["device"] = device }
         if let plugins { o["plugins"] = plugins }
-        let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return RunCommandJSON.text(o)
     }
 }
 

@@ -72,13 +72,13 @@ struct SiteRule: Sendable, Equatable {
     var setCommand: String {
         var o = (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
         o["command"] = "set_" + kind.rawValue
-        return String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+        return RunCommandJSON.text(o)
     }
 
     /// The command that takes it away on a node.
     var removeCommand: String {
         let o: [String: Any] = ["command": "remove_" + kind.rawValue, kind.ruleKind.key: name]
-        return String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+        return RunCommandJSON.text(o)
     }
 
     /// A rule as `--zone`, `--line` or `--track` takes it, as the store keeps it.
